@@ -1,0 +1,1 @@
+"""edgerollout: DaemonSet upgrades for Kubernetes edge nodes."""

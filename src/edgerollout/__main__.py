@@ -1,0 +1,3 @@
+from edgerollout.cli.main import main
+
+main()

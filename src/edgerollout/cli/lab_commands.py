@@ -1,0 +1,107 @@
+"""`edgerollout lab ...`: build, start, cut, restore and stop the local real control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edgerollout.lab import build, cluster
+from edgerollout.lab.build import BuildError
+from edgerollout.lab.processes import ComponentError
+
+DEFAULT_DIR = Path(".edgerollout-lab")
+
+dir_option = click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    help="The lab's folder (lab.json, kubeconfigs, logs).",
+)
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _fail(error: Exception) -> click.ClickException:
+    return click.ClickException(str(error))
+
+
+@click.group()
+def lab() -> None:
+    """A local Kubernetes control plane with simulated edge nodes (no Docker needed)."""
+
+
+@lab.command("build")
+def build_command() -> None:
+    """Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (once)."""
+    try:
+        report = build.build_all(_say)
+    except BuildError as error:
+        raise _fail(error) from error
+    if report.built:
+        _say(f"built {', '.join(report.built)} in {report.seconds:.0f} s")
+
+
+@lab.command("up")
+@click.option("--nodes", type=click.IntRange(min=1), default=3, show_default=True)
+@dir_option
+def up_command(nodes: int, folder: Path) -> None:
+    """Start the lab; prints the admin kubeconfig's path when every node is Ready."""
+    try:
+        build.build_all(_say)
+        started = cluster.up(folder, nodes=nodes, say=_say)
+    except (BuildError, ComponentError, cluster.LabError, TimeoutError) as error:
+        raise _fail(error) from error
+    click.echo(started.kubeconfig)
+
+
+@lab.command("down")
+@dir_option
+def down_command(folder: Path) -> None:
+    """Stop everything the lab started."""
+    cluster.down(folder, say=_say)
+
+
+@lab.command("disconnect")
+@click.argument("nodes", nargs=-1, required=True)
+@dir_option
+def disconnect_command(nodes: tuple[str, ...], folder: Path) -> None:
+    """Cut NODES' links to the API server (they go NotReady after the grace period)."""
+    try:
+        cluster.disconnect(folder, list(nodes))
+    except (cluster.LabError, ComponentError) as error:
+        raise _fail(error) from error
+    _say(f"disconnected {', '.join(nodes)}")
+
+
+@lab.command("connect")
+@click.argument("nodes", nargs=-1, required=True)
+@dir_option
+def connect_command(nodes: tuple[str, ...], folder: Path) -> None:
+    """Restore NODES' links (heartbeats and pod readiness come back)."""
+    try:
+        cluster.connect(folder, list(nodes))
+    except (cluster.LabError, ComponentError) as error:
+        raise _fail(error) from error
+    _say(f"connected {', '.join(nodes)}")
+
+
+@lab.command("status")
+@dir_option
+def status_command(folder: Path) -> None:
+    """Show the lab's programs and its nodes."""
+    try:
+        running, nodes = cluster.status(folder)
+    except cluster.LabError as error:
+        raise _fail(error) from error
+    missing = [name for name in cluster.COMPONENTS if name not in running]
+    click.echo(f"running: {', '.join(running) or 'nothing'}")
+    if missing:
+        click.echo(f"not running: {', '.join(missing)}")
+    click.echo(f"{'NODE':<12} {'READY':<8} LINK")
+    for node in nodes:
+        click.echo(f"{node.name:<12} {node.ready:<8} {'up' if node.link_up else 'cut'}")

@@ -1,0 +1,22 @@
+"""The `edgerollout` command (also installed as `kubectl-edgerollout`)."""
+
+from __future__ import annotations
+
+import click
+
+from edgerollout.cli.demo_command import demo
+from edgerollout.cli.lab_commands import lab
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="edgerollout")
+def cli() -> None:
+    """DaemonSet upgrades for Kubernetes clusters whose nodes live at the edge."""
+
+
+cli.add_command(lab)
+cli.add_command(demo)
+
+
+def main() -> None:
+    cli(prog_name="edgerollout")

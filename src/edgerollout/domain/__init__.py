@@ -1,0 +1,11 @@
+"""The decisions of edgerollout, as pure functions of plain data.
+
+Which pods to delete now, which condition a pod should carry, how a max-unavailable string becomes
+a number: everything here is computed from frozen views of Kubernetes objects and a `now` passed
+in. Nothing here does I/O, reads a clock, or imports from the rest of edgerollout (an
+import-linter contract keeps it that way), so every rule of the product can be tested in
+microseconds and replayed from a log.
+
+`plan_reconcile` (in `reconcile`) is the entry point the controller calls; the modules it combines
+are usable on their own (the agent, for one, needs `conditions` and `revisions`).
+"""

@@ -1,0 +1,167 @@
+"""The few API calls the lab makes itself: create its nodes, flip their link label, read their state.
+
+Patches here send plain dicts, which the client sends as strategic-merge patches: for labels and
+annotations that is the same as a merge patch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from edgerollout.lab.kwok_stages import LINK_LABEL
+
+RECONNECTED_ANNOTATION = "lab.edgerollout.io/link-restored"
+
+
+@asynccontextmanager
+async def api_client(kubeconfig: Path) -> AsyncIterator[Any]:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+def node_manifest(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/edge": "",
+                "type": "kwok",
+                LINK_LABEL: "up",
+            },
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+        },
+    }
+
+
+async def create_nodes(kubeconfig: Path, names: list[str], *, parallel: int = 32) -> None:
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        gate = asyncio.Semaphore(parallel)
+
+        async def create(name: str) -> None:
+            async with gate:
+                try:
+                    await core.create_node(cast(Any, node_manifest(name)))
+                except ApiException as error:
+                    if error.status != 409:  # 409 Conflict: it exists from an earlier attempt
+                        raise
+
+        await asyncio.gather(*(create(name) for name in names))
+
+
+async def set_link_label(kubeconfig: Path, names: list[str], *, up: bool) -> None:
+    body = {"metadata": {"labels": {LINK_LABEL: "up" if up else "down"}}}
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        for name in names:
+            await core.patch_node(name, body)
+
+
+def ready_status(node: Any) -> str:
+    """The node's Ready condition status: "True", "False" or "Unknown" ("Unknown" if absent)."""
+    for condition in node.status.conditions or []:
+        if condition.type == "Ready":
+            return str(condition.status)
+    return "Unknown"
+
+
+async def node_readiness(kubeconfig: Path) -> dict[str, str]:
+    async with api_client(kubeconfig) as api:
+        nodes = await client.CoreV1Api(api).list_node()
+        return {node.metadata.name: ready_status(node) for node in nodes.items}
+
+
+async def wait_nodes(
+    kubeconfig: Path, names: list[str], *, status: str, timeout: float
+) -> dict[str, str]:
+    """Wait until every named node's Ready condition has the given status; return the last view."""
+    deadline = time.monotonic() + timeout
+    wanted = set(names)
+    while True:
+        seen = await node_readiness(kubeconfig)
+        pending = sorted(name for name in wanted if seen.get(name) != status)
+        if not pending:
+            return seen
+        if time.monotonic() > deadline:
+            shown = ", ".join(f"{name}={seen.get(name, 'absent')}" for name in pending[:10])
+            raise TimeoutError(
+                f"{len(pending)} node(s) did not reach Ready={status} within {timeout:.0f} s: "
+                f"{shown}"
+            )
+        await asyncio.sleep(0.5)
+
+
+async def wait_default_service_account(kubeconfig: Path, *, timeout: float) -> None:
+    """Pods need their namespace's `default` ServiceAccount, which the controller-manager makes."""
+    deadline = time.monotonic() + timeout
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        while True:
+            try:
+                await core.read_namespaced_service_account("default", "default")
+            except ApiException as error:
+                if error.status != 404 or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+            else:
+                return
+
+
+async def _lease_renewed_since(coordination: Any, name: str, since: datetime.datetime) -> bool:
+    try:
+        lease = await coordination.read_namespaced_lease(name, "kube-node-lease")
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    renewed = lease.spec.renew_time
+    return renewed is not None and renewed > since
+
+
+async def wake_pods_after_reconnect(
+    kubeconfig: Path, names: list[str], *, since: datetime.datetime, timeout: float = 30
+) -> None:
+    """Once KWOK holds each node again, touch its pods so KWOK looks at them afresh.
+
+    KWOK re-lists a node's pods when it takes the node over again, but can race with its own node
+    cache and skip them; a pod deleted while the link was down would then stay Terminating for good.
+    An annotation change is an event KWOK cannot miss, and it alters nothing a kubelet owns.
+    """
+    stamp = since.isoformat()
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        coordination = client.CoordinationV1Api(api)
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while not await _lease_renewed_since(coordination, name, since):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"KWOK did not take node {name} back within {timeout:.0f} s")
+                await asyncio.sleep(0.2)
+            pods = await core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}")
+            for pod in pods.items:
+                body = {"metadata": {"annotations": {RECONNECTED_ANNOTATION: stamp}}}
+                try:
+                    await core.patch_namespaced_pod(pod.metadata.name, pod.metadata.namespace, body)
+                except ApiException as error:
+                    if error.status != 404:  # 404: the pod finished deleting meanwhile
+                        raise

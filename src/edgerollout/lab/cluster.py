@@ -1,0 +1,306 @@
+"""A lab: a real control plane and N simulated edge nodes in one folder, and what can be done to it.
+
+`DIR/lab.json` is the contract with tests and tools (SPEC §9): the admin kubeconfig and, per node,
+its own kubeconfig (reaching the API server through the node's link) and its agent URL. Everything
+else in DIR (pki/, logs/, pids/, etcd/, state.json) is the lab's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from edgerollout.lab import api, control_plane, link, processes
+from edgerollout.lab.build import missing_components
+from edgerollout.lab.control_plane import Ports
+from edgerollout.lab.kubeconfig import write_kubeconfig
+from edgerollout.lab.kwok_stages import kwok_config
+from edgerollout.lab.pki import Identity, create_pki, new_identity
+
+LAB_FILE = "lab.json"
+STATE_FILE = "state.json"
+# Stopped in this order: the simulated kubelets first, the store last.
+COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube-apiserver", "etcd")
+
+Say = Callable[[str], None]
+
+
+class LabError(RuntimeError):
+    """The lab cannot do what was asked; the message says why and what to do."""
+
+
+def node_names(count: int) -> list[str]:
+    return [f"edge-{index}" for index in range(1, count + 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class LabNode:
+    name: str
+    kubeconfig: Path
+    agent_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lab:
+    """What `lab.json` says about a running lab."""
+
+    folder: Path
+    kubeconfig: Path
+    nodes: tuple[LabNode, ...]
+
+    @staticmethod
+    def load(folder: Path) -> Lab:
+        path = folder / LAB_FILE
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise LabError(f"no lab in {folder} (no {LAB_FILE}); start one with `lab up`") from None
+        return Lab(
+            folder=folder,
+            kubeconfig=Path(data["kubeconfig"]),
+            nodes=tuple(
+                LabNode(
+                    name=node["name"],
+                    kubeconfig=Path(node["kubeconfig"]),
+                    agent_url=node.get("agent_url"),
+                )
+                for node in data["nodes"]
+            ),
+        )
+
+    def node(self, name: str) -> LabNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        known = ", ".join(n.name for n in self.nodes)
+        raise LabError(f"no node {name!r} in this lab (nodes: {known})")
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temp = path.with_suffix(".tmp")
+    temp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(temp, path)
+
+
+def running_components(folder: Path) -> list[str]:
+    return [name for name in processes.recorded_names(folder) if processes.is_running(folder, name)]
+
+
+def up(folder: Path, *, nodes: int, say: Say) -> Lab:
+    """Start a lab with `nodes` nodes in folder; on any failure stop what was started and raise."""
+    if nodes < 1:
+        raise LabError(f"--nodes must be at least 1 (got {nodes})")
+    missing = missing_components()
+    if missing:
+        raise LabError(
+            "the lab's programs are not built yet ("
+            + ", ".join(c.name for c in missing)
+            + "); run `edgerollout lab build` first"
+        )
+    folder = folder.resolve()
+    if running_components(folder):
+        raise LabError(
+            f"a lab is already running in {folder} ({', '.join(running_components(folder))}); "
+            "stop it with `lab down` first"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return _up(folder, nodes=nodes, say=say)
+    except BaseException:
+        down(folder, say=lambda _: None)
+        raise
+
+
+def _up(folder: Path, *, nodes: int, say: Say) -> Lab:
+    started = time.monotonic()
+    for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE):
+        path = folder / stale
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    names = node_names(nodes)
+    admin = new_identity("lab-admin", "system:masters")
+    controller_manager = new_identity("system:kube-controller-manager")
+    scheduler = new_identity("system:kube-scheduler")
+    kwok = new_identity("kwok", "system:masters")
+    node_ids: dict[str, Identity] = {
+        name: new_identity(f"system:node:{name}", "system:nodes") for name in names
+    }
+    pki = create_pki(
+        folder / "pki", [admin, controller_manager, scheduler, kwok, *node_ids.values()]
+    )
+    ports = Ports.allocate()
+    server = f"https://127.0.0.1:{ports.apiserver}"
+    kubeconfigs = folder / "kubeconfigs"
+
+    def kubeconfig(name: str, identity: Identity, url: str = server) -> Path:
+        return write_kubeconfig(
+            kubeconfigs / f"{name}.kubeconfig",
+            server=url,
+            ca_file=pki.ca_cert,
+            user=identity.user,
+            token=identity.token,
+        )
+
+    admin_kubeconfig = kubeconfig("admin", admin)
+    _write_json(
+        folder / STATE_FILE,
+        {"ports": asdict(ports)},
+    )
+
+    say(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
+    processes.start(folder, "etcd", control_plane.etcd_argv(folder, ports))
+    processes.wait_until(
+        folder, "etcd", lambda: control_plane.etcd_healthy(ports), timeout=30, what="healthy"
+    )
+
+    say(f"starting kube-apiserver on {server}")
+    processes.start(folder, "kube-apiserver", control_plane.apiserver_argv(folder, ports, pki))
+    processes.wait_until(
+        folder,
+        "kube-apiserver",
+        lambda: control_plane.apiserver_ready(ports, token=admin.token, ca_file=pki.ca_cert),
+        timeout=90,
+        what="ready",
+    )
+
+    say(f"starting one network link per node ({nodes})")
+    link.write_wanted(
+        folder, host="127.0.0.1", port=ports.apiserver, links=dict.fromkeys(names, True)
+    )
+    processes.start(folder, "link", [sys.executable, "-m", "edgerollout.lab.link", str(folder)])
+    processes.wait_until(
+        folder, "link", lambda: (folder / link.PORTS_FILE).exists(), timeout=30, what="listening"
+    )
+    link_ports: dict[str, int] = json.loads((folder / link.PORTS_FILE).read_text())
+
+    say("starting kube-controller-manager and kube-scheduler")
+    kcm_kubeconfig = kubeconfig("kube-controller-manager", controller_manager)
+    processes.start(
+        folder,
+        "kube-controller-manager",
+        control_plane.controller_manager_argv(folder, ports, pki, kcm_kubeconfig),
+    )
+    processes.start(
+        folder,
+        "kube-scheduler",
+        control_plane.scheduler_argv(folder, ports, kubeconfig("kube-scheduler", scheduler)),
+    )
+    kwok_config_path = folder / "kwok.yaml"
+    kwok_config_path.write_text(kwok_config())
+    say("starting kwok (the nodes' simulated kubelets)")
+    processes.start(
+        folder,
+        "kwok",
+        control_plane.kwok_argv(ports, kubeconfig("kwok", kwok), kwok_config_path),
+    )
+    for name, port, https in (
+        ("kube-controller-manager", ports.controller_manager, True),
+        ("kube-scheduler", ports.scheduler, True),
+        ("kwok", ports.kwok, False),
+    ):
+        processes.wait_until(
+            folder,
+            name,
+            functools.partial(control_plane.component_healthy, port, https=https),
+            timeout=60,
+            what="healthy",
+        )
+
+    say(f"registering {nodes} node(s): {names[0]}{' ... ' + names[-1] if nodes > 1 else ''}")
+    asyncio.run(api.create_nodes(admin_kubeconfig, names))
+    node_timeout = 60 + nodes * 0.2
+    asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))
+    asyncio.run(api.wait_default_service_account(admin_kubeconfig, timeout=60))
+
+    lab_nodes = [
+        {
+            "name": name,
+            "kubeconfig": str(
+                kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
+            ),
+            "agent_url": None,
+        }
+        for name in names
+    ]
+    _write_json(
+        folder / LAB_FILE,
+        {"kubeconfig": str(admin_kubeconfig), "server": server, "nodes": lab_nodes},
+    )
+    say(
+        f"lab ready in {time.monotonic() - started:.1f} s: {nodes} node(s), kubeconfig {admin_kubeconfig}"
+    )
+    return Lab.load(folder)
+
+
+def down(folder: Path, *, say: Say) -> list[str]:
+    """Stop every program this lab started; returns the names of those that were running."""
+    folder = folder.resolve()
+    stopped = []
+    names = [name for name in COMPONENTS if name in processes.recorded_names(folder)]
+    names += [name for name in processes.recorded_names(folder) if name not in COMPONENTS]
+    for name in names:
+        if processes.stop(folder, name):
+            stopped.append(name)
+            say(f"stopped {name}")
+    (folder / LAB_FILE).unlink(missing_ok=True)
+    if not stopped:
+        say(f"nothing was running in {folder}")
+    return stopped
+
+
+def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
+    lab = Lab.load(folder.resolve())
+    for name in names:
+        lab.node(name)
+    host, port, wanted = link.read_wanted(lab.folder)
+    wanted.update(dict.fromkeys(names, up))
+    link.write_wanted(lab.folder, host=host, port=port, links=wanted)
+    processes.signal_process(lab.folder, "link", signal.SIGHUP)
+    since = datetime.datetime.now(datetime.UTC)
+    asyncio.run(api.set_link_label(lab.kubeconfig, names, up=up))
+    if up:
+        asyncio.run(api.wake_pods_after_reconnect(lab.kubeconfig, names, since=since))
+    return lab
+
+
+def disconnect(folder: Path, names: list[str]) -> Lab:
+    """Cut the nodes' links: their agents lose the API server and their kubelets go silent."""
+    return _set_links(folder, names, up=False)
+
+
+def connect(folder: Path, names: list[str]) -> Lab:
+    """Restore the nodes' links: heartbeats resume and their pods report Ready again."""
+    return _set_links(folder, names, up=True)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    name: str
+    ready: str
+    link_up: bool
+
+
+def status(folder: Path) -> tuple[list[str], list[NodeStatus]]:
+    lab = Lab.load(folder.resolve())
+    _, _, wanted = link.read_wanted(lab.folder)
+    readiness = asyncio.run(api.node_readiness(lab.kubeconfig))
+    nodes = [
+        NodeStatus(
+            name=node.name, ready=readiness.get(node.name, "absent"), link_up=wanted[node.name]
+        )
+        for node in lab.nodes
+    ]
+    return running_components(lab.folder), nodes

@@ -1,0 +1,218 @@
+"""How KWOK plays the lab's kubelets: its configuration and the Stages that move nodes and pods along.
+
+KWOK manages only nodes carrying the link label (`LINK_LABEL=up`). Cutting a node's link removes the
+label: KWOK sees the node leave its watch and stops renewing its Lease and answering for its pods,
+exactly as a kubelet behind a dead link — the node lifecycle controller then marks it Unknown, its
+pods `Ready=False`, and a deleted pod stays Terminating because nobody confirms it. Restoring the link
+puts the label back and KWOK takes the node over again.
+
+The Stages are the lab's own. Besides the usual node start-up, heartbeat, pod start, Job completion
+and deletion, `pod-ready-again` brings a Running pod whose `Ready` condition the node lifecycle
+controller set to False back to `Ready=True` once its node is managed again — what a kubelet does
+after reconnecting, and what KWOK's stock stages leave out.
+"""
+
+from __future__ import annotations
+
+LINK_LABEL = "lab.edgerollout.io/link"
+NODE_LEASE_SECONDS = 8
+
+KWOK_CONFIGURATION = f"""\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  manageAllNodes: false
+  manageNodesWithLabelSelector: {LINK_LABEL}=up
+  nodeLeaseDurationSeconds: {NODE_LEASE_SECONDS}
+  nodeLeaseParallelism: 16
+  podPlayStageParallelism: 16
+  nodePlayStageParallelism: 16
+  cidr: 10.0.0.1/16
+"""
+
+_NODE_STATUS = """\
+      {{ $now := Now }}
+      {{ $since := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $since | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+      addresses:
+      {{ with NodeIP }}
+      - address: {{ . | Quote }}
+        type: InternalIP
+      {{ end }}
+      {{ with NodeName }}
+      - address: {{ . | Quote }}
+        type: Hostname
+      {{ end }}
+"""
+
+STAGES = f"""\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-start
+spec:
+  resourceRef: {{apiGroup: v1, kind: Node}}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  next:
+    statusTemplate: |
+{_NODE_STATUS}
+      phase: Running
+      nodeInfo:
+        architecture: amd64
+        operatingSystem: linux
+        kubeletVersion: kwok
+        containerRuntimeVersion: kwok
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-status-refresh
+spec:
+  resourceRef: {{apiGroup: v1, kind: Node}}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['True']
+  delay:
+    durationMilliseconds: 300000
+    jitterDurationMilliseconds: 330000
+  next:
+    statusTemplate: |
+{_NODE_STATUS}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-start
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.phase
+      operator: In
+      values: [Pending]
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: PodScheduled, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Initialized, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Ready, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        imageID: {{{{ printf "kwok://%s" .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: true
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      hostIP: {{{{ NodeIPWith .spec.nodeName | Quote }}}}
+      podIP: {{{{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}}}
+      phase: Running
+      startTime: {{{{ $now | Quote }}}}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.phase
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: NotIn
+      values: [Job]
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: ContainersReady, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Ready, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-job-complete
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.phase
+      operator: In
+      values: [Running]
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: [Job]
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: ContainersReady, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        imageID: {{{{ printf "kwok://%s" .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: Exists
+  next:
+    finalizers:
+      empty: true
+    delete: true
+"""
+
+
+def kwok_config() -> str:
+    """The whole `--config` file KWOK is started with."""
+    return KWOK_CONFIGURATION + "---\n" + STAGES

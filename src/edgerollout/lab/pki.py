@@ -1,0 +1,150 @@
+"""Credentials of a lab: a CA, the API server's serving certificate, the service-account signing key
+and one bearer token per identity.
+
+The lab runs with real authentication and RBAC, so that what a component may do is decided by the API
+server exactly as in a cluster. Bearer tokens (a static token file) keep identities cheap: a thousand
+nodes get a thousand `system:node:<name>` users without a thousand certificates.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A user of the lab's API server: its bearer token, name and groups."""
+
+    token: str
+    user: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PkiPaths:
+    ca_cert: Path
+    serving_cert: Path
+    serving_key: Path
+    sa_public: Path
+    sa_private: Path
+    tokens: Path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    path.chmod(0o600)
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
+    """Write a fresh CA, serving certificate, service-account key pair and token file into folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    valid_from = now - datetime.timedelta(hours=1)
+    valid_to = now + datetime.timedelta(days=365)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("edgerollout-lab-ca"))
+        .issuer_name(_name("edgerollout-lab-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid_from)
+        .not_valid_after(valid_to)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    serving_key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.DNSName("kubernetes"),
+        x509.DNSName("kubernetes.default"),
+        x509.DNSName("kubernetes.default.svc"),
+        x509.DNSName("kubernetes.default.svc.cluster.local"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+    ]
+    serving_cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("kube-apiserver"))
+        .issuer_name(ca_cert.subject)
+        .public_key(serving_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid_from)
+        .not_valid_after(valid_to)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    paths = PkiPaths(
+        ca_cert=folder / "ca.crt",
+        serving_cert=folder / "apiserver.crt",
+        serving_key=folder / "apiserver.key",
+        sa_public=folder / "sa.pub",
+        sa_private=folder / "sa.key",
+        tokens=folder / "tokens.csv",
+    )
+    paths.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    paths.serving_cert.write_bytes(serving_cert.public_bytes(serialization.Encoding.PEM))
+    _write_private(
+        paths.serving_key,
+        serving_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ),
+    )
+    paths.sa_public.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    _write_private(
+        paths.sa_private,
+        sa_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ),
+    )
+    lines = []
+    for index, identity in enumerate(identities):
+        groups = ",".join(identity.groups)
+        lines.append(f'{identity.token},{identity.user},uid-{index},"{groups}"')
+    _write_private(paths.tokens, ("\n".join(lines) + "\n").encode())
+    return paths
+
+
+def new_identity(user: str, *groups: str) -> Identity:
+    return Identity(token=secrets.token_hex(24), user=user, groups=groups)

@@ -1,0 +1,100 @@
+"""The pinned upstream programs the lab runs, and where their builds are cached.
+
+The lab is a real control plane, so its versions are part of the test contract: a change here changes
+what every end-to-end test proves. Kubernetes follows the minor version that KWOK's client-go uses;
+etcd is the 3.6 line a current kube-apiserver needs (watch progress requests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+KUBERNETES_VERSION = "v1.36.5"
+ETCD_VERSION = "v3.6.16"
+KWOK_VERSION = "v0.8.0"
+
+CACHE_ENV = "EDGEROLLOUT_LAB_CACHE"
+
+
+@dataclass(frozen=True, slots=True)
+class GoComponent:
+    """One throwaway Go main module (go.mod + go.sum shipped in `gomod/<name>`) and what it builds."""
+
+    name: str
+    version: str
+    packages: tuple[str, ...]
+    binaries: tuple[str, ...]
+    ldflags: str = "-s -w"
+
+
+def _kubernetes_ldflags() -> str:
+    major, minor, _ = KUBERNETES_VERSION.removeprefix("v").split(".")
+    stamps = {
+        "k8s.io/component-base/version.gitVersion": KUBERNETES_VERSION,
+        "k8s.io/component-base/version.gitMajor": major,
+        "k8s.io/component-base/version.gitMinor": minor,
+        "k8s.io/component-base/version.gitTreeState": "clean",
+        "k8s.io/client-go/pkg/version.gitVersion": KUBERNETES_VERSION,
+    }
+    return " ".join(["-s -w", *(f"-X {key}={value}" for key, value in stamps.items())])
+
+
+COMPONENTS: tuple[GoComponent, ...] = (
+    GoComponent(
+        name="etcd",
+        version=ETCD_VERSION,
+        packages=("go.etcd.io/etcd/server/v3",),
+        binaries=("etcd",),
+    ),
+    GoComponent(
+        name="kwok",
+        version=KWOK_VERSION,
+        packages=("sigs.k8s.io/kwok/cmd/kwok",),
+        binaries=("kwok",),
+    ),
+    GoComponent(
+        name="kubernetes",
+        version=KUBERNETES_VERSION,
+        packages=(
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            "k8s.io/kubernetes/cmd/kube-scheduler",
+        ),
+        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        ldflags=_kubernetes_ldflags(),
+    ),
+)
+
+
+def gomod_files(component: GoComponent) -> dict[str, bytes]:
+    """The shipped module files of a component (go.mod, go.sum, tools.go), by file name."""
+    folder = resources.files("edgerollout.lab").joinpath("gomod", component.name)
+    return {name: folder.joinpath(name).read_bytes() for name in ("go.mod", "go.sum", "tools.go")}
+
+
+def build_key() -> str:
+    """A short name for this exact set of pins: any change to a go.mod or go.sum gives a new key."""
+    digest = hashlib.sha256()
+    for component in COMPONENTS:
+        for name, content in sorted(gomod_files(component).items()):
+            digest.update(f"{component.name}/{name}\0".encode())
+            digest.update(content)
+    return f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_{digest.hexdigest()[:10]}"
+
+
+def cache_root() -> Path:
+    """Where builds live, once per machine: `$EDGEROLLOUT_LAB_CACHE` or the user's cache folder."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "edgerollout" / "lab"
+
+
+def bin_dir() -> Path:
+    """The folder holding the binaries of the current pins."""
+    return cache_root() / build_key() / "bin"
