@@ -1,0 +1,166 @@
+"""The pod conditions edgerollout keeps, and the one patch that writes each of them.
+
+`PodNeedUpgrade` (SPEC §5) tells the node whether its pod of an OTA DaemonSet is on the newest
+revision: `True` when it is not, `False` when it is, with the message
+`controllerrevision: <newest hash>` (OpenYurt v1.7). `PodImageReady` (SPEC §7) tracks an image
+pre-pull with the reasons `WaitPullImage`, `PullImageSuccess` and `PullImageFail` and the same
+message format, naming the revision whose images were pulled.
+
+A condition is written only when its status, reason or message would change, so a reconcile that
+finds everything right writes nothing; `lastTransitionTime` moves only when the status does, as
+Kubernetes' own `UpdatePodCondition` does. The reason takes part in the comparison because
+`PodImageReady` goes from `False/WaitPullImage` to `False/PullImageFail` without a status change.
+
+The write is a strategic merge patch of `pods/status` holding that single condition. Conditions
+merge by `type`, so the kubelet's `Ready`, `ContainersReady`, ... are left untouched; a JSON merge
+patch or a full status update would replace or race with them.
+
+The message needs the newest revision *hash*: while only the template generation is known (no
+ControllerRevision in the cache yet), no `PodNeedUpgrade` is written; the next reconcile, once the
+revision is seen, writes it.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeAlias
+
+from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
+from edgerollout.domain.revisions import TargetRevision, is_current
+from edgerollout.domain.timestamps import format_rfc3339
+from edgerollout.domain.vocabulary import (
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    REVISION_MESSAGE_PREFIX,
+)
+
+ConditionPatch: TypeAlias = dict[str, dict[str, list[dict[str, str]]]]
+
+
+def revision_message(revision_hash: str) -> str:
+    """`controllerrevision: <hash>`: the message naming the revision a condition speaks of."""
+    return f"{REVISION_MESSAGE_PREFIX}{revision_hash}"
+
+
+def revision_in_message(message: str) -> str | None:
+    """The hash named by a `controllerrevision: <hash>` message; None for any other message."""
+    if not message.startswith(REVISION_MESSAGE_PREFIX):
+        return None
+    return message.removeprefix(REVISION_MESSAGE_PREFIX) or None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConditionWrite:
+    """One condition to patch onto one pod."""
+
+    namespace: str
+    name: str
+    uid: PodUID
+    condition: PodCondition
+
+    @property
+    def patch(self) -> ConditionPatch:
+        """The strategic merge patch body for `pods/status`."""
+        return status_patch(self.condition)
+
+
+def next_condition(
+    existing: PodCondition | None,
+    *,
+    type: str,
+    status: ConditionStatus,
+    message: str,
+    reason: str = "",
+    now: datetime,
+) -> PodCondition | None:
+    """The condition to write so the pod says (status, reason, message); None if it already does.
+
+    The transition time is `now` when the status changes (or the condition is new, or carries no
+    transition time), and the existing one otherwise.
+    """
+    if (
+        existing is not None
+        and existing.status == status
+        and existing.reason == reason
+        and existing.message == message
+    ):
+        return None
+    if existing is not None and existing.status == status and existing.last_transition_time:
+        transition = existing.last_transition_time
+    else:
+        transition = format_rfc3339(now)
+    return PodCondition(
+        type=type,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=transition,
+    )
+
+
+def status_patch(condition: PodCondition) -> ConditionPatch:
+    """`{"status": {"conditions": [<condition>]}}`, the condition in the API's field names."""
+    entry = {
+        "type": condition.type,
+        "status": str(condition.status),
+        "reason": condition.reason,
+        "message": condition.message,
+    }
+    if condition.last_transition_time is not None:
+        entry["lastTransitionTime"] = condition.last_transition_time
+    return {"status": {"conditions": [entry]}}
+
+
+def plan_need_upgrade(
+    *, pods: Iterable[PodView], target: TargetRevision, now: datetime
+) -> tuple[ConditionWrite, ...]:
+    """The `PodNeedUpgrade` writes that bring every pod of an OTA DaemonSet up to date.
+
+    Terminating pods are skipped (they are going away, and their status may no longer be
+    writable). The writes are ordered by namespace and pod name.
+    """
+    if not target.hash:
+        return ()
+    message = revision_message(target.hash)
+    writes = []
+    for pod in sorted(pods, key=lambda pod: (pod.namespace, pod.name, pod.uid)):
+        if pod.deleting:
+            continue
+        status = ConditionStatus.FALSE if is_current(pod, target) else ConditionStatus.TRUE
+        condition = next_condition(
+            pod.conditions.get(POD_NEED_UPGRADE),
+            type=POD_NEED_UPGRADE,
+            status=status,
+            message=message,
+            now=now,
+        )
+        if condition is not None:
+            writes.append(_write(pod, condition))
+    return tuple(writes)
+
+
+def plan_image_ready(
+    pod: PodView,
+    *,
+    status: ConditionStatus,
+    reason: str,
+    revision_hash: str,
+    now: datetime,
+) -> ConditionWrite | None:
+    """The `PodImageReady` write for a pre-pull of `revision_hash`; None if the pod says so already.
+
+    `reason` is one of `WaitPullImage` (requested), `PullImageSuccess`, `PullImageFail`.
+    """
+    condition = next_condition(
+        pod.conditions.get(POD_IMAGE_READY),
+        type=POD_IMAGE_READY,
+        status=status,
+        reason=reason,
+        message=revision_message(revision_hash),
+        now=now,
+    )
+    return None if condition is None else _write(pod, condition)
+
+
+def _write(pod: PodView, condition: PodCondition) -> ConditionWrite:
+    return ConditionWrite(namespace=pod.namespace, name=pod.name, uid=pod.uid, condition=condition)

@@ -1,0 +1,55 @@
+"""Kubernetes Events the decisions ask for, as plain values.
+
+A decision that finds something a user should hear about (a deprecated strategy name, an invalid
+max-unavailable, a deletion) returns a `Notice`; the shell turns it into an Event on the
+DaemonSet. Reconciles repeat every few seconds and on every watch event, so a problem must not
+produce an Event each time: every notice carries a `key` built from its reason and the offending
+value, and the shell emits a notice only when that key is new for the DaemonSet (SPEC §3). When the
+user changes the value, the key changes and the new problem is reported once.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from edgerollout.domain.vocabulary import SUCCESSFUL_DELETE
+
+
+class EventType(StrEnum):
+    """The `type` of a Kubernetes Event."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    """An Event to emit on the DaemonSet.
+
+    `subject` is the value the notice is about (the annotation value seen, the pod's UID); with
+    `reason` it forms the deduplication key.
+    """
+
+    type: EventType
+    reason: str
+    message: str
+    subject: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity of the problem: the same key means the same Event, emitted once."""
+        return (self.reason, self.subject)
+
+
+def deletion_notice(*, pod_name: str, pod_uid: str, node_name: str, why: str) -> Notice:
+    """The Normal `SuccessfulDelete` Event for a pod the controller deleted.
+
+    The message starts with `Deleted pod: <name>` as Kubernetes' own controllers write it, then
+    says where and why. Each deletion is its own subject (the pod UID), so none is deduplicated
+    away.
+    """
+    return Notice(
+        type=EventType.NORMAL,
+        reason=SUCCESSFUL_DELETE,
+        message=f"Deleted pod: {pod_name} on node {node_name}: {why}",
+        subject=pod_uid,
+    )

@@ -1,0 +1,156 @@
+"""What the decisions look at: small, frozen views of Kubernetes objects.
+
+A view holds only the fields a decision reads, already interpreted (a readiness enum rather than a
+list of node conditions, a revision hash rather than a label map). The shell builds views from the
+API objects it caches; the domain never sees JSON. Keeping the views this narrow is what lets the
+planner be tested with a few lines per scenario and benchmarked on thousands of nodes.
+
+Label and annotation values are interpreted here or next to the decision that uses them (see
+`revisions.parse_template_generation`), never by the shell, so there is one place that knows what
+`pod-template-generation: "07"` means.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum, StrEnum
+from typing import NewType
+
+NodeName = NewType("NodeName", str)
+PodUID = NewType("PodUID", str)
+DaemonSetUID = NewType("DaemonSetUID", str)
+
+
+class NodeReadiness(Enum):
+    """Whether a node takes part in an AdvancedRollingUpdate.
+
+    Only READY nodes are upgraded and counted against max-unavailable; the three others are
+    skipped alike (SPEC §4). They stay distinct so that logs and metrics can say why.
+    """
+
+    READY = "Ready"
+    NOT_READY = "NotReady"
+    UNKNOWN = "Unknown"
+    MISSING = "Missing"
+
+    @classmethod
+    def from_ready_condition(cls, status: str | None) -> "NodeReadiness":
+        """Readiness from the status of the Node's `Ready` condition (None: no such condition).
+
+        A node without a `Ready` condition has never reported: it is UNKNOWN, as the node
+        lifecycle controller would mark it.
+        """
+        if status == "True":
+            return cls.READY
+        if status == "False":
+            return cls.NOT_READY
+        return cls.UNKNOWN
+
+
+class ConditionStatus(StrEnum):
+    """The three values of a Kubernetes condition's `status`."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+    @classmethod
+    def from_api(cls, raw: str | None) -> "ConditionStatus":
+        """A condition status as served; anything but "True"/"False" is UNKNOWN."""
+        if raw == cls.TRUE:
+            return cls.TRUE
+        if raw == cls.FALSE:
+            return cls.FALSE
+        return cls.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodCondition:
+    """One entry of `pod.status.conditions`.
+
+    `last_transition_time` is kept as the RFC 3339 string the API server served, so that writing a
+    condition back leaves an unchanged transition time byte for byte unchanged.
+    """
+
+    type: str
+    status: ConditionStatus
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeView:
+    """A Node, reduced to its name and readiness."""
+
+    name: NodeName
+    readiness: NodeReadiness
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodView:
+    """A pod owned by the DaemonSet being reconciled.
+
+    - `node_name`: the node the pod is bound to, or pinned to by the DaemonSet's node affinity
+      while it is pending; None when neither says (such a pod takes no part in a rollout).
+    - `revision_hash`: the `controller-revision-hash` label, None when absent or empty.
+    - `template_generation`: the `pod-template-generation` label as an integer, None when absent
+      or not an integer.
+    - `deleting`: the pod has a deletion timestamp (it is Terminating).
+    - `ready`, `ready_since`: the pod's `Ready` condition is True, and since when (its
+      lastTransitionTime), for minReadySeconds.
+    - `conditions`: the pod's conditions by type; only the ones this product reads or writes
+      need to be present.
+    """
+
+    namespace: str
+    name: str
+    uid: PodUID
+    node_name: NodeName | None
+    revision_hash: str | None = None
+    template_generation: int | None = None
+    deleting: bool = False
+    ready: bool = False
+    ready_since: datetime | None = None
+    conditions: Mapping[str, PodCondition] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonSetView:
+    """The DaemonSet being reconciled: its identity, annotations and update settings.
+
+    The annotations are kept whole and read where they are decided on (strategy, budget,
+    `deprecated.daemonset.template.generation`), so a view cannot disagree with its source.
+    """
+
+    namespace: str
+    name: str
+    uid: DaemonSetUID
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    update_strategy_type: str = "RollingUpdate"
+    min_ready_seconds: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RevisionView:
+    """A ControllerRevision of the DaemonSet: its `.revision` and `controller-revision-hash`."""
+
+    name: str
+    revision: int
+    hash: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InFlightDeletion:
+    """A pod this controller has asked the API server to delete, not yet seen gone.
+
+    The informer cache lags behind the controller's own writes: right after a delete it may still
+    show the pod as running, and after the delete it shows the node with no pod until the native
+    controller creates the replacement. Listing the deletion here (with the node it was on) makes
+    the planner count that node as unavailable and never delete the pod twice, so the budget holds
+    between a write and its echo. The shell may drop an entry once a pod of the newest revision is
+    seen on `node_name`, or when the entry is old enough that the cache must have caught up.
+    """
+
+    uid: PodUID
+    node_name: NodeName

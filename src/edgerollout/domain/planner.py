@@ -1,0 +1,242 @@
+"""Which pods an AdvancedRollingUpdate deletes now.
+
+This is Kubernetes' DaemonSet `rollingUpdate` for `maxSurge: 0` (`pkg/controller/daemon/update.go`)
+with one change, the reason this product exists: only nodes whose `Ready` condition is True take
+part (SPEC §4). A NotReady, Unknown or missing node is skipped: its pods are never deleted (the
+kubelet could not confirm, and the pod would hold a unit of budget while Terminating forever) and
+the node is not counted as unavailable (one offline node must not stop the upgrade of a thousand).
+When it turns Ready again it takes part in the next plan like any other node.
+
+On each Ready node the planner looks at the pods that are not Terminating (and not already being
+deleted by this controller, see `InFlightDeletion`) and gives the node a `NodeVerdict`:
+
+| pods on the node (not terminating)   | verdict              | unavailable | deleted          |
+|--------------------------------------|----------------------|-------------|------------------|
+| one current pod, available           | UP_TO_DATE           | no          | -                |
+| one current pod, not available       | STARTING             | yes         | -                |
+| one outdated pod, available          | OUTDATED             | no          | if budget allows |
+| one outdated pod, not available      | OUTDATED_UNAVAILABLE | yes         | at once          |
+| none (nothing, or only terminating)  | EMPTY                | yes         | -                |
+| one outdated and one current         | OLD_AND_NEW          | yes         | -                |
+| two or more current, or two outdated | EXCESS               | yes         | -                |
+
+"Available" is Ready for longer than minReadySeconds (see `availability`). An outdated pod that is
+not available is replaced at once: the node is unavailable already, so deleting it costs nothing,
+and it keeps counting as unavailable (as in current upstream). Then available outdated pods are
+deleted in node-name order while `unavailable < max_unavailable`, each deletion making one more
+node unavailable.
+
+OLD_AND_NEW and EXCESS are left to the native controller, whose manage loop removes surplus pods
+on a node whatever the update strategy (upstream skips such nodes the same way); the next plan
+sees the node with one pod.
+
+The nodes considered are the nodes holding a pod of the DaemonSet, plus the nodes of in-flight
+deletions: a node whose pod this controller deleted holds no pod until its replacement appears,
+and must count as unavailable meanwhile, or the budget would be spent twice. The planner does not
+decide which nodes the DaemonSet should run on (that is the scheduler's business and the native
+controller's); `nodes` is only where readiness is looked up, and may list more nodes than that.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from edgerollout.domain.availability import is_available
+from edgerollout.domain.events import Notice, deletion_notice
+from edgerollout.domain.model import (
+    InFlightDeletion,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodUID,
+    PodView,
+)
+from edgerollout.domain.revisions import TargetRevision, is_current
+
+
+class NodeVerdict(Enum):
+    """The state of a Ready node in a rollout (see the table in the module docstring)."""
+
+    UP_TO_DATE = "current pod available"
+    STARTING = "current pod not available yet"
+    OUTDATED = "outdated pod available"
+    OUTDATED_UNAVAILABLE = "outdated pod not available"
+    EMPTY = "no pod, or only terminating ones"
+    OLD_AND_NEW = "an outdated and a current pod at once"
+    EXCESS = "more than one outdated or current pod"
+
+    @property
+    def unavailable(self) -> bool:
+        """Whether the node counts against max-unavailable."""
+        return self not in (NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED)
+
+
+class DeletionReason(Enum):
+    """Why a pod was chosen; the value is the explanation carried by the deletion's Event."""
+
+    OUTDATED_UNAVAILABLE = "outdated and not available, replaced at once"
+    OUTDATED_WITHIN_BUDGET = "outdated, deleted within max-unavailable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deletion:
+    """A pod to delete, with a precondition on its UID (never delete a pod not looked at)."""
+
+    namespace: str
+    name: str
+    uid: PodUID
+    node_name: NodeName
+    reason: DeletionReason
+
+    @property
+    def notice(self) -> Notice:
+        """The `SuccessfulDelete` Event to emit once the API server has accepted the deletion."""
+        return deletion_notice(
+            pod_name=self.name,
+            pod_uid=self.uid,
+            node_name=self.node_name,
+            why=self.reason.value,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletionPlan:
+    """The deletions to make now, and the facts that led to them (for logs and metrics).
+
+    - `unavailable`: Ready nodes unavailable before these deletions.
+    - `verdicts`: every Ready node considered, with its state.
+    - `skipped_nodes`: nodes holding a pod of the DaemonSet that are not Ready, in name order.
+    - `newest_known`: False when there was no newest revision to compare pods with; then nothing
+      is judged and nothing deleted.
+    """
+
+    deletions: tuple[Deletion, ...]
+    max_unavailable: int
+    unavailable: int
+    verdicts: Mapping[NodeName, NodeVerdict] = field(default_factory=dict)
+    skipped_nodes: tuple[NodeName, ...] = ()
+    newest_known: bool = True
+
+    @property
+    def unavailable_after(self) -> int:
+        """Ready nodes unavailable once the deletions are made."""
+        within_budget = sum(
+            1 for d in self.deletions if d.reason is DeletionReason.OUTDATED_WITHIN_BUDGET
+        )
+        return self.unavailable + within_budget
+
+    @property
+    def waiting_for_budget(self) -> tuple[NodeName, ...]:
+        """Ready nodes with an available outdated pod that this plan leaves for later."""
+        deleted = {d.node_name for d in self.deletions}
+        return tuple(
+            name
+            for name, verdict in self.verdicts.items()
+            if verdict is NodeVerdict.OUTDATED and name not in deleted
+        )
+
+
+def plan_deletions(
+    *,
+    pods: Iterable[PodView],
+    nodes: Iterable[NodeView],
+    target: TargetRevision,
+    max_unavailable: int,
+    min_ready_seconds: int,
+    now: datetime,
+    in_flight: Iterable[InFlightDeletion] = (),
+) -> DeletionPlan:
+    """Choose the pods to delete now (see the module docstring for the rules).
+
+    The result depends only on the arguments, not on their order: nodes are visited by name, and
+    the deletions come out ordered by node name, then pod name.
+    """
+    readiness = {node.name: node.readiness for node in nodes}
+    in_flight = tuple(in_flight)
+    pods_by_node = _pods_by_node(pods, in_flight)
+    skipped = tuple(
+        name
+        for name in sorted(pods_by_node)
+        if readiness.get(name, NodeReadiness.MISSING) is not NodeReadiness.READY
+    )
+    if not target.known:
+        return DeletionPlan(
+            deletions=(),
+            max_unavailable=max_unavailable,
+            unavailable=0,
+            skipped_nodes=skipped,
+            newest_known=False,
+        )
+
+    being_deleted = {deletion.uid for deletion in in_flight}
+    verdicts: dict[NodeName, NodeVerdict] = {}
+    replacements: list[Deletion] = []
+    candidates: list[Deletion] = []
+    for name in sorted(pods_by_node.keys() - set(skipped)):
+        live = [
+            pod for pod in pods_by_node[name] if not pod.deleting and pod.uid not in being_deleted
+        ]
+        verdict, outdated = _judge(live, target, min_ready_seconds=min_ready_seconds, now=now)
+        verdicts[name] = verdict
+        if outdated is None:
+            continue
+        if verdict is NodeVerdict.OUTDATED_UNAVAILABLE:
+            replacements.append(_deletion(outdated, name, DeletionReason.OUTDATED_UNAVAILABLE))
+        else:
+            candidates.append(_deletion(outdated, name, DeletionReason.OUTDATED_WITHIN_BUDGET))
+
+    unavailable = sum(1 for verdict in verdicts.values() if verdict.unavailable)
+    room = max(0, max_unavailable - unavailable)
+    chosen = replacements + candidates[:room]
+    return DeletionPlan(
+        deletions=tuple(sorted(chosen, key=lambda d: (d.node_name, d.name, d.uid))),
+        max_unavailable=max_unavailable,
+        unavailable=unavailable,
+        verdicts=verdicts,
+        skipped_nodes=skipped,
+    )
+
+
+def _pods_by_node(
+    pods: Iterable[PodView], in_flight: Sequence[InFlightDeletion]
+) -> dict[NodeName, list[PodView]]:
+    by_node: dict[NodeName, list[PodView]] = {}
+    for pod in pods:
+        if pod.node_name is not None:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    for deletion in in_flight:
+        # The node of a deletion is considered even when its pod is gone from the cache.
+        by_node.setdefault(deletion.node_name, [])
+    return by_node
+
+
+def _judge(
+    live: Sequence[PodView], target: TargetRevision, *, min_ready_seconds: int, now: datetime
+) -> tuple[NodeVerdict, PodView | None]:
+    """The verdict for a Ready node from its live pods, and its outdated pod if it may go."""
+    current = [pod for pod in live if is_current(pod, target)]
+    outdated = [pod for pod in live if not is_current(pod, target)]
+    if len(current) > 1 or len(outdated) > 1:
+        return NodeVerdict.EXCESS, None
+    if current and outdated:
+        return NodeVerdict.OLD_AND_NEW, None
+    if current:
+        if is_available(current[0], min_ready_seconds=min_ready_seconds, now=now):
+            return NodeVerdict.UP_TO_DATE, None
+        return NodeVerdict.STARTING, None
+    if outdated:
+        if is_available(outdated[0], min_ready_seconds=min_ready_seconds, now=now):
+            return NodeVerdict.OUTDATED, outdated[0]
+        return NodeVerdict.OUTDATED_UNAVAILABLE, outdated[0]
+    return NodeVerdict.EMPTY, None
+
+
+def _deletion(pod: PodView, node_name: NodeName, reason: DeletionReason) -> Deletion:
+    return Deletion(
+        namespace=pod.namespace,
+        name=pod.name,
+        uid=pod.uid,
+        node_name=node_name,
+        reason=reason,
+    )

@@ -1,0 +1,55 @@
+"""The words edgerollout shares with Kubernetes, OpenYurt and ACK Edge.
+
+Every annotation key, label, condition type, reason and event reason lives here once. They are
+a public contract: a user switching from OpenYurt's daemonPodUpdater or ACK Edge keeps the same
+manifests and the same scripts (`kubectl get events --field-selector reason=...`,
+`jq '.status.conditions[] | select(.type == "PodNeedUpgrade")'`), so none of these strings may be
+spelled anywhere else.
+"""
+
+from typing import Final
+
+# DaemonSet annotations that opt a DaemonSet in (SPEC §3).
+UPDATE_STRATEGY_ANNOTATION: Final = "apps.openyurt.io/update-strategy"
+MAX_UNAVAILABLE_ANNOTATION: Final = "apps.openyurt.io/max-unavailable"
+
+# Values of the update-strategy annotation, matched case-insensitively.
+ADVANCED_ROLLING_UPDATE: Final = "AdvancedRollingUpdate"
+OTA: Final = "OTA"
+# OpenYurt v1.1 to v1.6 called AdvancedRollingUpdate "auto"; still accepted, with a Normal event.
+LEGACY_AUTO: Final = "auto"
+
+# max-unavailable when the annotation is unset, "0" or "0%" (OpenYurt's default).
+DEFAULT_MAX_UNAVAILABLE: Final = "10%"
+
+# The only `spec.updateStrategy.type` under which the native controller leaves upgrades to us.
+ON_DELETE: Final = "OnDelete"
+
+# Labels the native DaemonSet controller puts on every pod and ControllerRevision it creates.
+CONTROLLER_REVISION_HASH_LABEL: Final = "controller-revision-hash"
+POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
+# The DaemonSet annotation that `pod-template-generation` is compared with.
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+
+# Pod condition types this product writes (SPEC §5, §7).
+POD_NEED_UPGRADE: Final = "PodNeedUpgrade"
+POD_IMAGE_READY: Final = "PodImageReady"
+
+# Reasons carried by the PodImageReady condition.
+WAIT_PULL_IMAGE: Final = "WaitPullImage"
+PULL_IMAGE_SUCCESS: Final = "PullImageSuccess"
+PULL_IMAGE_FAIL: Final = "PullImageFail"
+
+# Condition messages name the revision they speak of: "controllerrevision: <hash>" (OpenYurt v1.7).
+REVISION_MESSAGE_PREFIX: Final = "controllerrevision: "
+
+# Event reasons on the DaemonSet.
+DEPRECATED_UPDATE_STRATEGY: Final = "DeprecatedUpdateStrategy"
+UNKNOWN_UPDATE_STRATEGY: Final = "UnknownUpdateStrategy"
+UPDATE_STRATEGY_NOT_ON_DELETE: Final = "UpdateStrategyNotOnDelete"
+INVALID_MAX_UNAVAILABLE: Final = "InvalidMaxUnavailable"
+# A deletion reuses the reason Kubernetes' own controllers and OpenYurt's daemonPodUpdater give
+# it, so existing filters on `reason=SuccessfulDelete` / `reason=FailedDelete` keep working; the
+# reporting component tells edgerollout's events apart from the native controller's.
+SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
+FAILED_DELETE: Final = "FailedDelete"

@@ -1,0 +1,98 @@
+"""Short constructors for the views the domain tests are written in.
+
+Defaults describe the common case (a Ready node; a Ready pod of the newest revision, Ready for an
+hour), so that each test spells out only what its scenario is about.
+"""
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+
+from edgerollout.domain.model import (
+    DaemonSetUID,
+    DaemonSetView,
+    InFlightDeletion,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodCondition,
+    PodUID,
+    PodView,
+    RevisionView,
+)
+from edgerollout.domain.revisions import TargetRevision
+
+NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+NOW_RFC3339 = "2025-03-01T12:00:00Z"
+NEW = "hash-new"
+OLD = "hash-old"
+NAMESPACE = "default"
+TARGET = TargetRevision(hash=NEW, template_generation=None)
+
+
+def node(name: str, readiness: NodeReadiness = NodeReadiness.READY) -> NodeView:
+    return NodeView(name=NodeName(name), readiness=readiness)
+
+
+def pod(
+    name: str,
+    on: str | None,
+    *,
+    revision: str | None = NEW,
+    generation: int | None = None,
+    ready: bool = True,
+    ready_for: timedelta = timedelta(hours=1),
+    deleting: bool = False,
+    conditions: Mapping[str, PodCondition] | None = None,
+) -> PodView:
+    return PodView(
+        namespace=NAMESPACE,
+        name=name,
+        uid=uid(name),
+        node_name=None if on is None else NodeName(on),
+        revision_hash=revision,
+        template_generation=generation,
+        deleting=deleting,
+        ready=ready,
+        ready_since=NOW - ready_for if ready else None,
+        conditions={} if conditions is None else conditions,
+    )
+
+
+def old_pod(
+    name: str,
+    on: str | None,
+    *,
+    ready: bool = True,
+    ready_for: timedelta = timedelta(hours=1),
+    deleting: bool = False,
+) -> PodView:
+    """A pod of the previous revision (OLD)."""
+    return pod(name, on, revision=OLD, ready=ready, ready_for=ready_for, deleting=deleting)
+
+
+def uid(name: str) -> PodUID:
+    return PodUID(f"uid-{name}")
+
+
+def in_flight(name: str, on: str) -> InFlightDeletion:
+    return InFlightDeletion(uid=uid(name), node_name=NodeName(on))
+
+
+def revision(name: str, number: int, revision_hash: str | None) -> RevisionView:
+    return RevisionView(name=name, revision=number, hash=revision_hash)
+
+
+def daemonset(
+    annotations: Mapping[str, str] | None = None,
+    *,
+    update_strategy_type: str = "OnDelete",
+    min_ready_seconds: int = 0,
+) -> DaemonSetView:
+    return DaemonSetView(
+        namespace=NAMESPACE,
+        name="nginx-daemonset",
+        uid=DaemonSetUID("uid-nginx-daemonset"),
+        annotations={} if annotations is None else annotations,
+        update_strategy_type=update_strategy_type,
+        min_ready_seconds=min_ready_seconds,
+    )

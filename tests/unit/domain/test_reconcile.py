@@ -1,0 +1,219 @@
+"""One reconcile of one DaemonSet, end to end through the pure core (SPEC §3-§5)."""
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+
+import pytest
+
+from edgerollout.domain.budget import MaxUnavailable
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.model import NodeReadiness, NodeView, PodView
+from edgerollout.domain.reconcile import Plan, plan_reconcile
+from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.strategy import UpdateStrategy
+
+from .builders import NEW, NOW, OLD, daemonset, in_flight, node, old_pod, pod, revision
+
+REVISIONS = [revision("nginx-daemonset-old", 1, OLD), revision("nginx-daemonset-new", 2, NEW)]
+NODES = [node("edge-1"), node("edge-2"), node("edge-3", NodeReadiness.NOT_READY)]
+OUTDATED_PODS = [
+    old_pod("web-1", "edge-1"),
+    old_pod("web-2", "edge-2", ready=False),
+    old_pod("web-3", "edge-3", ready=False),
+]
+
+
+def reconcile(
+    annotations: Mapping[str, str],
+    *,
+    pods: Iterable[PodView] = OUTDATED_PODS,
+    nodes: Iterable[NodeView] = NODES,
+    update_strategy_type: str = "OnDelete",
+) -> Plan:
+    return plan_reconcile(
+        daemonset=daemonset(annotations, update_strategy_type=update_strategy_type),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=nodes,
+        now=NOW,
+    )
+
+
+def names(plan: Plan) -> list[str]:
+    return [deletion.name for deletion in plan.deletions]
+
+
+def test_daemonset_without_annotation_is_left_alone() -> None:
+    assert reconcile({}) == Plan(strategy=None)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "update_strategy_type", "reason"),
+    [
+        pytest.param(
+            {"apps.openyurt.io/update-strategy": "rolling"},
+            "OnDelete",
+            "UnknownUpdateStrategy",
+            id="unknown-strategy",
+        ),
+        pytest.param(
+            {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"},
+            "RollingUpdate",
+            "UpdateStrategyNotOnDelete",
+            id="not-on-delete",
+        ),
+    ],
+)
+def test_misconfigured_daemonset_gets_one_warning_and_no_action(
+    annotations: dict[str, str], update_strategy_type: str, reason: str
+) -> None:
+    plan = reconcile(annotations, update_strategy_type=update_strategy_type)
+    assert plan.strategy is None
+    assert [(n.type, n.reason) for n in plan.notices] == [(EventType.WARNING, reason)]
+    assert plan.deletions == ()
+    assert plan.condition_writes == ()
+
+
+def test_advanced_rolling_update_replaces_unavailable_and_skips_notready_nodes() -> None:
+    plan = reconcile({"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"})
+    assert plan.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
+    assert plan.notices == ()
+    # Default 10% of the 3 nodes holding a pod rounds up to 1; edge-2's unavailable old pod is
+    # replaced at once and uses it, so edge-1 waits; edge-3 is NotReady and skipped.
+    assert plan.budget == MaxUnavailable(value=1, base=3, written="10%")
+    assert names(plan) == ["web-2"]
+    assert plan.rollout is not None
+    assert plan.rollout.skipped_nodes == ("edge-3",)
+    assert plan.target == TargetRevision(hash=NEW, template_generation=None)
+
+
+def test_max_unavailable_annotation_widens_the_budget() -> None:
+    plan = reconcile(
+        {
+            "apps.openyurt.io/update-strategy": "advancedrollingupdate",
+            "apps.openyurt.io/max-unavailable": "2",
+        }
+    )
+    assert names(plan) == ["web-1", "web-2"]
+
+
+def test_legacy_auto_rolls_and_says_it_is_deprecated() -> None:
+    plan = reconcile({"apps.openyurt.io/update-strategy": "auto"})
+    assert plan.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
+    assert [n.reason for n in plan.notices] == ["DeprecatedUpdateStrategy"]
+    assert names(plan) == ["web-2"]
+
+
+def test_invalid_max_unavailable_deletes_nothing_at_all() -> None:
+    plan = reconcile(
+        {
+            "apps.openyurt.io/update-strategy": "auto",
+            "apps.openyurt.io/max-unavailable": "abc",
+        }
+    )
+    assert plan == Plan(
+        strategy=UpdateStrategy.ADVANCED_ROLLING_UPDATE,
+        notices=(
+            Notice(
+                type=EventType.NORMAL,
+                reason="DeprecatedUpdateStrategy",
+                message=(
+                    'apps.openyurt.io/update-strategy is "auto", the deprecated alias of '
+                    '"AdvancedRollingUpdate": running AdvancedRollingUpdate; '
+                    "set the annotation to AdvancedRollingUpdate to silence this event"
+                ),
+                subject="auto",
+            ),
+            Notice(
+                type=EventType.WARNING,
+                reason="InvalidMaxUnavailable",
+                message=(
+                    'apps.openyurt.io/max-unavailable is "abc", which is neither an integer such '
+                    'as "3" nor a percentage such as "30%": no pod is deleted until it is fixed'
+                ),
+                subject="abc",
+            ),
+        ),
+        target=TargetRevision(hash=NEW, template_generation=None),
+    )
+    assert plan.deletions == ()
+
+
+def test_in_flight_deletions_pass_through_to_the_planner() -> None:
+    plan = plan_reconcile(
+        daemonset=daemonset({"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}),
+        revisions=REVISIONS,
+        pods=OUTDATED_PODS,
+        nodes=NODES,
+        now=NOW,
+        in_flight=[in_flight("web-2", "edge-2")],
+    )
+    assert names(plan) == []
+
+
+def test_min_ready_seconds_comes_from_the_daemonset() -> None:
+    # The new pod turned Ready an hour ago, the old one three hours ago.
+    pods = [pod("new", "edge-1"), old_pod("old", "edge-2", ready_for=timedelta(hours=3))]
+    annotations = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
+    patient = plan_reconcile(
+        daemonset=daemonset(annotations, min_ready_seconds=7200),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=NODES,
+        now=NOW,
+    )
+    eager = plan_reconcile(
+        daemonset=daemonset(annotations, min_ready_seconds=0),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=NODES,
+        now=NOW,
+    )
+    assert names(patient) == []
+    assert names(eager) == ["old"]
+
+
+def test_ota_writes_conditions_and_never_deletes() -> None:
+    pods = [*OUTDATED_PODS, pod("web-4", "edge-4")]
+    plan = reconcile(
+        {
+            "apps.openyurt.io/update-strategy": "OTA",
+            # Meaningless for OTA: neither read nor reported.
+            "apps.openyurt.io/max-unavailable": "abc",
+        },
+        pods=pods,
+    )
+    assert plan.strategy is UpdateStrategy.OTA
+    assert plan.notices == ()
+    assert plan.deletions == ()
+    assert plan.budget is None
+    assert [
+        (w.name, str(w.condition.status), w.condition.message) for w in plan.condition_writes
+    ] == [
+        ("web-1", "True", "controllerrevision: hash-new"),
+        ("web-2", "True", "controllerrevision: hash-new"),
+        ("web-3", "True", "controllerrevision: hash-new"),
+        ("web-4", "False", "controllerrevision: hash-new"),
+    ]
+
+
+def test_ota_uses_the_template_generation_when_pods_lack_the_hash() -> None:
+    plan = plan_reconcile(
+        daemonset=daemonset(
+            {
+                "apps.openyurt.io/update-strategy": "ota",
+                "deprecated.daemonset.template.generation": "2",
+            }
+        ),
+        revisions=REVISIONS,
+        pods=[
+            pod("a", "edge-1", revision=None, generation=2),
+            pod("b", "edge-2", revision=None, generation=1),
+        ],
+        nodes=NODES,
+        now=NOW,
+    )
+    assert [(w.name, str(w.condition.status)) for w in plan.condition_writes] == [
+        ("a", "False"),
+        ("b", "True"),
+    ]
