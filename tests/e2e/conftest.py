@@ -1,0 +1,123 @@
+"""Fixtures for tests against the lab: one lab per size for the session, a namespace per test.
+
+A test asks for a lab size with `@pytest.mark.lab(nodes=N)` (default 4). Tests are ordered so that
+those wanting the same size run together, and a lab is replaced only when the size changes. Every
+lab is stopped in a finalizer, also when a test fails or the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from edgerollout.lab import cluster, link
+from edgerollout.lab.cluster import Lab
+from tests.e2e.support import LabHandle, wait_for
+
+DEFAULT_NODES = 4
+
+
+def _wanted_nodes(item: pytest.Item) -> int:
+    marker = item.get_closest_marker("lab")
+    return int(marker.kwargs.get("nodes", DEFAULT_NODES)) if marker else DEFAULT_NODES
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    e2e = [item for item in items if "tests/e2e/" in str(item.path)]
+    others = [item for item in items if item not in e2e]
+    # Tests that start labs of their own run first, then one group per session-lab size
+    # (sorting is stable: file order holds within a group).
+    e2e.sort(
+        key=lambda item: _wanted_nodes(item) if "lab" in getattr(item, "fixturenames", ()) else 0
+    )
+    items[:] = others + e2e
+
+
+class _Labs:
+    """The session's current lab; replaced only when a test needs a different size."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current: Lab | None = None
+        self.size = 0
+
+    def get(self, nodes: int) -> Lab:
+        if self.current is not None and self.size == nodes:
+            return self.current
+        self.close()
+        folder = self.root / f"lab-{nodes}"
+        self.current = cluster.up(folder, nodes=nodes, say=lambda _: None)
+        self.size = nodes
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            cluster.down(self.current.folder, say=lambda _: None)
+            self.current = None
+
+
+@pytest.fixture(scope="session")
+def _labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Labs]:
+    labs = _Labs(tmp_path_factory.mktemp("labs"))
+    try:
+        yield labs
+    finally:
+        labs.close()
+
+
+@pytest.fixture
+def lab(_labs: _Labs, request: pytest.FixtureRequest) -> Lab:
+    return _labs.get(_wanted_nodes(request.node))
+
+
+@pytest.fixture
+async def kube(lab: Lab) -> AsyncIterator[LabHandle]:
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(lab.kubeconfig), client_configuration=configuration
+    )
+    async with client.ApiClient(configuration) as api:
+        handle = LabHandle(lab=lab, api=api, core=client.CoreV1Api(api), apps=client.AppsV1Api(api))
+        try:
+            yield handle
+        finally:
+            # Leave every node connected for the next test, whatever this one did.
+            _, _, wanted = link.read_wanted(lab.folder)
+            cut = sorted(name for name, up in wanted.items() if not up)
+            if cut:
+                await handle.connect(*cut)
+            for name in cut:
+                await handle.wait_node_ready(name, "True", timeout=30)
+
+
+@pytest.fixture
+async def namespace(kube: LabHandle) -> AsyncIterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    body: Any = {"metadata": {"name": name}}
+    await kube.core.create_namespace(body)
+
+    async def default_service_account() -> bool:
+        try:
+            await kube.core.read_namespaced_service_account("default", name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    # Pods are refused until the namespace's default ServiceAccount exists.
+    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount {name}/default")
+    try:
+        yield name
+    finally:
+        try:
+            await kube.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise

@@ -1,0 +1,119 @@
+"""What end-to-end tests share: a handle on the running lab and patient, explicit waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kubernetes_asyncio import client
+
+from edgerollout.lab import cluster
+from edgerollout.lab.cluster import Lab
+
+T = TypeVar("T")
+
+
+async def wait_for(
+    probe: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.25,
+) -> T:
+    """Poll `probe` until it returns something other than None/False; fail saying what was awaited."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = await probe()
+        if last is not None and last is not False:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+async def hold_for(
+    probe: Callable[[], Awaitable[bool]], *, seconds: float, what: str, interval: float = 0.5
+) -> None:
+    """Assert that `probe` stays true for the whole period (a stall is a property over time)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert await probe(), f"expected {what} to hold for {seconds:.0f} s, but it stopped"
+        await asyncio.sleep(interval)
+
+
+@dataclass
+class LabHandle:
+    """The running lab plus API clients for the test's use."""
+
+    lab: Lab
+    api: Any
+    core: client.CoreV1Api
+    apps: client.AppsV1Api
+
+    async def disconnect(self, *nodes: str) -> None:
+        await asyncio.to_thread(cluster.disconnect, self.lab.folder, list(nodes))
+
+    async def connect(self, *nodes: str) -> None:
+        await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
+
+    async def node_ready(self, name: str) -> str:
+        node = await self.core.read_node(name)
+        for condition in node.status.conditions or []:
+            if condition.type == "Ready":
+                return str(condition.status)
+        return "Unknown"
+
+    async def wait_node_ready(self, name: str, status: str, *, timeout: float) -> None:
+        async def probe() -> bool:
+            return await self.node_ready(name) == status
+
+        await wait_for(probe, timeout=timeout, what=f"node {name} Ready={status}")
+
+    async def pods(self, namespace: str, selector: str) -> list[client.V1Pod]:
+        listed = await self.core.list_namespaced_pod(namespace, label_selector=selector)
+        return sorted(listed.items, key=lambda pod: (pod.spec.node_name or "", pod.metadata.name))
+
+
+def pod_ready(pod: client.V1Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def images(pod: client.V1Pod) -> list[str]:
+    return [container.image for container in pod.spec.containers]
+
+
+def by_node(pods: list[client.V1Pod]) -> dict[str, list[client.V1Pod]]:
+    grouped: dict[str, list[client.V1Pod]] = {}
+    for pod in pods:
+        grouped.setdefault(pod.spec.node_name or "", []).append(pod)
+    return grouped
+
+
+def daemonset(
+    name: str, *, image: str, strategy: dict[str, Any], annotations: dict[str, str] | None = None
+) -> Any:
+    """The DaemonSet users run in the seed scenarios (nginx), with the given update strategy.
+
+    A plain manifest, as a user would apply it (the client accepts dicts where it types models)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": strategy,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "nginx", "image": image}]},
+            },
+        },
+    }
+
+
+async def set_image(handle: LabHandle, namespace: str, name: str, image: str) -> None:
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": image}]}}}}
+    await handle.apps.patch_namespaced_daemon_set(name, namespace, patch)

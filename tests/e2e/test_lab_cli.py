@@ -1,0 +1,133 @@
+"""The lab as a user drives it: `edgerollout lab up/disconnect/connect/status/down` and kubectl."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from edgerollout.lab import processes
+from edgerollout.lab.cluster import COMPONENTS
+
+NODES = ["edge-1", "edge-2", "edge-3"]
+
+
+def _installed(name: str) -> str:
+    """A program installed into the project's environment beside this interpreter."""
+    path = Path(sys.executable).parent / name
+    assert path.exists(), f"{name} is installed with the project"
+    return str(path)
+
+
+def _run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_installed("edgerollout"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _kubectl(kubeconfig: str, *args: str) -> str:
+    result = subprocess.run(
+        [_installed("kubectl"), "--kubeconfig", kubeconfig, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return result.stdout
+
+
+def _node_states(kubeconfig: str) -> dict[str, str]:
+    listed = json.loads(_kubectl(kubeconfig, "get", "nodes", "-o", "json"))
+    return {
+        item["metadata"]["name"]: next(
+            c["status"] for c in item["status"]["conditions"] if c["type"] == "Ready"
+        )
+        for item in listed["items"]
+    }
+
+
+def _wait_state(kubeconfig: str, node: str, status: str, within: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        if _node_states(kubeconfig)[node] == status:
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise AssertionError(f"{node} did not reach Ready={status} within {within:.0f} s")
+
+
+def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
+    folder = tmp_path / "lab"
+    pids: dict[str, int | None] = {}
+    kubeconfig = ""
+    up = _run("lab", "up", "--nodes", "3", "--dir", str(folder))
+    try:
+        assert up.returncode == 0, up.stderr
+        lab = json.loads((folder / "lab.json").read_text())
+        kubeconfig = lab["kubeconfig"]
+        assert up.stdout.strip() == kubeconfig
+        assert [node["name"] for node in lab["nodes"]] == NODES
+        assert all(node["agent_url"] is None for node in lab["nodes"])
+        assert _node_states(kubeconfig) == dict.fromkeys(NODES, "True")
+
+        # Each node's own kubeconfig reaches the API server through that node's link.
+        edge2 = lab["nodes"][1]["kubeconfig"]
+        assert "edge-2" in _kubectl(edge2, "get", "node", "edge-2", "-o", "name")
+
+        cut = _run("lab", "disconnect", "edge-2", "--dir", str(folder))
+        assert cut.returncode == 0, cut.stderr
+        with pytest.raises(subprocess.CalledProcessError):
+            _kubectl(edge2, "get", "node", "edge-2", "--request-timeout=3s")
+        _wait_state(kubeconfig, "edge-2", "Unknown", within=20)
+        assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
+        status = _run("lab", "status", "--dir", str(folder))
+        assert "edge-2       Unknown  cut" in status.stdout
+
+        unknown = _run("lab", "disconnect", "edge-9", "--dir", str(folder))
+        assert unknown.returncode == 1
+        assert "no node 'edge-9' in this lab (nodes: edge-1, edge-2, edge-3)" in unknown.stderr
+        assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
+
+        restored = _run("lab", "connect", "edge-2", "--dir", str(folder))
+        assert restored.returncode == 0, restored.stderr
+        _wait_state(kubeconfig, "edge-2", "True", within=20)
+        assert "edge-2" in _kubectl(edge2, "get", "node", "edge-2", "-o", "name")
+        pids = {name: processes.pid_of(folder, name) for name in COMPONENTS}
+        assert all(pids.values()), pids
+    finally:
+        down = _run("lab", "down", "--dir", str(folder))
+    assert down.returncode == 0, down.stderr
+    assert down.stderr.splitlines() == [f"stopped {name}" for name in COMPONENTS]
+    assert pids
+    for name, pid in pids.items():
+        assert pid is not None
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, (
+            f"{name} is still running"
+        )
+    listening = {
+        c.laddr[1] for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr
+    }
+    apiserver_port = int(kubeconfig_port(kubeconfig))
+    assert apiserver_port not in listening
+
+
+def kubeconfig_port(kubeconfig: str) -> str:
+    text = Path(kubeconfig).read_text()
+    server = next(line for line in text.splitlines() if "server:" in line)
+    return server.rsplit(":", 1)[1].strip()
+
+
+def test_lab_commands_without_a_lab_say_how_to_start_one(tmp_path: Path) -> None:
+    folder = tmp_path / "nolab"
+    result = _run("lab", "disconnect", "edge-9", "--dir", str(folder))
+    assert result.returncode == 1
+    assert f"no lab in {folder.resolve()} (no lab.json); start one with `lab up`" in result.stderr
+    assert not folder.exists()
