@@ -1,0 +1,215 @@
+"""The controller process: caches, work queue, workers, leader election, health and metrics.
+
+Start-up: connect, start the four caches, serve /healthz, /readyz and /metrics. Then, with leader
+election, wait for the Lease; without it, lead at once. Leading means: wait until every cache has
+listed, enqueue every opted-in DaemonSet once, and run the workers. Losing the Lease stops every
+write at once (the write guard reads the Lease's renew time) and ends the process with an error,
+so its supervisor restarts it as a standby — the way client-go controllers behave. SIGTERM stops the
+workers after their current reconcile, releases the Lease and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from edgerollout.controller import metrics
+from edgerollout.controller.cluster_cache import ClusterCache
+from edgerollout.controller.expectations import Expectations
+from edgerollout.controller.reconciler import NotLeader, Reconciler
+from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
+from edgerollout.kube.api import KubeApi
+from edgerollout.kube.informer import run_all
+from edgerollout.kube.leader import LeaderElector
+from edgerollout.kube.recorder import EventRecorder
+
+log = logging.getLogger("edgerollout.controller")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    leader_elect: bool = False
+    leader_election_namespace: str = "kube-system"
+    leader_election_name: str = "edgerollout-controller"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_address: str = "127.0.0.1:8080"
+    health_address: str = "127.0.0.1:8081"
+    workers: int = 4
+    identity: str = ""
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all interfaces
+
+
+class Controller:
+    def __init__(self, options: ControllerOptions, api: KubeApi) -> None:
+        self.options = options
+        self.api = api
+        self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
+        self.queue = WorkQueue(name=metrics.CONTROLLER)
+        self.cache = ClusterCache(api, namespace=options.namespace, enqueue=self.queue.add)
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(
+                api,
+                namespace=options.leader_election_namespace,
+                name=options.leader_election_name,
+                identity=self.identity,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+                on_change=self._on_leadership,
+            )
+        metrics.LEADER.labels(name=options.leader_election_name).set(0)
+        self.reconciler = Reconciler(
+            api=api,
+            cache=self.cache,
+            recorder=EventRecorder(api, instance=self.identity),
+            expectations=Expectations(),
+            may_write=self.may_write,
+        )
+        self.leading = False
+
+    def _on_leadership(self, leading: bool) -> None:
+        metrics.LEADER.labels(name=self.options.leader_election_name).set(1 if leading else 0)
+        if not leading:
+            log.error("lost the leader lease: every write stops now")
+
+    def may_write(self) -> bool:
+        if self.elector is None:
+            return True
+        return self.elector.is_leader
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            started = time.monotonic()
+            result = "success"
+            try:
+                outcome = await self.reconciler.reconcile(key)
+            except NotLeader:
+                result = "error"
+                self.queue.done(key, seconds=time.monotonic() - started)
+                return
+            except Exception as error:
+                result = "error"
+                metrics.RECONCILE_ERRORS.labels(controller=metrics.CONTROLLER).inc()
+                delay = self.queue.add_rate_limited(key)
+                log.warning("reconcile %s failed: %s; retrying in %.2f s", key, error, delay)
+            else:
+                self.queue.forget(key)
+                if outcome.requeue_after is not None:
+                    result = "requeue_after"
+                    self.queue.add_after(key, outcome.requeue_after)
+            finally:
+                elapsed = time.monotonic() - started
+                metrics.RECONCILE_TIME.labels(controller=metrics.CONTROLLER).observe(elapsed)
+                metrics.RECONCILE_TOTAL.labels(controller=metrics.CONTROLLER, result=result).inc()
+            self.queue.done(key, seconds=elapsed)
+
+    async def lead(self) -> None:
+        self.leading = True
+        for informer in self.cache.informers:
+            await informer.synced.wait()
+        log.info(
+            "caches synced; reconciling %d opted-in DaemonSet(s)", len(self.cache.opted_in_keys())
+        )
+        for key in self.cache.opted_in_keys():
+            self.queue.add(key)
+        async with asyncio.TaskGroup() as group:
+            for index in range(self.options.workers):
+                group.create_task(self._worker(), name=f"worker-{index}")
+
+    async def serve_http(self) -> list[web.AppRunner]:
+        async def healthz(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        async def readyz(_: web.Request) -> web.Response:
+            if not self.cache.synced:
+                return web.Response(status=503, text="caches not synced")
+            return web.Response(text="ok")
+
+        async def metrics_handler(_: web.Request) -> web.Response:
+            return web.Response(
+                body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+            )
+
+        runners = []
+        health = web.Application()
+        health.router.add_get("/healthz", healthz)
+        health.router.add_get("/readyz", readyz)
+        served = [(health, self.options.health_address)]
+        if self.options.metrics_address == self.options.health_address:
+            health.router.add_get("/metrics", metrics_handler)
+        else:
+            app = web.Application()
+            app.router.add_get("/metrics", metrics_handler)
+            served.append((app, self.options.metrics_address))
+        for app, address in served:
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            host, port = _host_port(address)
+            await web.TCPSite(runner, host, port).start()
+            runners.append(runner)
+        return runners
+
+    async def run(self) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        runners = await self.serve_http()
+        informers = asyncio.create_task(run_all(self.cache.informers), name="informers")
+        if self.elector is not None:
+            work = asyncio.create_task(self.elector.run(self.lead), name="elector")
+        else:
+            work = asyncio.create_task(self.lead(), name="lead")
+        stopper = asyncio.create_task(stop.wait(), name="stop")
+        try:
+            done, _ = await asyncio.wait(
+                {work, informers, stopper}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if work in done:
+                work.result()  # LeadershipLost or a crash: raise it
+        finally:
+            self.queue.shut_down()
+            for task in (work, informers, stopper):
+                task.cancel()
+            for task in (work, informers, stopper):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if self.elector is not None:
+                await self.elector.release()
+            for runner in runners:
+                await runner.cleanup()
+            await self.api.close()
+            log.info("controller stopped")
+
+
+async def run_controller(options: ControllerOptions) -> None:
+    host = ""
+
+    def observe(method: str, code: str) -> None:
+        metrics.REST_CLIENT_REQUESTS.labels(code=code, method=method, host=host).inc()
+
+    api = await KubeApi.connect(options.kubeconfig, observe=observe)
+    host = api.host
+    await Controller(options, api).run()

@@ -1,0 +1,60 @@
+"""The controller's Prometheus metrics (SPEC §8).
+
+Names follow controller-runtime where it has them (`workqueue_*`, `reconcile_*`,
+`rest_client_requests_total`, `leader_election_master_status`) so existing dashboards work. No
+label ever carries a node or pod name: cardinality stays fixed however large the cluster.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+CONTROLLER = "daemonset-upgrader"
+
+WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Adds handled by the work queue.", ["name"])
+WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of the work queue.", ["name"])
+WORKQUEUE_RETRIES = Counter("workqueue_retries_total", "Retries handled by the queue.", ["name"])
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long an item stays in the queue before it is processed.",
+    ["name"],
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds", "How long processing an item takes.", ["name"]
+)
+
+RECONCILE_TOTAL = Counter("reconcile_total", "Reconciliations by result.", ["controller", "result"])
+RECONCILE_ERRORS = Counter("reconcile_errors_total", "Reconciliation errors.", ["controller"])
+RECONCILE_TIME = Histogram(
+    "reconcile_time_seconds", "Length of time per reconciliation.", ["controller"]
+)
+
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Requests to the API server, by status code and method.",
+    ["code", "method", "host"],
+)
+
+LEADER = Gauge(
+    "leader_election_master_status",
+    "1 while this replica holds the leader Lease, else 0.",
+    ["name"],
+)
+
+PODS_DELETED = Counter(
+    "edgerollout_pods_deleted_total",
+    "Pods deleted by AdvancedRollingUpdate, by why they were chosen.",
+    ["reason"],
+)
+NODES_SKIPPED = Gauge(
+    "edgerollout_nodes_skipped_not_ready",
+    "Nodes holding a pod of an AdvancedRollingUpdate DaemonSet that are skipped as not Ready.",
+)
+CONDITIONS_WRITTEN = Counter(
+    "edgerollout_pod_conditions_written_total",
+    "Pod condition patches sent, by condition type.",
+    ["type"],
+)
+EVENTS_EMITTED = Counter(
+    "edgerollout_events_total", "Kubernetes Events recorded, by reason.", ["reason"]
+)

@@ -1,0 +1,204 @@
+"""One reconcile of one DaemonSet: read the caches, ask the domain for a plan, carry it out.
+
+The decision is `domain.reconcile.plan_reconcile`; this module only gathers its inputs and makes its
+writes, each guarded by `may_write` (the leader check, tested again right before every request):
+- Events for the plan's notices, each distinct one once;
+- `pods/status` strategic merge patches holding one condition, with the pod's UID as precondition;
+- deletions with a UID precondition, recorded as expectations before they are sent, so the budget
+  holds while the cache catches up.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from edgerollout.controller import metrics
+from edgerollout.controller.cluster_cache import ClusterCache
+from edgerollout.controller.expectations import Expectations
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView
+from edgerollout.domain.planner import NodeVerdict
+from edgerollout.domain.reconcile import Plan, plan_reconcile
+from edgerollout.domain.vocabulary import FAILED_DELETE
+from edgerollout.kube.api import PODS, Api, ApiError
+from edgerollout.kube.recorder import EventRecorder
+
+log = logging.getLogger("edgerollout.controller")
+
+
+class NotLeader(RuntimeError):
+    """A write was about to happen while this replica does not hold the Lease."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a reconcile did, and when the key should be looked at again without an event."""
+
+    plan: Plan | None
+    deleted: int = 0
+    conditions_written: int = 0
+    requeue_after: float | None = None
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        api: Api,
+        cache: ClusterCache,
+        recorder: EventRecorder,
+        expectations: Expectations,
+        may_write: Callable[[], bool],
+        clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.api = api
+        self.cache = cache
+        self.recorder = recorder
+        self.expectations = expectations
+        self.may_write = may_write
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._skipped: dict[str, int] = {}
+        self._uid_by_key: dict[str, str] = {}
+
+    def _guard(self) -> None:
+        if not self.may_write():
+            raise NotLeader("not the leader: refusing to write")
+
+    def _forget(self, key: str) -> None:
+        uid = self._uid_by_key.pop(key, None)
+        if uid is not None:
+            self.expectations.forget(uid)
+            self.recorder.forget(uid)
+        self._skipped.pop(key, None)
+        metrics.NODES_SKIPPED.set(sum(self._skipped.values()))
+
+    async def _emit(self, ds: DaemonSetView, notice: Notice) -> None:
+        if not self.recorder.is_new(ds, notice):
+            return
+        self._guard()
+        if await self.recorder.emit(ds, notice):
+            metrics.EVENTS_EMITTED.labels(reason=notice.reason).inc()
+            log.info("event %s on %s/%s: %s", notice.reason, ds.namespace, ds.name, notice.message)
+
+    async def reconcile(self, key: str) -> Outcome:
+        cached = self.cache.daemonsets.get(key)
+        if cached is None:
+            self._forget(key)
+            return Outcome(plan=None)
+        ds = cached.view
+        previous_uid = self._uid_by_key.get(key)
+        if previous_uid is not None and previous_uid != ds.uid:
+            self._forget(key)  # deleted and recreated under the same name
+        self._uid_by_key[key] = ds.uid
+
+        owned = self.cache.pods_of(ds.uid)
+        pods = [pod.view for pod in owned]
+        in_flight = self.expectations.settle(ds.uid, pods)
+        node_names = {pod.node_name for pod in pods if pod.node_name} | {
+            d.node_name for d in in_flight
+        }
+        nodes = [self._node(name) for name in sorted(node_names)]
+        plan = plan_reconcile(
+            daemonset=ds,
+            revisions=[revision.view for revision in self.cache.revisions_of(ds.uid)],
+            pods=pods,
+            nodes=nodes,
+            now=self.clock(),
+            in_flight=in_flight,
+        )
+        if plan.strategy is None:
+            self._forget(key)
+            self._uid_by_key[key] = ds.uid
+        for notice in plan.notices:
+            await self._emit(ds, notice)
+
+        written = 0
+        for write in plan.condition_writes:
+            self._guard()
+            body = {"metadata": {"uid": write.uid}, **write.patch}
+            try:
+                await self.api.patch(
+                    PODS, write.name, body, namespace=write.namespace, subresource="status"
+                )
+            except ApiError as error:
+                if error.not_found or error.conflict:
+                    continue  # the pod is gone or was replaced: its successor gets its own write
+                raise
+            written += 1
+            metrics.CONDITIONS_WRITTEN.labels(type=write.condition.type).inc()
+            log.info(
+                "set %s=%s on pod %s/%s (%s)",
+                write.condition.type,
+                write.condition.status,
+                write.namespace,
+                write.name,
+                write.condition.message,
+            )
+
+        deleted = 0
+        rollout = plan.rollout
+        if rollout is not None:
+            self._skipped[key] = len(rollout.skipped_nodes)
+            metrics.NODES_SKIPPED.set(sum(self._skipped.values()))
+            if rollout.skipped_nodes and rollout.deletions:
+                log.info(
+                    "%s: skipping not-Ready nodes %s",
+                    key,
+                    ", ".join(rollout.skipped_nodes),
+                )
+        for deletion in plan.deletions:
+            self._guard()
+            self.expectations.expect(ds.uid, deletion.uid, deletion.node_name)
+            try:
+                await self.api.delete(
+                    PODS, deletion.name, namespace=deletion.namespace, uid=deletion.uid
+                )
+            except ApiError as error:
+                if error.not_found:
+                    continue  # already gone: the expectation covers its node until it is replaced
+                self.expectations.drop(ds.uid, deletion.uid)
+                if error.conflict:
+                    continue  # replaced meanwhile (UID precondition): the next reconcile judges it
+                await self._emit(
+                    ds,
+                    Notice(
+                        type=EventType.WARNING,
+                        reason=FAILED_DELETE,
+                        message=f"Error deleting pod {deletion.name}: {error}",
+                        subject=f"{deletion.uid}:{error.status}",
+                    ),
+                )
+                raise
+            deleted += 1
+            metrics.PODS_DELETED.labels(reason=deletion.reason.name.lower()).inc()
+            budget = plan.budget.value if plan.budget else 0
+            log.info(
+                "deleted pod %s/%s on node %s (%s; unavailable %d/%d)",
+                deletion.namespace,
+                deletion.name,
+                deletion.node_name,
+                deletion.reason.value,
+                rollout.unavailable if rollout else 0,
+                budget,
+            )
+            await self._emit(ds, deletion.notice)
+
+        requeue = None
+        if self.expectations.pending(ds.uid):
+            requeue = 5.0  # re-check from the cache even if no event arrives (never a LIST)
+        starting = rollout is not None and any(
+            v is NodeVerdict.STARTING for v in rollout.verdicts.values()
+        )
+        if starting and ds.min_ready_seconds > 0:
+            # A pod becomes available minReadySeconds after turning Ready: no event says so.
+            requeue = min(requeue or float(ds.min_ready_seconds), float(ds.min_ready_seconds))
+        return Outcome(
+            plan=plan, deleted=deleted, conditions_written=written, requeue_after=requeue
+        )
+
+    def _node(self, name: NodeName) -> NodeView:
+        node = self.cache.nodes.get(name)
+        return node if node is not None else NodeView(name=name, readiness=NodeReadiness.MISSING)

@@ -1,0 +1,118 @@
+"""A work queue of DaemonSet keys, with client-go's guarantees.
+
+- A key waiting in the queue is there once, however many events asked for it.
+- A key is never processed by two workers at once: one added while it is being processed is
+  queued again when that processing ends (so the newest state is always looked at).
+- A failed key comes back after a per-key exponential backoff (5 ms doubling to 5 min, as
+  client-go's default controller rate limiter); success resets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from edgerollout.controller import metrics
+
+
+class QueueShutDown(Exception):
+    """The queue was shut down: workers stop."""
+
+
+@dataclass
+class WorkQueue:
+    name: str
+    base_delay: float = 0.005
+    max_delay: float = 300.0
+    _queue: deque[str] = field(default_factory=deque)
+    _queued: set[str] = field(default_factory=set)
+    _processing: set[str] = field(default_factory=set)
+    _dirty: set[str] = field(default_factory=set)
+    _failures: dict[str, int] = field(default_factory=dict)
+    _added_at: dict[str, float] = field(default_factory=dict)
+    _has_items: asyncio.Event = field(default_factory=asyncio.Event)
+    _timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    _shutdown: bool = False
+
+    def __post_init__(self) -> None:
+        self._adds: Counter = metrics.WORKQUEUE_ADDS.labels(name=self.name)
+        self._depth: Gauge = metrics.WORKQUEUE_DEPTH.labels(name=self.name)
+        self._retries: Counter = metrics.WORKQUEUE_RETRIES.labels(name=self.name)
+        self._wait: Histogram = metrics.WORKQUEUE_QUEUE_DURATION.labels(name=self.name)
+        self._work: Histogram = metrics.WORKQUEUE_WORK_DURATION.labels(name=self.name)
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def add(self, key: str) -> None:
+        if self._shutdown:
+            return
+        self._adds.inc()
+        if key in self._processing:
+            self._dirty.add(key)
+            return
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._queue.append(key)
+        self._added_at[key] = time.monotonic()
+        self._depth.set(len(self._queue))
+        self._has_items.set()
+
+    def add_after(self, key: str, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key)
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def add_rate_limited(self, key: str) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay: float = min(self.base_delay * 2.0**failures, self.max_delay)
+        self._retries.inc()
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+    async def get(self) -> str:
+        """The next key; raises QueueShutDown once the queue is shut down."""
+        while not self._queue:
+            if self._shutdown:
+                raise QueueShutDown(self.name)
+            self._has_items.clear()
+            await self._has_items.wait()
+        key = self._queue.popleft()
+        self._queued.discard(key)
+        self._processing.add(key)
+        self._depth.set(len(self._queue))
+        added = self._added_at.pop(key, None)
+        if added is not None:
+            self._wait.observe(time.monotonic() - added)
+        return key
+
+    def done(self, key: str, *, seconds: float) -> None:
+        self._work.observe(seconds)
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+
+    def shut_down(self) -> None:
+        self._shutdown = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._has_items.set()

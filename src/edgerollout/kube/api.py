@@ -1,0 +1,309 @@
+"""The one seam between edgerollout and the API server.
+
+Everything that reads or writes the cluster goes through `KubeApi`: a handful of verbs (list, watch,
+delete, patch, create, get, update) on raw JSON. kubernetes_asyncio supplies what a client library
+should (kubeconfig and in-cluster credentials, TLS, token refresh, the aiohttp session); its model
+classes are bypassed, because decoding thousands of pods into generated models costs more CPU and
+memory than the controller itself — objects are parsed with orjson and reduced to the few fields the
+decisions read (see `views`).
+
+`Api` is the protocol the rest of the code depends on; tests may pass any object that has these
+methods. Every request is counted in `rest_client_requests_total` (by code and method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+JSON = dict[str, Any]
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+
+RequestObserver = Callable[[str, str], None]  # (method, code) -> None
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (or could not be reached: status 0)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a kind of object lives in the API: `/api/v1/pods`, `/apis/apps/v1/daemonsets`, ..."""
+
+    group_version: str
+    plural: str
+    namespaced: bool = True
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        prefix = "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
+        parts = [prefix]
+        if namespace and self.namespaced:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name:
+            parts.append(name)
+        return "/".join(parts)
+
+
+PODS = Resource("v1", "pods")
+NODES = Resource("v1", "nodes", namespaced=False)
+EVENTS = Resource("v1", "events")
+DAEMONSETS = Resource("apps/v1", "daemonsets")
+CONTROLLER_REVISIONS = Resource("apps/v1", "controllerrevisions")
+LEASES = Resource("coordination.k8s.io/v1", "leases")
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    items: list[JSON]
+    resource_version: str
+    continue_token: str | None
+
+
+class Api(Protocol):
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        limit: int = 500,
+        continue_token: str | None = None,
+    ) -> ListPage: ...
+
+    def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[JSON]: ...
+
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON: ...
+
+    async def create(
+        self, resource: Resource, body: JSON, *, namespace: str | None = None
+    ) -> JSON: ...
+
+    async def replace(
+        self, resource: Resource, name: str, body: JSON, *, namespace: str | None = None
+    ) -> JSON: ...
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        content_type: str = STRATEGIC_MERGE,
+    ) -> JSON: ...
+
+    async def delete(
+        self, resource: Resource, name: str, *, namespace: str | None = None, uid: str | None = None
+    ) -> None: ...
+
+
+def _error_from(status: int, body: bytes | str | None) -> ApiError:
+    reason, message = "", ""
+    if body:
+        try:
+            parsed = orjson.loads(body)
+            reason = str(parsed.get("reason", ""))
+            message = str(parsed.get("message", ""))
+        except (orjson.JSONDecodeError, AttributeError):
+            message = body if isinstance(body, str) else body.decode(errors="replace")
+    return ApiError(status, reason or "Error", message or "(no message)")
+
+
+class KubeApi:
+    """`Api` over a kubernetes_asyncio `ApiClient` (credentials, TLS and session come from it)."""
+
+    def __init__(self, api_client: Any, *, observe: RequestObserver | None = None) -> None:
+        self._client = api_client
+        self._observe = observe or (lambda method, code: None)
+
+    @staticmethod
+    async def connect(
+        kubeconfig: str | None = None, *, observe: RequestObserver | None = None
+    ) -> KubeApi:
+        """Credentials from `kubeconfig`, else in-cluster, else the default kubeconfig."""
+        configuration = client.Configuration()
+        if kubeconfig:
+            await config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration
+            )
+        else:
+            try:
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except ConfigException:
+                await config.load_kube_config(client_configuration=configuration)
+        return KubeApi(client.ApiClient(configuration), observe=observe)
+
+    @property
+    def host(self) -> str:
+        return str(self._client.configuration.host)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout | float | None = 30.0,
+    ) -> aiohttp.ClientResponse:
+        try:
+            response: aiohttp.ClientResponse = await self._client.call_api(
+                path,
+                method,
+                query_params=query or [],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except ApiException as error:
+            self._observe(method, str(error.status))
+            raise _error_from(int(error.status or 0), error.body) from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            self._observe(method, "<error>")
+            raise ApiError(0, "Unreachable", f"{method} {path}: {error!r}") from error
+        self._observe(method, str(response.status))
+        if not 200 <= response.status <= 299:
+            async with response:
+                raise _error_from(response.status, await response.read())
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
+        response = await self._send(method, path, **kwargs)
+        async with response:
+            data = await response.read()
+        parsed: JSON = orjson.loads(data) if data else {}
+        return parsed
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        limit: int = 500,
+        continue_token: str | None = None,
+    ) -> ListPage:
+        query = [("limit", str(limit))]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if continue_token:
+            query.append(("continue", continue_token))
+        data = await self._json("GET", resource.path(namespace), query=query, timeout=60.0)
+        meta = data.get("metadata") or {}
+        return ListPage(
+            items=list(data.get("items") or []),
+            resource_version=str(meta.get("resourceVersion", "")),
+            continue_token=meta.get("continue") or None,
+        )
+
+    async def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[JSON]:
+        """Watch events as the API server sends them (`type`, `object`), bookmarks included."""
+        query = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        # No total timeout: the server ends the stream after timeoutSeconds; a read stalled
+        # well past that means the connection is dead.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        response = await self._send("GET", resource.path(namespace), query=query, timeout=timeout)
+        async with response:
+            try:
+                while line := await response.content.readline():
+                    if line.strip():
+                        yield orjson.loads(line)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise ApiError(0, "Unreachable", f"watch {resource.plural}: {error!r}") from error
+
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON:
+        return await self._json("GET", resource.path(namespace, name))
+
+    async def create(self, resource: Resource, body: JSON, *, namespace: str | None = None) -> JSON:
+        return await self._json("POST", resource.path(namespace), body=body)
+
+    async def replace(
+        self, resource: Resource, name: str, body: JSON, *, namespace: str | None = None
+    ) -> JSON:
+        return await self._json("PUT", resource.path(namespace, name), body=body)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        content_type: str = STRATEGIC_MERGE,
+    ) -> JSON:
+        path = resource.path(namespace, name)
+        if subresource:
+            path = f"{path}/{subresource}"
+        return await self._json("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(
+        self, resource: Resource, name: str, *, namespace: str | None = None, uid: str | None = None
+    ) -> None:
+        body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid is not None:
+            # The API server deletes only the object we looked at: a pod recreated under the same
+            # name since then has another UID and the delete fails with 409 Conflict.
+            body["preconditions"] = {"uid": uid}
+        await self._json("DELETE", resource.path(namespace, name), body=body)

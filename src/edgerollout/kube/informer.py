@@ -1,0 +1,169 @@
+"""A list+watch cache of one kind of object, as client-go's reflector and informer keep one.
+
+The cache lists once, then follows a watch from the list's resourceVersion. Bookmarks move that
+resourceVersion forward without objects, so a re-watch after the server ends the stream resumes
+where it was; a `410 Gone` (the version is older than etcd keeps) is answered by listing again and
+diffing the new list against the cache, so an object deleted while we were not watching is still
+reported as deleted — nothing is lost. Connection failures back off and retry forever; a controller
+that cannot see the cluster does nothing rather than something stale.
+
+Objects are stored after `transform` (raw JSON -> a small record), and every change is handed to
+the subscribers as (old, new) — old None for an addition, new None for a deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from edgerollout.kube.api import Api, ApiError, Resource
+from edgerollout.kube.views import object_key
+
+T = TypeVar("T")
+JSON = dict[str, Any]
+Handler = Callable[[T | None, T | None], None]
+
+log = logging.getLogger(__name__)
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        api: Api,
+        resource: Resource,
+        transform: Callable[[JSON], T],
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.transform = transform
+        self.namespace = namespace
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.store: dict[str, T] = {}
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        self.lists = 0
+        self._handlers: list[Handler[T]] = []
+
+    def subscribe(self, handler: Handler[T]) -> None:
+        self._handlers.append(handler)
+
+    def get(self, key: str) -> T | None:
+        return self.store.get(key)
+
+    def values(self) -> Iterator[T]:
+        return iter(list(self.store.values()))
+
+    def _notify(self, old: T | None, new: T | None) -> None:
+        for handler in self._handlers:
+            try:
+                handler(old, new)
+            except Exception:
+                log.exception("handler for %s failed", self.resource.plural)
+
+    async def _list(self) -> None:
+        fresh: dict[str, T] = {}
+        token: str | None = None
+        version = ""
+        while True:
+            page = await self.api.list(
+                self.resource,
+                namespace=self.namespace,
+                field_selector=self.field_selector,
+                limit=self.page_size,
+                continue_token=token,
+            )
+            for obj in page.items:
+                meta = obj.get("metadata") or {}
+                fresh[object_key(meta.get("namespace"), meta["name"])] = self.transform(obj)
+            version = page.resource_version
+            token = page.continue_token
+            if not token:
+                break
+        old_store, self.store = self.store, fresh
+        self.resource_version = version
+        self.lists += 1
+        for key, new in fresh.items():
+            old = old_store.get(key)
+            if old != new:
+                self._notify(old, new)
+        for key, old in old_store.items():
+            if key not in fresh:
+                self._notify(old, None)
+        self.synced.set()
+
+    def _apply(self, event: JSON) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        meta = obj.get("metadata") or {}
+        if kind == "BOOKMARK":
+            self.resource_version = str(meta.get("resourceVersion", self.resource_version))
+            return
+        if kind == "ERROR":
+            code = int(obj.get("code") or 0)
+            raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+        key = object_key(meta.get("namespace"), meta["name"])
+        self.resource_version = str(meta.get("resourceVersion", self.resource_version))
+        old = self.store.get(key)
+        if kind == "DELETED":
+            if self.store.pop(key, None) is not None:
+                self._notify(old, None)
+            return
+        new = self.transform(obj)
+        self.store[key] = new
+        if old != new:
+            self._notify(old, new)
+
+    async def run(self) -> None:
+        """List, then watch forever; cancel the task to stop."""
+        delay = 0.5
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                # Spread re-watches out so many caches do not reconnect in lockstep.
+                timeout = random.randint(240, 360)  # noqa: S311 - jitter, not security
+                async for event in self.api.watch(
+                    self.resource,
+                    resource_version=self.resource_version,
+                    namespace=self.namespace,
+                    field_selector=self.field_selector,
+                    timeout_seconds=timeout,
+                ):
+                    self._apply(event)
+                    delay = 0.5
+            except ApiError as error:
+                if error.gone:
+                    # 410 Gone: the resourceVersion is too old for the server, list again.
+                    log.info("%s watch expired (%s); listing again", self.resource.plural, error)
+                    need_list = True
+                    continue
+                log.warning("%s list/watch failed: %s; retrying", self.resource.plural, error)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+            except (OSError, TimeoutError, ValueError) as error:
+                log.warning("%s watch broke: %r; retrying", self.resource.plural, error)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+
+async def run_all(informers: list[Informer[Any]]) -> None:
+    async with asyncio.TaskGroup() as group:
+        for informer in informers:
+            group.create_task(informer.run(), name=f"informer-{informer.resource.plural}")
+
+
+async def wait_synced(informers: list[Informer[Any]]) -> None:
+    for informer in informers:
+        with contextlib.suppress(asyncio.CancelledError):
+            await informer.synced.wait()

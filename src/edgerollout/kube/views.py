@@ -1,0 +1,182 @@
+"""Raw API objects reduced to what the controller keeps in memory.
+
+The caches hold these small frozen records instead of the JSON the API server sends: a pod becomes
+a `PodView` plus its owner's UID and the images of its containers, a Node its readiness. That is
+what lets ten thousand pods fit in a few tens of megabytes, and it is the only place that knows
+where in a Kubernetes object each fact lives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from edgerollout.domain.model import (
+    ConditionStatus,
+    DaemonSetUID,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodCondition,
+    PodUID,
+    PodView,
+    RevisionView,
+)
+from edgerollout.domain.revisions import parse_template_generation
+from edgerollout.domain.vocabulary import (
+    CONTROLLER_REVISION_HASH_LABEL,
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    POD_TEMPLATE_GENERATION_LABEL,
+)
+
+JSON = dict[str, Any]
+# Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes.
+KEPT_CONDITIONS = frozenset({"Ready", POD_NEED_UPGRADE, POD_IMAGE_READY})
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _parse_time(raw: str | None) -> datetime | None:
+    if not raw:
+        return None
+    return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+
+
+def controller_uid(meta: JSON) -> str | None:
+    """The UID of the object's managing controller (the owner reference with `controller: true`)."""
+    for owner in meta.get("ownerReferences") or ():
+        if owner.get("controller"):
+            return str(owner.get("uid"))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CachedPod:
+    owner_uid: str | None
+    owner_kind: str | None
+    images: tuple[str, ...]
+    view: PodView
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRevision:
+    owner_uid: str | None
+    view: RevisionView
+
+
+@dataclass(frozen=True, slots=True)
+class CachedDaemonSet:
+    view: DaemonSetView
+    pod_template_images: tuple[str, ...]
+    generation: int
+    observed_generation: int
+
+
+def _pinned_node(spec: JSON) -> str | None:
+    """The node a pending DaemonSet pod is pinned to by the node affinity its controller sets."""
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in affinity.get("nodeSelectorTerms") or ():
+        for field in term.get("matchFields") or ():
+            values = field.get("values") or []
+            if field.get("key") == "metadata.name" and len(values) == 1:
+                return str(values[0])
+    return None
+
+
+def pod_from_api(obj: JSON) -> CachedPod:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = meta.get("labels") or {}
+    conditions: dict[str, PodCondition] = {}
+    ready = False
+    ready_since: datetime | None = None
+    for raw in status.get("conditions") or ():
+        kind = raw.get("type")
+        if kind not in KEPT_CONDITIONS:
+            continue
+        condition = PodCondition(
+            type=kind,
+            status=ConditionStatus.from_api(raw.get("status")),
+            reason=raw.get("reason") or "",
+            message=raw.get("message") or "",
+            last_transition_time=raw.get("lastTransitionTime"),
+        )
+        conditions[kind] = condition
+        if kind == "Ready" and condition.status is ConditionStatus.TRUE:
+            ready = True
+            ready_since = _parse_time(condition.last_transition_time)
+    node = spec.get("nodeName") or _pinned_node(spec)
+    owner_kind = None
+    for owner in meta.get("ownerReferences") or ():
+        if owner.get("controller"):
+            owner_kind = owner.get("kind")
+    view = PodView(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=PodUID(meta.get("uid", "")),
+        node_name=NodeName(node) if node else None,
+        revision_hash=labels.get(CONTROLLER_REVISION_HASH_LABEL) or None,
+        template_generation=parse_template_generation(labels.get(POD_TEMPLATE_GENERATION_LABEL)),
+        deleting=meta.get("deletionTimestamp") is not None,
+        ready=ready,
+        ready_since=ready_since,
+        conditions=conditions,
+    )
+    images = tuple(str(c.get("image", "")) for c in spec.get("containers") or ())
+    return CachedPod(
+        owner_uid=controller_uid(meta), owner_kind=owner_kind, images=images, view=view
+    )
+
+
+def node_from_api(obj: JSON) -> NodeView:
+    meta = obj.get("metadata") or {}
+    status = None
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            status = condition.get("status")
+    return NodeView(
+        name=NodeName(meta.get("name", "")),
+        readiness=NodeReadiness.from_ready_condition(status),
+    )
+
+
+def revision_from_api(obj: JSON) -> CachedRevision:
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return CachedRevision(
+        owner_uid=controller_uid(meta),
+        view=RevisionView(
+            name=meta.get("name", ""),
+            revision=int(obj.get("revision") or 0),
+            hash=labels.get(CONTROLLER_REVISION_HASH_LABEL) or None,
+        ),
+    )
+
+
+def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template_spec = (spec.get("template") or {}).get("spec") or {}
+    return CachedDaemonSet(
+        view=DaemonSetView(
+            namespace=meta.get("namespace", ""),
+            name=meta.get("name", ""),
+            uid=DaemonSetUID(meta.get("uid", "")),
+            annotations=dict(meta.get("annotations") or {}),
+            update_strategy_type=(spec.get("updateStrategy") or {}).get("type") or "RollingUpdate",
+            min_ready_seconds=int(spec.get("minReadySeconds") or 0),
+        ),
+        pod_template_images=tuple(
+            str(c.get("image", "")) for c in template_spec.get("containers") or ()
+        ),
+        generation=int(meta.get("generation") or 0),
+        observed_generation=int((obj.get("status") or {}).get("observedGeneration") or 0),
+    )
