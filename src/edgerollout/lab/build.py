@@ -9,11 +9,13 @@ never mistaken for a finished one.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,9 +150,34 @@ def build_component(component: GoComponent, progress: Progress) -> None:
     _stamp(component).write_text(f"{component.name} {component.version}\n")
 
 
+@contextlib.contextmanager
+def _exclusive(progress: Progress) -> Iterator[None]:
+    """One build at a time per cache: a second `lab build` waits for the first, then finds it done."""
+    root = bin_dir().parent
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "build.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress("another build of the lab is running; waiting for it to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build_all(progress: Progress) -> BuildReport:
     """Build whatever is missing; a second call with everything built returns at once."""
     started = time.monotonic()
+    if not missing_components():
+        progress(f"lab binaries are up to date in {bin_dir()} ({build_key()})")
+        return BuildReport(bin_dir=bin_dir(), built=(), seconds=time.monotonic() - started)
+    with _exclusive(progress):
+        return _build_missing(progress, started)
+
+
+def _build_missing(progress: Progress, started: float) -> BuildReport:
     todo = missing_components()
     if not todo:
         progress(f"lab binaries are up to date in {bin_dir()} ({build_key()})")

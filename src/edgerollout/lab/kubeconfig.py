@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from edgerollout.lab.pki import write_private
+
 
 def write_kubeconfig(path: Path, *, server: str, ca_file: Path, user: str, token: str) -> Path:
     config = {
@@ -24,6 +26,5 @@ def write_kubeconfig(path: Path, *, server: str, ca_file: Path, user: str, token
         "current-context": "edgerollout-lab",
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
+    write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
     return path

@@ -68,12 +68,20 @@ class LinkProxy:
             # The link is down: reset the connection rather than let the client hang.
             writer.transport.abort()
             return
+        link.connections.add(writer)
         try:
             up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
         except OSError:
+            link.connections.discard(writer)
             writer.transport.abort()
             return
-        link.connections.update((writer, up_writer))
+        if not link.up:
+            # Cut while we were connecting upstream: drop both ends, relay nothing.
+            link.connections.discard(writer)
+            writer.transport.abort()
+            up_writer.transport.abort()
+            return
+        link.connections.add(up_writer)
         try:
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
@@ -107,15 +115,15 @@ class LinkProxy:
             server = await asyncio.start_server(handle, "127.0.0.1", 0)
             servers.append(server)
             ports[node] = server.sockets[0].getsockname()[1]
-        temp = self.folder / f"{PORTS_FILE}.tmp"
-        temp.write_text(json.dumps(ports))
-        os.replace(temp, self.folder / PORTS_FILE)
-
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGHUP, self.reload)
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGINT, stop.set)
+        # Announced only once signals are handled: the lab may send SIGHUP right after.
+        temp = self.folder / f"{PORTS_FILE}.tmp"
+        temp.write_text(json.dumps(ports))
+        os.replace(temp, self.folder / PORTS_FILE)
         await stop.wait()
         for server in servers:
             server.close()

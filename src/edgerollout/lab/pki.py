@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,12 @@ class PkiPaths:
     tokens: Path
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    path.write_bytes(data)
-    path.chmod(0o600)
+def write_private(path: Path, data: bytes) -> None:
+    """Write a secret readable by its owner only, from the first byte on."""
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
 
 
 def _name(common_name: str) -> x509.Name:
@@ -117,7 +121,7 @@ def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
     )
     paths.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths.serving_cert.write_bytes(serving_cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(
+    write_private(
         paths.serving_key,
         serving_key.private_bytes(
             serialization.Encoding.PEM,
@@ -130,7 +134,7 @@ def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    _write_private(
+    write_private(
         paths.sa_private,
         sa_key.private_bytes(
             serialization.Encoding.PEM,
@@ -142,7 +146,7 @@ def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
     for index, identity in enumerate(identities):
         groups = ",".join(identity.groups)
         lines.append(f'{identity.token},{identity.user},uid-{index},"{groups}"')
-    _write_private(paths.tokens, ("\n".join(lines) + "\n").encode())
+    write_private(paths.tokens, ("\n".join(lines) + "\n").encode())
     return paths
 
 

@@ -36,7 +36,7 @@ replace (
 	k8s.io/streaming => k8s.io/streaming v0.36.5
 )
 
-require k8s.io/kubernetes v1.36.3
+require k8s.io/kubernetes v1.36.5
 
 require (
 	cel.dev/expr v0.25.1 // indirect

@@ -1,0 +1,137 @@
+"""The KWOK `--config` file: which nodes KWOK plays and the Stages that move nodes and pods along."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from edgerollout.lab.kwok_stages import LINK_LABEL, NODE_LEASE_SECONDS, kwok_config
+
+STAGE_NAMES = [
+    "node-start",
+    "node-status-refresh",
+    "pod-start",
+    "pod-ready-again",
+    "pod-job-complete",
+    "pod-delete",
+]
+NOT_DELETING = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+NODE_READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+OWNER_KIND = ".metadata.ownerReferences.[].kind"
+
+
+def documents() -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all(kwok_config()))
+
+
+def stages() -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc["spec"] for doc in documents()[1:]}
+
+
+def render(template: str) -> Any:
+    """The status a template yields, with every `$now` read as one fixed timestamp."""
+    text = template.replace("{{ $now := Now }}", "")
+    text = text.replace("{{ $now | Quote }}", '"2025-03-01T12:00:00Z"')
+    assert "{{" not in text, f"template has more than timestamps to fill in:\n{text}"
+    return yaml.safe_load(text)
+
+
+def test_config_is_one_kwok_configuration_followed_by_the_stages_in_order() -> None:
+    docs = documents()
+
+    assert [doc["kind"] for doc in docs] == ["KwokConfiguration"] + ["Stage"] * len(STAGE_NAMES)
+    assert docs[0]["apiVersion"] == "config.kwok.x-k8s.io/v1alpha1"
+    assert {doc["apiVersion"] for doc in docs[1:]} == {"kwok.x-k8s.io/v1alpha1"}
+    assert [doc["metadata"]["name"] for doc in docs[1:]] == STAGE_NAMES
+
+
+def test_kwok_manages_only_nodes_whose_link_is_up() -> None:
+    options = documents()[0]["options"]
+
+    assert LINK_LABEL == "lab.edgerollout.io/link"
+    assert options["manageAllNodes"] is False
+    assert options["manageNodesWithLabelSelector"] == "lab.edgerollout.io/link=up"
+    assert options["nodeLeaseDurationSeconds"] == NODE_LEASE_SECONDS
+
+
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_every_stage_has_a_resource_a_selector_and_a_next_step(name: str) -> None:
+    spec = stages()[name]
+
+    assert spec["resourceRef"]["apiGroup"] == "v1"
+    assert spec["resourceRef"]["kind"] == ("Node" if name.startswith("node-") else "Pod")
+    expressions = spec["selector"]["matchExpressions"]
+    assert expressions
+    assert all({"key", "operator"} <= set(expression) for expression in expressions)
+    assert spec["next"]
+
+
+def test_node_start_picks_nodes_not_ready_and_refresh_picks_ready_ones() -> None:
+    start, refresh = stages()["node-start"], stages()["node-status-refresh"]
+
+    assert start["selector"]["matchExpressions"] == [
+        {"key": NODE_READY, "operator": "NotIn", "values": ["True"]}
+    ]
+    assert refresh["selector"]["matchExpressions"] == [
+        {"key": NODE_READY, "operator": "In", "values": ["True"]}
+    ]
+    assert "phase: Running" in start["next"]["statusTemplate"]
+
+
+def test_pod_start_makes_pending_pods_running_unless_they_are_being_deleted() -> None:
+    spec = stages()["pod-start"]
+
+    assert spec["selector"]["matchExpressions"] == [
+        NOT_DELETING,
+        {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+    ]
+    assert "phase: Running" in spec["next"]["statusTemplate"]
+
+
+def test_pod_ready_again_excludes_job_pods_and_pods_being_deleted() -> None:
+    expressions = stages()["pod-ready-again"]["selector"]["matchExpressions"]
+
+    assert expressions == [
+        NOT_DELETING,
+        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        {"key": NODE_READY, "operator": "NotIn", "values": ["True"]},
+        {"key": OWNER_KIND, "operator": "NotIn", "values": ["Job"]},
+    ]
+
+
+def test_pod_ready_again_sets_ready_and_containers_ready_true() -> None:
+    status = render(stages()["pod-ready-again"]["next"]["statusTemplate"])
+
+    assert status == {
+        "conditions": [
+            {
+                "type": "ContainersReady",
+                "status": "True",
+                "lastTransitionTime": "2025-03-01T12:00:00Z",
+            },
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2025-03-01T12:00:00Z"},
+        ]
+    }
+
+
+def test_pod_job_complete_only_takes_running_job_pods_to_succeeded() -> None:
+    spec = stages()["pod-job-complete"]
+
+    assert spec["selector"]["matchExpressions"] == [
+        NOT_DELETING,
+        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        {"key": OWNER_KIND, "operator": "In", "values": ["Job"]},
+    ]
+    assert re.search(r"^phase: Succeeded$", spec["next"]["statusTemplate"], re.MULTILINE)
+
+
+def test_pod_delete_empties_finalizers_and_deletes_pods_being_deleted() -> None:
+    spec = stages()["pod-delete"]
+
+    assert spec["selector"]["matchExpressions"] == [
+        {"key": ".metadata.deletionTimestamp", "operator": "Exists"}
+    ]
+    assert spec["next"] == {"finalizers": {"empty": True}, "delete": True}
