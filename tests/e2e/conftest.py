@@ -18,6 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.lab import cluster, link
 from edgerollout.lab.cluster import Lab
+from tests.e2e.controller_process import ControllerProcess, start_controller
 from tests.e2e.support import LabHandle, wait_for
 
 DEFAULT_NODES = 4
@@ -121,3 +122,29 @@ async def namespace(kube: LabHandle) -> AsyncIterator[str]:
         except ApiException as error:
             if error.status != 404:
                 raise
+
+
+@pytest.fixture
+async def controller(
+    lab: Lab, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    """edgerollout's controller, running as a process, scoped to the test's namespace."""
+    handle = await start_controller(
+        lab.kubeconfig, tmp_path / "controller.log", f"--namespace={namespace}"
+    )
+    try:
+        yield handle
+    finally:
+        code = handle.stop()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            print(f"--- controller log ---\n{handle.log_text()}")
+        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report

@@ -117,3 +117,23 @@ def daemonset(
 async def set_image(handle: LabHandle, namespace: str, name: str, image: str) -> None:
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": image}]}}}}
     await handle.apps.patch_namespaced_daemon_set(name, namespace, patch)
+
+
+async def events(kube: LabHandle, namespace: str, *, reason: str | None = None) -> list[Any]:
+    """Events in the namespace recorded by edgerollout's controller, oldest first."""
+    listed = await kube.core.list_namespaced_event(namespace)
+    found = [
+        event
+        for event in listed.items
+        if event.reporting_component == "edgerollout-controller"
+        and (reason is None or event.reason == reason)
+    ]
+    return sorted(found, key=lambda event: (event.first_timestamp, event.metadata.name))
+
+
+def condition(pod: client.V1Pod, kind: str) -> Any:
+    """The pod's condition of that type, or None."""
+    for entry in pod.status.conditions or []:
+        if entry.type == kind:
+            return entry
+    return None

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from edgerollout.cli.demo import run_demo
+from edgerollout.lab.build import BuildError
+from edgerollout.lab.cluster import LabError
+from edgerollout.lab.processes import ComponentError
 
 
 @click.command()
-def demo() -> None:
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the lab's files (logs, kubeconfigs) in this folder (default: a temporary one).",
+)
+def demo(folder: Path | None) -> None:
     """Play the edge upgrade scenarios on a local lab, narrating each step."""
-    raise click.ClickException("the demo is not available yet")
+    try:
+        run_demo(folder, click.echo)
+    except (BuildError, ComponentError, LabError, TimeoutError) as error:
+        raise click.ClickException(str(error)) from error

@@ -74,6 +74,8 @@ class Resource:
 PODS = Resource("v1", "pods")
 NODES = Resource("v1", "nodes", namespaced=False)
 EVENTS = Resource("v1", "events")
+NAMESPACES = Resource("v1", "namespaces", namespaced=False)
+SERVICE_ACCOUNTS = Resource("v1", "serviceaccounts")
 DAEMONSETS = Resource("apps/v1", "daemonsets")
 CONTROLLER_REVISIONS = Resource("apps/v1", "controllerrevisions")
 LEASES = Resource("coordination.k8s.io/v1", "leases")

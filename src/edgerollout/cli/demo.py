@@ -1,0 +1,286 @@
+"""`edgerollout demo`: seed 001's scenarios, played on a local lab and narrated step by step.
+
+1. The problem: a native RollingUpdate DaemonSet on 3 edge nodes, 2 of them disconnected, stalls.
+2. AdvancedRollingUpdate: the same change upgrades the connected node at once, skips the
+   disconnected ones, and upgrades each of them within seconds of its link coming back.
+3. OTA: the controller marks every pod `PodNeedUpgrade=True` and deletes nothing; the node decides
+   when its pod is replaced.
+
+Everything runs for real: the lab's control plane, the native DaemonSet controller, and
+`edgerollout controller` as its own process. The lab is torn down at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
+from edgerollout.kube.api import (
+    DAEMONSETS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SERVICE_ACCOUNTS,
+    ApiError,
+    KubeApi,
+)
+from edgerollout.lab import build, cluster
+
+Say = Callable[[str], None]
+OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
+NODE_NAMES = ["edge-1", "edge-2", "edge-3"]
+
+
+def _daemonset(name: str, strategy: str | None) -> dict[str, Any]:
+    annotations = {"apps.openyurt.io/update-strategy": strategy} if strategy else {}
+    if strategy == "AdvancedRollingUpdate":
+        annotations["apps.openyurt.io/max-unavailable"] = "30%"
+    update = {"type": "OnDelete"} if strategy else {"type": "RollingUpdate"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": update,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "nginx", "image": OLD}]},
+            },
+        },
+    }
+
+
+class Demo:
+    def __init__(self, api: KubeApi, lab: cluster.Lab, say: Say) -> None:
+        self.api = api
+        self.lab = lab
+        self.say = say
+
+    async def node_ready(self) -> dict[str, str]:
+        listed = await self.api.list(NODES)
+        ready = {}
+        for node in listed.items:
+            status = next(
+                (c["status"] for c in node["status"].get("conditions", []) if c["type"] == "Ready"),
+                "Unknown",
+            )
+            ready[node["metadata"]["name"]] = {"True": "Ready", "False": "NotReady"}.get(
+                status, "NotReady"
+            )
+        return ready
+
+    async def pods(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        listed = await self.api.list(PODS, namespace=namespace, label_selector=f"app={name}")
+        return sorted(
+            listed.items, key=lambda p: (p["spec"].get("nodeName", ""), p["metadata"]["name"])
+        )
+
+    async def table(self, namespace: str, name: str) -> None:
+        ready = await self.node_ready()
+        self.say(f"    {'NODE':<8} {'NODE STATE':<11} {'POD':<24} {'IMAGE':<14} {'STATE'}")
+        for pod in await self.pods(namespace, name):
+            node = pod["spec"].get("nodeName", "-")
+            conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+            if pod["metadata"].get("deletionTimestamp"):
+                state = "Terminating"
+            elif conditions.get("Ready", {}).get("status") == "True":
+                state = "Running"
+            else:
+                state = "Not ready"
+            mark = conditions.get(POD_NEED_UPGRADE)
+            if mark is not None:
+                state += f", {POD_NEED_UPGRADE}={mark['status']}"
+            image = pod["spec"]["containers"][0]["image"]
+            self.say(
+                f"    {node:<8} {ready.get(node, '?'):<11} {pod['metadata']['name']:<24} "
+                f"{image:<14} {state}"
+            )
+
+    async def wait(self, check: Callable[[], Awaitable[bool]], what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not await check():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the demo waited {timeout:.0f} s for {what}")
+            await asyncio.sleep(0.5)
+
+    async def all_on(self, namespace: str, name: str, image: str, nodes: list[str]) -> bool:
+        pods = await self.pods(namespace, name)
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        on = {
+            p["spec"].get("nodeName") for p in live if p["spec"]["containers"][0]["image"] == image
+        }
+        return set(nodes) <= on and all(
+            any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in p["status"].get("conditions", [])
+            )
+            for p in live
+            if p["spec"].get("nodeName") in nodes
+        )
+
+    async def set_image(self, namespace: str, name: str, image: str) -> None:
+        patch = {
+            "spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": image}]}}}
+        }
+        await self.api.patch(DAEMONSETS, name, patch, namespace=namespace)
+
+    async def cut(self, *nodes: str) -> None:
+        await asyncio.to_thread(cluster.disconnect, self.lab.folder, list(nodes))
+
+        async def not_ready() -> bool:
+            ready = await self.node_ready()
+            return all(ready[n] == "NotReady" for n in nodes)
+
+        await self.wait(not_ready, f"{', '.join(nodes)} to turn NotReady", 60)
+
+    async def restore(self, *nodes: str) -> None:
+        await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
+
+        async def ready() -> bool:
+            states = await self.node_ready()
+            return all(states[n] == "Ready" for n in nodes)
+
+        await self.wait(ready, f"{', '.join(nodes)} to turn Ready", 60)
+
+    async def namespace(self, name: str) -> None:
+        await self.api.create(NAMESPACES, {"metadata": {"name": name}})
+        for _ in range(120):
+            try:
+                await self.api.get(SERVICE_ACCOUNTS, "default", namespace=name)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+                await asyncio.sleep(0.5)  # pods are refused until this ServiceAccount exists
+            else:
+                return
+
+    async def native(self) -> None:
+        ns, name = "native", "nginx-daemonset"
+        self.say("\n== 1. The problem: a native RollingUpdate with 2 of 3 edge nodes offline")
+        await self.namespace(ns)
+        await self.api.create(DAEMONSETS, _daemonset(name, None), namespace=ns)
+        await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
+        await self.table(ns, name)
+        self.say("  $ edgerollout lab disconnect edge-2 edge-3   # their links to the cloud drop")
+        await self.cut("edge-2", "edge-3")
+        self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
+        await self.set_image(ns, name, NEW)
+        await asyncio.sleep(15)
+        await self.table(ns, name)
+        self.say(
+            "  Stalled: the offline nodes' pods were deleted but can never finish terminating, "
+            "they hold the whole budget (maxUnavailable 1), and edge-1 is never upgraded."
+        )
+        await self.api.delete(DAEMONSETS, name, namespace=ns)
+        await self.restore("edge-2", "edge-3")
+
+    async def advanced(self) -> None:
+        ns, name = "advanced", "nginx-daemonset"
+        self.say("\n== 2. AdvancedRollingUpdate: the same change, with edgerollout's controller")
+        await self.namespace(ns)
+        await self.api.create(DAEMONSETS, _daemonset(name, "AdvancedRollingUpdate"), namespace=ns)
+        await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
+        await self.table(ns, name)
+        self.say("  $ edgerollout lab disconnect edge-2 edge-3")
+        await self.cut("edge-2", "edge-3")
+        self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
+        await self.set_image(ns, name, NEW)
+        await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-1"]), "edge-1 upgraded", 60)
+        await self.table(ns, name)
+        self.say("  edge-1 is upgraded; the offline nodes keep their pods and do not block it.")
+        self.say("  $ edgerollout lab connect edge-2 edge-3")
+        started = time.monotonic()
+        await self.restore("edge-2", "edge-3")
+        await self.wait(lambda: self.all_on(ns, name, NEW, NODE_NAMES), "all upgraded", 60)
+        self.say(
+            f"  Back online, both were upgraded {time.monotonic() - started:.0f} s after the link returned:"
+        )
+        await self.table(ns, name)
+
+    async def ota(self) -> None:
+        ns, name = "ota", "nginx-daemonset"
+        self.say("\n== 3. OTA: the controller marks pods, the node decides when")
+        await self.namespace(ns)
+        await self.api.create(DAEMONSETS, _daemonset(name, "OTA"), namespace=ns)
+        await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
+
+        async def marked(status: str) -> bool:
+            pods = await self.pods(ns, name)
+            return len(pods) == 3 and all(
+                any(
+                    c["type"] == POD_NEED_UPGRADE and c["status"] == status
+                    for c in p["status"].get("conditions", [])
+                )
+                for p in pods
+            )
+
+        await self.wait(lambda: marked("False"), "PodNeedUpgrade=False", 30)
+        await self.table(ns, name)
+        self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
+        await self.set_image(ns, name, NEW)
+        await self.wait(lambda: marked("True"), "PodNeedUpgrade=True", 30)
+        await self.table(ns, name)
+        self.say("  Every pod says an upgrade is available; nothing was deleted.")
+        edge2 = next(p for p in await self.pods(ns, name) if p["spec"].get("nodeName") == "edge-2")
+        pod = edge2["metadata"]["name"]
+        self.say(f"  On edge-2, when the node is ready for it, its pod {pod} is replaced:")
+        await self.api.delete(PODS, pod, namespace=ns, uid=edge2["metadata"]["uid"])
+        await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-2"]), "edge-2 upgraded", 60)
+        await self.table(ns, name)
+
+
+def run_demo(folder: Path | None, say: Say) -> None:
+    say(
+        "edgerollout demo: seed scenarios on a local lab (etcd, kube-apiserver, "
+        "kube-controller-manager, kube-scheduler, KWOK)"
+    )
+    build.build_all(say)
+    owned = folder is None
+    lab_dir = Path(tempfile.mkdtemp(prefix="edgerollout-demo-")) if folder is None else folder
+    lab = cluster.up(lab_dir, nodes=3, say=say)
+    controller_log = lab.folder / "logs" / "edgerollout-controller.log"
+    with controller_log.open("ab") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "edgerollout",
+                "controller",
+                f"--kubeconfig={lab.kubeconfig}",
+                "--metrics-address=127.0.0.1:0",
+                "--health-address=127.0.0.1:0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    say(f"started edgerollout controller (pid {process.pid}, log {controller_log})")
+    try:
+        asyncio.run(_play(lab, say))
+        say("\nDone. Every step above ran against a real API server and the native controllers.")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        cluster.down(lab.folder, say=lambda _: None)
+        say(f"lab stopped{'' if owned else f' (its files stay in {lab.folder})'}")
+
+
+async def _play(lab: cluster.Lab, say: Say) -> None:
+    api = await KubeApi.connect(str(lab.kubeconfig))
+    try:
+        demo = Demo(api, lab, say)
+        await demo.native()
+        await demo.advanced()
+        await demo.ota()
+    finally:
+        await api.close()

@@ -1,0 +1,37 @@
+"""The seed scenario's DaemonSet (seed 001: nginx 1.19.4 -> 1.19.5 on edge nodes) and its checks."""
+
+from __future__ import annotations
+
+from tests.e2e.support import LabHandle, by_node, images, pod_ready, wait_for
+
+OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
+NODES = ["edge-1", "edge-2", "edge-3"]
+ON_DELETE = {"type": "OnDelete"}
+NAME = "nginx-daemonset"
+SELECTOR = f"app={NAME}"
+
+
+async def running_everywhere(
+    kube: LabHandle, namespace: str, image: str, nodes: list[str], *, timeout: float = 60
+) -> dict[str, str]:
+    """Wait for exactly one Ready, live pod running image on each node; return node -> UID."""
+
+    async def probe() -> dict[str, str] | None:
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
+        if sorted(grouped) != sorted(nodes) or any(len(p) != 1 for p in grouped.values()):
+            return None
+        pods = {node: p[0] for node, p in grouped.items()}
+        if all(
+            pod_ready(p) and images(p) == [image] and p.metadata.deletion_timestamp is None
+            for p in pods.values()
+        ):
+            return {node: pod.metadata.uid for node, pod in pods.items()}
+        return None
+
+    return await wait_for(probe, timeout=timeout, what=f"a Ready {image} pod on each of {nodes}")
+
+
+async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:
+    listed = await kube.apps.list_namespaced_controller_revision(namespace)
+    newest = max(listed.items, key=lambda revision: revision.revision)
+    return str(newest.metadata.labels["controller-revision-hash"])
