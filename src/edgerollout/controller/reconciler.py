@@ -22,7 +22,7 @@ from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView
 from edgerollout.domain.planner import NodeVerdict
 from edgerollout.domain.reconcile import Plan, plan_reconcile
-from edgerollout.domain.vocabulary import FAILED_DELETE
+from edgerollout.domain.vocabulary import FAILED_DELETE, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import PODS, Api, ApiError
 from edgerollout.kube.recorder import EventRecorder
 
@@ -67,11 +67,13 @@ class Reconciler:
         if not self.may_write():
             raise NotLeader("not the leader: refusing to write")
 
-    def _forget(self, key: str) -> None:
+    def _forget(self, key: str, *, notices: bool = True) -> None:
+        """Drop what is remembered about a DaemonSet (and, unless told otherwise, its Events)."""
         uid = self._uid_by_key.pop(key, None)
         if uid is not None:
             self.expectations.forget(uid)
-            self.recorder.forget(uid)
+            if notices:
+                self.recorder.forget(uid)
         self._skipped.pop(key, None)
         metrics.NODES_SKIPPED.set(sum(self._skipped.values()))
 
@@ -110,7 +112,9 @@ class Reconciler:
             in_flight=in_flight,
         )
         if plan.strategy is None:
-            self._forget(key)
+            # Not ours (any more): nothing in flight to track. A problem already reported stays
+            # reported until the annotation is gone, so a bad value warns once, not per reconcile.
+            self._forget(key, notices=UPDATE_STRATEGY_ANNOTATION not in ds.annotations)
             self._uid_by_key[key] = ds.uid
         for notice in plan.notices:
             await self._emit(ds, notice)
