@@ -121,6 +121,7 @@ class DaemonSetView:
 
     The annotations are kept whole and read where they are decided on (strategy, budget,
     `deprecated.daemonset.template.generation`), so a view cannot disagree with its source.
+    `desired_nodes` is the native controller's `status.desiredNumberScheduled` (None if unknown).
     """
 
     namespace: str
@@ -129,6 +130,7 @@ class DaemonSetView:
     annotations: Mapping[str, str] = field(default_factory=dict)
     update_strategy_type: str = "RollingUpdate"
     min_ready_seconds: int = 0
+    desired_nodes: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

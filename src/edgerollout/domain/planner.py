@@ -146,8 +146,15 @@ def plan_deletions(
     min_ready_seconds: int,
     now: datetime,
     in_flight: Iterable[InFlightDeletion] = (),
+    desired_nodes: int | None = None,
 ) -> DeletionPlan:
     """Choose the pods to delete now (see the module docstring for the rules).
+
+    `desired_nodes` is how many nodes the native controller says should run the DaemonSet
+    (`status.desiredNumberScheduled`; it leaves out nodes tainted unreachable or not-ready). Ready
+    nodes it counts that hold no pod at all — a pod deleted and not yet replaced, a node that just
+    joined — are invisible in `pods`; every such node short of `desired_nodes` counts as
+    unavailable. A stale count can only make the budget tighter, never looser.
 
     The result depends only on the arguments, not on their order: nodes are visited by name, and
     the deletions come out ordered by node name, then pod name.
@@ -187,6 +194,8 @@ def plan_deletions(
             candidates.append(_deletion(outdated, name, DeletionReason.OUTDATED_WITHIN_BUDGET))
 
     unavailable = sum(1 for verdict in verdicts.values() if verdict.unavailable)
+    if desired_nodes is not None:
+        unavailable += max(0, desired_nodes - len(verdicts))
     room = max(0, max_unavailable - unavailable)
     chosen = replacements + candidates[:room]
     return DeletionPlan(

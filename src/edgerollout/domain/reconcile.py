@@ -115,6 +115,7 @@ def plan_reconcile(
         min_ready_seconds=daemonset.min_ready_seconds,
         now=now,
         in_flight=in_flight,
+        desired_nodes=daemonset.desired_nodes,
     )
     return Plan(
         strategy=choice.strategy,

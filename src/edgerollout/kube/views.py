@@ -161,6 +161,13 @@ def revision_from_api(obj: JSON) -> CachedRevision:
     )
 
 
+def _desired(obj: JSON) -> int | None:
+    status = obj.get("status") or {}
+    if "desiredNumberScheduled" not in status:
+        return None
+    return int(status["desiredNumberScheduled"] or 0)
+
+
 def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -173,6 +180,7 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             annotations=dict(meta.get("annotations") or {}),
             update_strategy_type=(spec.get("updateStrategy") or {}).get("type") or "RollingUpdate",
             min_ready_seconds=int(spec.get("minReadySeconds") or 0),
+            desired_nodes=_desired(obj),
         ),
         pod_template_images=tuple(
             str(c.get("image", "")) for c in template_spec.get("containers") or ()

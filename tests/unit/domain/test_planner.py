@@ -35,6 +35,7 @@ def plan(
     min_ready_seconds: int = 0,
     deleting: Sequence[InFlightDeletion] = (),
     target: TargetRevision = TARGET,
+    desired_nodes: int | None = None,
 ) -> DeletionPlan:
     return plan_deletions(
         pods=pods,
@@ -44,6 +45,7 @@ def plan(
         min_ready_seconds=min_ready_seconds,
         now=NOW,
         in_flight=deleting,
+        desired_nodes=desired_nodes,
     )
 
 
@@ -341,3 +343,30 @@ def test_deletion_notice_says_which_pod_where_and_why() -> None:
         message="Deleted pod: web-x on node edge-7: outdated and not available, replaced at once",
         subject="uid-web-x",
     )
+
+
+def test_desired_node_without_any_pod_counts_as_unavailable() -> None:
+    # A restarted controller has no record of the pod it deleted on edge-3; the native controller
+    # still counts edge-3 as a node that should run the DaemonSet.
+    pods = [old_pod("p1", "edge-1"), old_pod("p2", "edge-2")]
+    result = plan(pods, ready_nodes("edge-1", "edge-2", "edge-3"), desired_nodes=3)
+    assert deleted(result) == []
+    assert result.unavailable == 1
+    assert result.waiting_for_budget == ("edge-1", "edge-2")
+
+
+def test_desired_nodes_already_holding_pods_add_nothing() -> None:
+    pods = [old_pod("p1", "edge-1"), old_pod("p2", "edge-2")]
+    result = plan(pods, ready_nodes("edge-1", "edge-2"), desired_nodes=2)
+    assert deleted(result) == ["p1"]
+    assert result.unavailable == 0
+
+
+def test_desired_count_below_the_nodes_seen_never_loosens_the_budget() -> None:
+    # A stale status (a node that just turned NotReady and is still holding a pod) must not give
+    # the planner extra room.
+    pods = [old_pod("p1", "edge-1"), old_pod("p2", "edge-2", ready=False)]
+    result = plan(pods, ready_nodes("edge-1", "edge-2"), desired_nodes=0)
+    assert deleted(result) == ["p2"]
+    assert result.unavailable == 1
+    assert result.waiting_for_budget == ("edge-1",)
