@@ -48,12 +48,17 @@ def build_command() -> None:
 
 @lab.command("up")
 @click.option("--nodes", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--agents",
+    is_flag=True,
+    help="Also run an edgerollout agent per node (a process each: meant for small labs).",
+)
 @dir_option
-def up_command(nodes: int, folder: Path) -> None:
+def up_command(nodes: int, agents: bool, folder: Path) -> None:
     """Start the lab; prints the admin kubeconfig's path when every node is Ready."""
     try:
         build.build_all(_say)
-        started = cluster.up(folder, nodes=nodes, say=_say)
+        started = cluster.up(folder, nodes=nodes, say=_say, agents=agents)
     except (BuildError, ComponentError, cluster.LabError, TimeoutError) as error:
         raise _fail(error) from error
     click.echo(started.kubeconfig)

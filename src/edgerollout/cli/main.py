@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from edgerollout.cli.agent_command import agent
 from edgerollout.cli.controller_command import controller
 from edgerollout.cli.demo_command import demo
 from edgerollout.cli.lab_commands import lab
@@ -17,6 +18,7 @@ def cli() -> None:
 
 cli.add_command(lab)
 cli.add_command(controller)
+cli.add_command(agent)
 cli.add_command(demo)
 
 

@@ -136,6 +136,17 @@ class Api(Protocol):
     ) -> None: ...
 
 
+def _describe(error: BaseException) -> str:
+    """A short account of a transport failure (aiohttp's reprs run to hundreds of characters)."""
+    if isinstance(error, aiohttp.ClientConnectorError):
+        cause = error.os_error.strerror or type(error.os_error).__name__
+        return f"cannot connect to {error.host}:{error.port}: {cause}"
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def _error_from(status: int, body: bytes | str | None) -> ApiError:
     reason, message = "", ""
     if body:
@@ -205,7 +216,7 @@ class KubeApi:
             raise _error_from(int(error.status or 0), error.body) from None
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             self._observe(method, "<error>")
-            raise ApiError(0, "Unreachable", f"{method} {path}: {error!r}") from error
+            raise ApiError(0, "Unreachable", f"{method} {path}: {_describe(error)}") from error
         self._observe(method, str(response.status))
         if not 200 <= response.status <= 299:
             async with response:
@@ -272,7 +283,9 @@ class KubeApi:
                     if line.strip():
                         yield orjson.loads(line)
             except (aiohttp.ClientError, TimeoutError) as error:
-                raise ApiError(0, "Unreachable", f"watch {resource.plural}: {error!r}") from error
+                raise ApiError(
+                    0, "Unreachable", f"watch {resource.plural}: {_describe(error)}"
+                ) from error
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON:
         return await self._json("GET", resource.path(namespace, name))

@@ -40,6 +40,7 @@ class Informer(Generic[T]):
         namespace: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        relist_after_failure: bool = False,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -47,11 +48,17 @@ class Informer(Generic[T]):
         self.namespace = namespace
         self.field_selector = field_selector
         self.page_size = page_size
+        # List again (rather than resume the watch) after a failure: the list's success proves
+        # contact at once, which a small cache that reports its freshness wants.
+        self.relist_after_failure = relist_after_failure
         self.store: dict[str, T] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0
         self._handlers: list[Handler[T]] = []
+        # Told each time the API server answered (a list, a watch event), and each time it did not.
+        self.on_contact: Callable[[], None] = lambda: None
+        self.on_lost: Callable[[Exception], None] = lambda error: None
 
     def subscribe(self, handler: Handler[T]) -> None:
         self._handlers.append(handler)
@@ -91,6 +98,7 @@ class Informer(Generic[T]):
         old_store, self.store = self.store, fresh
         self.resource_version = version
         self.lists += 1
+        self.on_contact()
         for key, new in fresh.items():
             old = old_store.get(key)
             if old != new:
@@ -141,18 +149,23 @@ class Informer(Generic[T]):
                     timeout_seconds=timeout,
                 ):
                     self._apply(event)
+                    self.on_contact()
                     delay = 0.5
             except ApiError as error:
+                self.on_lost(error)
                 if error.gone:
                     # 410 Gone: the resourceVersion is too old for the server, list again.
                     log.info("%s watch expired (%s); listing again", self.resource.plural, error)
                     need_list = True
                     continue
                 log.warning("%s list/watch failed: %s; retrying", self.resource.plural, error)
+                need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
             except (OSError, TimeoutError, ValueError) as error:
+                self.on_lost(error)
                 log.warning("%s watch broke: %r; retrying", self.resource.plural, error)
+                need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgerollout.lab import api, control_plane, link, processes
+from edgerollout.lab.agents import start_agents
 from edgerollout.lab.build import missing_components
 from edgerollout.lab.control_plane import Ports
 from edgerollout.lab.kubeconfig import write_kubeconfig
@@ -97,7 +98,7 @@ def running_components(folder: Path) -> list[str]:
     return [name for name in processes.recorded_names(folder) if processes.is_running(folder, name)]
 
 
-def up(folder: Path, *, nodes: int, say: Say) -> Lab:
+def up(folder: Path, *, nodes: int, say: Say, agents: bool = False) -> Lab:
     """Start a lab with `nodes` nodes in folder; on any failure stop what was started and raise."""
     if nodes < 1:
         raise LabError(f"--nodes must be at least 1 (got {nodes})")
@@ -116,13 +117,13 @@ def up(folder: Path, *, nodes: int, say: Say) -> Lab:
         )
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        return _up(folder, nodes=nodes, say=say)
+        return _up(folder, nodes=nodes, say=say, agents=agents)
     except BaseException:
         down(folder, say=lambda _: None)
         raise
 
 
-def _up(folder: Path, *, nodes: int, say: Say) -> Lab:
+def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:
     started = time.monotonic()
     for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE):
         path = folder / stale
@@ -225,13 +226,23 @@ def _up(folder: Path, *, nodes: int, say: Say) -> Lab:
     asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))
     asyncio.run(api.wait_default_service_account(admin_kubeconfig, timeout=60))
 
+    agent_urls: dict[str, str] = {}
+    if agents:
+        say(f"starting {nodes} agent(s), each behind its node's link")
+        agent_urls = start_agents(
+            folder,
+            admin_kubeconfig=admin_kubeconfig,
+            ca_file=pki.ca_cert,
+            link_ports=link_ports,
+            nodes=names,
+        )
     lab_nodes = [
         {
             "name": name,
             "kubeconfig": str(
                 kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
             ),
-            "agent_url": None,
+            "agent_url": agent_urls.get(name),
         }
         for name in names
     ]
@@ -249,8 +260,9 @@ def down(folder: Path, *, say: Say) -> list[str]:
     """Stop every program this lab started; returns the names of those that were running."""
     folder = folder.resolve()
     stopped = []
-    names = [name for name in COMPONENTS if name in processes.recorded_names(folder)]
-    names += [name for name in processes.recorded_names(folder) if name not in COMPONENTS]
+    # Agents and other extras first, then the control plane from the kubelets down to the store.
+    names = [name for name in processes.recorded_names(folder) if name not in COMPONENTS]
+    names += [name for name in COMPONENTS if name in processes.recorded_names(folder)]
     for name in names:
         if processes.stop(folder, name):
             stopped.append(name)

@@ -1,0 +1,154 @@
+"""The pods bound to this node, kept by a watch and saved on disk, served even when the link is down.
+
+An edge node must be able to ask "which of my pods can be upgraded?" while its uplink is gone, and
+after the agent restarts while it is gone. So the cache follows a list+watch of this node's pods
+(`fieldSelector=spec.nodeName=<node>`), writes them to `<cache-dir>/pods.json` (atomically, at most
+once a second), and on start-up serves the saved copy until the API server answers. `age()` says
+how stale the answer may be: 0 while the watch is connected, else the seconds since the API server
+last answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from edgerollout.kube.api import PODS, Api
+from edgerollout.kube.informer import Informer
+
+JSON = dict[str, Any]
+log = logging.getLogger("edgerollout.agent")
+
+
+def _slim(pod: JSON) -> JSON:
+    """The pod as served by GET /pods, without the bulky field-ownership bookkeeping."""
+    meta = pod.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        pod = {**pod, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return pod
+
+
+class NodePods:
+    def __init__(self, api: Api, *, node_name: str, cache_dir: Path | None) -> None:
+        self.node_name = node_name
+        self.cache_dir = cache_dir
+        self.informer: Informer[JSON] = Informer(
+            api,
+            PODS,
+            _slim,
+            field_selector=f"spec.nodeName={node_name}",
+            relist_after_failure=True,
+        )
+        self.informer.on_contact = self._contact
+        self.informer.on_lost = self._lost
+        self.informer.subscribe(lambda old, new: self._changed())
+        self.connected = False
+        self.last_contact: float | None = None  # wall clock: it survives restarts on disk
+        self.loaded_from_disk = False
+        self._dirty = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        """Whether there is anything to serve: a list from the API server, or a saved copy."""
+        return self.informer.synced.is_set() or self.loaded_from_disk
+
+    def age(self) -> float:
+        if self.connected or self.last_contact is None:
+            return 0.0
+        return max(0.0, time.time() - self.last_contact)
+
+    def pods(self) -> list[JSON]:
+        return sorted(
+            self.informer.store.values(),
+            key=lambda pod: (pod["metadata"].get("namespace", ""), pod["metadata"]["name"]),
+        )
+
+    def get(self, namespace: str, name: str) -> JSON | None:
+        return self.informer.get(f"{namespace}/{name}")
+
+    def _contact(self) -> None:
+        if not self.connected:
+            log.info("connected to the API server; pod cache is current")
+        self.connected = True
+        self.last_contact = time.time()
+        self._dirty.set()
+
+    def _lost(self, error: Exception) -> None:
+        if self.connected:
+            # The watch was live until now: the cache was current up to this moment.
+            self.last_contact = time.time()
+            log.warning("lost the API server (%s); serving pods from the cache", error)
+        self.connected = False
+
+    def _changed(self) -> None:
+        self._dirty.set()
+
+    @property
+    def _file(self) -> Path | None:
+        return self.cache_dir / "pods.json" if self.cache_dir is not None else None
+
+    def load(self) -> None:
+        """Serve the pods saved by an earlier run, if they are this node's."""
+        path = self._file
+        if path is None or not path.exists():
+            return
+        try:
+            saved = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as error:
+            log.warning("ignoring unreadable pod cache %s: %s", path, error)
+            return
+        if saved.get("node") != self.node_name:
+            log.warning("ignoring pod cache %s: it belongs to node %s", path, saved.get("node"))
+            return
+        for pod in saved.get("items") or []:
+            meta = pod.get("metadata") or {}
+            self.informer.store[f"{meta.get('namespace')}/{meta.get('name')}"] = pod
+        self.informer.resource_version = str(saved.get("resourceVersion") or "")
+        self.last_contact = saved.get("lastContact")
+        self.loaded_from_disk = True
+        log.info("serving %d pod(s) saved at the last contact", len(self.informer.store))
+
+    def save(self) -> None:
+        path = self._file
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "node": self.node_name,
+            "lastContact": self.last_contact,
+            "resourceVersion": self.informer.resource_version,
+            "items": self.pods(),
+        }
+        temp = path.with_suffix(".tmp")
+        temp.write_bytes(orjson.dumps(data))
+        os.replace(temp, path)
+
+    async def run(self) -> None:
+        self.load()
+        saver = asyncio.create_task(self._save_loop(), name="pod-cache-saver")
+        try:
+            await self.informer.run()
+        finally:
+            saver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await saver
+            if self.informer.synced.is_set():
+                self.save()
+
+    async def _save_loop(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            if self.informer.synced.is_set():
+                try:
+                    self.save()
+                except OSError as error:
+                    log.warning("could not save the pod cache: %s", error)
+            await asyncio.sleep(1.0)

@@ -1,0 +1,145 @@
+"""The OpenAPI 3 description of the agent's API, served at GET /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_REFUSAL = {"$ref": "#/components/schemas/Refusal"}
+
+
+def _refusal(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _REFUSAL}}}
+
+
+def _text(description: str, example: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"text/plain": {"schema": {"type": "string"}, "example": example}},
+    }
+
+
+def _pod_action(summary: str, ok: str, example: str) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "parameters": [
+                {
+                    "name": "ns",
+                    "in": "path",
+                    "required": True,
+                    "description": "The pod's namespace (a DNS-1123 label).",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "pod",
+                    "in": "path",
+                    "required": True,
+                    "description": "The pod's name (a DNS-1123 subdomain).",
+                    "schema": {"type": "string"},
+                },
+            ],
+            "responses": {
+                "200": _text(ok, example),
+                "400": _refusal("An invalid name, or a pod not owned by an OTA DaemonSet."),
+                "401": _refusal("A bearer token is required and was missing or wrong."),
+                "403": _refusal("The pod is bound to another node."),
+                "404": _refusal("The pod does not exist."),
+                "409": _refusal(
+                    "The pod is terminating, has no upgrade, or its requested pre-pull has not "
+                    "succeeded."
+                ),
+                "413": _refusal("The request body is too large."),
+                "502": _refusal("The API server answered with an unexpected error."),
+                "503": _refusal("The API server cannot be reached; nothing was changed."),
+            },
+        }
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    plain_ok = {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "edgerollout agent",
+            "version": "1",
+            "description": "The node-local OTA API: list this node's pods, pre-pull a pod's new "
+            "images, upgrade a pod. Compatible with OpenYurt's YurtHub OTA API.",
+        },
+        "paths": {
+            "/pods": {
+                "get": {
+                    "summary": "The pods bound to this node, with their status and conditions.",
+                    "responses": {
+                        "200": {
+                            "description": "A v1 PodList, from the agent's cache.",
+                            "headers": {
+                                "X-Edgerollout-Cache-Age": {
+                                    "description": "Seconds since the cache last heard from "
+                                    "the API server (0 while connected).",
+                                    "schema": {"type": "string"},
+                                }
+                            },
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/PodList"}
+                                }
+                            },
+                        },
+                        "401": _refusal("A bearer token is required and was missing or wrong."),
+                        "503": _refusal("No pods are known yet."),
+                    },
+                }
+            },
+            "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull": _pod_action(
+                "Pre-pull the images of the pod's newest revision on this node.",
+                "The pre-pull was requested.",
+                "Image pre-pull requested for pod default/nginx-daemonset-bwzss",
+            ),
+            "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade": _pod_action(
+                "Upgrade the pod now: it is deleted and recreated from the newest revision.",
+                "The upgrade started.",
+                "Start updating pod default/nginx-daemonset-bwzss",
+            ),
+            "/healthz": {"get": {"summary": "Liveness.", "responses": {"200": plain_ok}}},
+            "/readyz": {
+                "get": {
+                    "summary": "Readiness: the pod cache has content.",
+                    "responses": {"200": plain_ok, "503": _refusal("Not ready yet.")},
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics.",
+                    "responses": {
+                        "200": plain_ok,
+                        "401": _refusal("A bearer token is required and was missing or wrong."),
+                    },
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                "Refusal": {
+                    "type": "object",
+                    "required": ["code", "reason", "message"],
+                    "properties": {
+                        "code": {"type": "integer"},
+                        "reason": {"type": "string", "pattern": "^[A-Z][A-Za-z]*$"},
+                        "message": {"type": "string"},
+                    },
+                    "additionalProperties": False,
+                },
+                "PodList": {
+                    "type": "object",
+                    "required": ["apiVersion", "kind", "items"],
+                    "properties": {
+                        "apiVersion": {"type": "string", "enum": ["v1"]},
+                        "kind": {"type": "string", "enum": ["PodList"]},
+                        "metadata": {"type": "object"},
+                        "items": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+            }
+        },
+    }

@@ -1,0 +1,355 @@
+"""The node-local OTA API (SPEC §6), compatible with OpenYurt's YurtHub and ACK Edge's edge-hub.
+
+| route                                                     | answer                                  |
+|-----------------------------------------------------------|-----------------------------------------|
+| GET  /pods                                                | this node's pods as a v1 PodList        |
+| POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull | `Image pre-pull requested for pod ns/p` |
+| POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade   | `Start updating pod ns/p`               |
+| GET  /healthz, /readyz, /metrics, /openapi.json           |                                         |
+
+A refusal is a JSON body `{"code", "reason", "message"}` and changes nothing. Upgrade and imagepull
+read the pod and its DaemonSet fresh from the API server (a node must not act on a stale view) and
+answer 503 within `cloud_timeout` when the API server cannot be reached; GET /pods answers from the
+cache, with its staleness in `X-Edgerollout-Cache-Age` (seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+
+from edgerollout.agent.node_pods import NodePods
+from edgerollout.agent.openapi import openapi_document
+from edgerollout.domain.conditions import plan_image_ready
+from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
+from edgerollout.domain.ota_requests import (
+    Action,
+    PodFacts,
+    Refusal,
+    check_names,
+    judge_pod,
+    judge_request,
+    newest_revision,
+    not_ota,
+)
+from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
+from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
+
+JSON = dict[str, Any]
+CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
+MAX_BODY = 64 * 1024
+POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
+
+REQUESTS = Counter(
+    "edgerollout_agent_requests_total",
+    "Requests to the agent, by route and code.",
+    ["route", "code"],
+)
+DURATION = Histogram(
+    "edgerollout_agent_request_duration_seconds", "Time to answer a request, by route.", ["route"]
+)
+
+log = logging.getLogger("edgerollout.agent")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Refused(Exception):
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def refusal_response(refusal: Refusal) -> web.Response:
+    body = {"code": refusal.code, "reason": refusal.reason, "message": refusal.message}
+    return web.Response(
+        status=refusal.code, body=orjson.dumps(body), content_type="application/json"
+    )
+
+
+_HTTP_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "RequestEntityTooLarge",
+}
+
+
+@dataclass
+class AgentConfig:
+    node_name: str
+    token: str | None = None
+    cloud_timeout: float = 2.0
+
+
+def _conditions(pod: JSON) -> dict[str, PodCondition]:
+    found = {}
+    for raw in (pod.get("status") or {}).get("conditions") or ():
+        found[raw.get("type", "")] = PodCondition(
+            type=raw.get("type", ""),
+            status=ConditionStatus.from_api(raw.get("status")),
+            reason=raw.get("reason") or "",
+            message=raw.get("message") or "",
+            last_transition_time=raw.get("lastTransitionTime"),
+        )
+    return found
+
+
+def pod_facts(pod: JSON) -> PodFacts:
+    meta = pod.get("metadata") or {}
+    owner: JSON = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), {})
+    return PodFacts(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        node_name=(pod.get("spec") or {}).get("nodeName"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        owner_kind=owner.get("kind"),
+        owner_name=owner.get("name"),
+        conditions=_conditions(pod),
+    )
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, api: Api, pods: NodePods) -> None:
+        self.config = config
+        self.api = api
+        self.pods = pods
+
+    # --- middleware: auth, JSON errors, metrics ---------------------------------------------
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        route = request.match_info.route.resource
+        template = route.canonical if route is not None else "unmatched"
+        started = time.monotonic()
+        response = await self._answer(request, handler)
+        REQUESTS.labels(route=template, code=str(response.status)).inc()
+        DURATION.labels(route=template).observe(time.monotonic() - started)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            self._admit(request)
+            return await handler(request)
+        except Refused as refused:
+            if refused.refusal.code >= 400:
+                log.info(
+                    "refused %s %s: %s %s",
+                    request.method,
+                    request.path,
+                    refused.refusal.code,
+                    refused.refusal.reason,
+                )
+            return refusal_response(refused.refusal)
+        except web.HTTPException as error:
+            if error.status < 400:
+                raise
+            reason = _HTTP_REASONS.get(error.status, "Error")
+            message = f"{request.method} {request.path}: {error.reason}"
+            if error.status == 405:
+                message = f"{request.method} is not allowed on {request.path}"
+            elif error.status == 404:
+                message = f"no such route: {request.path}"
+            elif error.status == 413:
+                message = f"bodies are limited to {MAX_BODY} bytes"
+            return refusal_response(Refusal(error.status, reason, message))
+
+    def _admit(self, request: web.Request) -> None:
+        """Refuse a request before it is handled: no credentials, or a body too large."""
+        if request.path not in ("/healthz", "/readyz"):
+            self._authorize(request)
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            raise Refused(
+                Refusal(413, "RequestEntityTooLarge", f"bodies are limited to {MAX_BODY} bytes")
+            )
+
+    def _authorize(self, request: web.Request) -> None:
+        if self.config.token is None:
+            return
+        given = request.headers.get("Authorization", "")
+        expected = f"Bearer {self.config.token}"
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise Refused(
+                Refusal(
+                    401, "Unauthorized", "a valid bearer token is required (Authorization header)"
+                )
+            )
+
+    # --- routes ------------------------------------------------------------------------------
+
+    async def healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(self, _: web.Request) -> web.Response:
+        if not self.pods.ready:
+            raise Refused(Refusal(503, "CacheNotReady", "the pod cache has not been filled yet"))
+        return web.Response(text="ok")
+
+    async def metrics(self, _: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def openapi(self, _: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    async def list_pods(self, _: web.Request) -> web.Response:
+        if not self.pods.ready:
+            raise Refused(
+                Refusal(503, "CacheNotReady", "no pods known yet: the API server has not answered")
+            )
+        body = {
+            "apiVersion": "v1",
+            "kind": "PodList",
+            "metadata": {"resourceVersion": self.pods.informer.resource_version},
+            "items": self.pods.pods(),
+        }
+        return web.Response(
+            body=orjson.dumps(body),
+            content_type="application/json",
+            headers={CACHE_AGE_HEADER: f"{self.pods.age():.1f}"},
+        )
+
+    async def _checked_pod(self, request: web.Request, action: Action) -> tuple[JSON, PodFacts]:
+        await request.read()  # enforces the body limit on chunked uploads too
+        namespace, name = request.match_info["ns"], request.match_info["pod"]
+        refusal = check_names(namespace, name)
+        if refusal is not None:
+            raise Refused(refusal)
+        try:
+            pod = await self.api.get(PODS, name, namespace=namespace)
+        except ApiError as error:
+            if error.not_found:
+                raise Refused(
+                    Refusal(404, "PodNotFound", f"pod {namespace}/{name} does not exist")
+                ) from None
+            raise
+        facts = pod_facts(pod)
+        refusal = judge_pod(facts, node_name=self.config.node_name)
+        if refusal is not None:
+            raise Refused(refusal)
+        assert facts.owner_name is not None
+        try:
+            owner = await self.api.get(DAEMONSETS, facts.owner_name, namespace=namespace)
+        except ApiError as error:
+            if error.not_found:
+                raise Refused(not_ota(facts, "no longer exists")) from None
+            raise
+        meta, spec = owner.get("metadata") or {}, owner.get("spec") or {}
+        choice = choose_strategy(
+            annotations=meta.get("annotations") or {},
+            update_strategy_type=(spec.get("updateStrategy") or {}).get("type") or "RollingUpdate",
+        )
+        if choice.strategy is not UpdateStrategy.OTA:
+            raise Refused(not_ota(facts, "does not use the OTA update strategy"))
+        refusal = judge_request(facts, action)
+        if refusal is not None:
+            raise Refused(refusal)
+        return pod, facts
+
+    async def _with_cloud(self, work: Callable[[], Awaitable[web.Response]]) -> web.Response:
+        try:
+            async with asyncio.timeout(self.config.cloud_timeout):
+                return await work()
+        except TimeoutError:
+            raise Refused(self._unreachable("did not answer in time")) from None
+        except ApiError as error:
+            if error.status == 0:
+                raise Refused(self._unreachable(error.message)) from None
+            raise Refused(
+                Refusal(
+                    error.status if error.status in (403, 404, 409) else 502,
+                    error.reason or "ApiServerError",
+                    f"the API server refused: {error.message}",
+                )
+            ) from None
+
+    def _unreachable(self, detail: str) -> Refusal:
+        return Refusal(
+            503,
+            "CloudUnreachable",
+            f"the API server cannot be reached from node {self.config.node_name} ({detail}); "
+            "nothing was changed, try again once the link is back",
+        )
+
+    async def upgrade(self, request: web.Request) -> web.Response:
+        async def work() -> web.Response:
+            pod, facts = await self._checked_pod(request, Action.UPGRADE)
+            uid = pod["metadata"]["uid"]
+            try:
+                await self.api.delete(PODS, facts.name, namespace=facts.namespace, uid=uid)
+            except ApiError as error:
+                if error.conflict or error.not_found:
+                    raise Refused(
+                        Refusal(
+                            409,
+                            "PodChanged",
+                            f"pod {facts.namespace}/{facts.name} changed while it was being "
+                            "upgraded; list the pods again",
+                        )
+                    ) from None
+                raise
+            log.info("upgrade: deleted pod %s/%s (uid %s)", facts.namespace, facts.name, uid)
+            return web.Response(text=f"Start updating pod {facts.namespace}/{facts.name}")
+
+        return await self._with_cloud(work)
+
+    async def imagepull(self, request: web.Request) -> web.Response:
+        async def work() -> web.Response:
+            pod, facts = await self._checked_pod(request, Action.IMAGE_PULL)
+            revision = newest_revision(facts)
+            if revision is None:
+                raise Refused(
+                    Refusal(
+                        409,
+                        "NoUpgradeAvailable",
+                        f"pod {facts.namespace}/{facts.name} names no newer revision yet",
+                    )
+                )
+            view = PodView(
+                namespace=facts.namespace,
+                name=facts.name,
+                uid=PodUID(pod["metadata"]["uid"]),
+                node_name=None,
+                conditions=facts.conditions,
+            )
+            write = plan_image_ready(
+                view,
+                status=ConditionStatus.FALSE,
+                reason=WAIT_PULL_IMAGE,
+                revision_hash=revision,
+                now=datetime.datetime.now(datetime.UTC),
+            )
+            if write is not None:
+                body = {"metadata": {"uid": view.uid}, **write.patch}
+                await self.api.patch(
+                    PODS, facts.name, body, namespace=facts.namespace, subresource="status"
+                )
+            log.info(
+                "imagepull: requested for pod %s/%s (%s)", facts.namespace, facts.name, revision
+            )
+            return web.Response(
+                text=f"Image pre-pull requested for pod {facts.namespace}/{facts.name}"
+            )
+
+        return await self._with_cloud(work)
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/readyz", self.readyz)
+        app.router.add_get("/metrics", self.metrics)
+        app.router.add_get("/openapi.json", self.openapi)
+        app.router.add_get("/pods", self.list_pods)
+        app.router.add_post(f"{POD_ROUTE}/upgrade", self.upgrade)
+        app.router.add_post(f"{POD_ROUTE}/imagepull", self.imagepull)
+        return app

@@ -1,0 +1,61 @@
+"""`edgerollout agent`: the node-local OTA API."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from edgerollout.agent.runner import AgentOptions, run_agent
+from edgerollout.cli import logging_setup
+
+
+@click.command()
+@click.option("--node-name", required=True, help="The node this agent serves.")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
+)
+@click.option("--listen", default="127.0.0.1:10267", show_default=True, help="Address to serve on.")
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Require this bearer token on every request (use it when listening beyond loopback).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the node's pods here, to answer GET /pods across restarts while disconnected.",
+)
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def agent(
+    node_name: str,
+    kubeconfig: str | None,
+    listen: str,
+    token_file: Path | None,
+    cache_dir: Path | None,
+    log_format: str,
+) -> None:
+    """Serve the OTA API for one node: list its pods, pre-pull images, upgrade a pod."""
+    logging_setup.configure(log_format)
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter(f"expected HOST:PORT, got {listen!r}", param_hint="--listen")
+    options = AgentOptions(
+        node_name=node_name,
+        kubeconfig=kubeconfig,
+        listen=listen,
+        token_file=token_file,
+        cache_dir=cache_dir,
+    )
+    try:
+        asyncio.run(run_agent(options))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error

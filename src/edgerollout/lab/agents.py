@@ -1,0 +1,186 @@
+"""One edgerollout agent per lab node, each reaching the API server only through its node's link.
+
+In a cluster the agent runs as a DaemonSet pod on every edge node, under the ServiceAccount
+`edgerollout-system/edgerollout-agent` with a token bound to that pod. The lab does the same with
+real objects: it applies the shipped identity manifest (RBAC and the own-node admission policy),
+runs a stand-in DaemonSet whose pods KWOK keeps Running on every node, asks the API server for a
+token bound to each node's stand-in pod (so the token carries that node's name), and starts the
+agent as a local process with a kubeconfig holding that token and pointing at the node's link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import subprocess
+import sys
+import time
+import urllib.request
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+
+from kubernetes_asyncio import client
+
+from edgerollout.lab import processes
+from edgerollout.lab.api import api_client
+from edgerollout.lab.control_plane import free_port
+from edgerollout.lab.kubeconfig import write_kubeconfig
+
+AGENT_NAMESPACE = "edgerollout-system"
+AGENT_SERVICE_ACCOUNT = "edgerollout-agent"
+STAND_IN = "edgerollout-agent"
+TOKEN_SECONDS = 48 * 3600
+
+
+def identity_manifest() -> Path:
+    path = resources.files("edgerollout.manifests").joinpath("agent-identity.yaml")
+    return Path(str(path))
+
+
+def kubectl() -> str:
+    return str(Path(sys.executable).parent / "kubectl")
+
+
+def apply_identity(kubeconfig: Path) -> None:
+    """Apply the agent's RBAC and admission policy, as an operator would."""
+    subprocess.run(
+        [
+            kubectl(),
+            f"--kubeconfig={kubeconfig}",
+            "apply",
+            "--server-side",
+            "-f",
+            str(identity_manifest()),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def stand_in_daemonset() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": STAND_IN, "namespace": AGENT_NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"app": STAND_IN}},
+            "template": {
+                "metadata": {"labels": {"app": STAND_IN}},
+                "spec": {
+                    "serviceAccountName": AGENT_SERVICE_ACCOUNT,
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "agent", "image": "edgerollout:lab"}],
+                },
+            },
+        },
+    }
+
+
+async def _stand_in_pods(kubeconfig: Path, nodes: list[str], timeout: float) -> dict[str, Any]:
+    async with api_client(kubeconfig) as api:
+        apps = client.AppsV1Api(api)
+        core = client.CoreV1Api(api)
+        await apps.create_namespaced_daemon_set(AGENT_NAMESPACE, cast(Any, stand_in_daemonset()))
+        deadline = time.monotonic() + timeout
+        while True:
+            listed = await core.list_namespaced_pod(
+                AGENT_NAMESPACE, label_selector=f"app={STAND_IN}"
+            )
+            running = {
+                pod.spec.node_name: pod
+                for pod in listed.items
+                if pod.spec.node_name and pod.status.phase == "Running"
+            }
+            if all(node in running for node in nodes):
+                return running
+            if time.monotonic() > deadline:
+                missing = sorted(set(nodes) - set(running))
+                raise TimeoutError(f"the agent stand-in pods did not run on {missing[:10]}")
+            await asyncio.sleep(0.5)
+
+
+async def _tokens(kubeconfig: Path, pods: dict[str, Any]) -> dict[str, str]:
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        tokens = {}
+        for node, pod in pods.items():
+            request = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {
+                    "audiences": [],
+                    "expirationSeconds": TOKEN_SECONDS,
+                    "boundObjectRef": {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod.metadata.name,
+                        "uid": pod.metadata.uid,
+                    },
+                },
+            }
+            answer = await core.create_namespaced_service_account_token(
+                AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE, cast(Any, request)
+            )
+            tokens[node] = answer.status.token
+        return tokens
+
+
+def agent_tokens(kubeconfig: Path, nodes: list[str], *, timeout: float = 120) -> dict[str, str]:
+    """A token per node, bound to the agent stand-in pod on that node."""
+
+    async def mint() -> dict[str, str]:
+        pods = await _stand_in_pods(kubeconfig, nodes, timeout)
+        return await _tokens(kubeconfig, {node: pods[node] for node in nodes})
+
+    return asyncio.run(mint())
+
+
+def _healthy(url: str) -> bool:
+    with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:  # noqa: S310 - loopback
+        return int(response.status) == 200
+
+
+def start_agents(
+    folder: Path,
+    *,
+    admin_kubeconfig: Path,
+    ca_file: Path,
+    link_ports: dict[str, int],
+    nodes: list[str],
+) -> dict[str, str]:
+    """Start one agent per node; returns node -> agent URL once every agent is ready."""
+    apply_identity(admin_kubeconfig)
+    tokens = agent_tokens(admin_kubeconfig, nodes)
+    urls = {}
+    for node in nodes:
+        kubeconfig = write_kubeconfig(
+            folder / "kubeconfigs" / f"agent-{node}.kubeconfig",
+            server=f"https://127.0.0.1:{link_ports[node]}",
+            ca_file=ca_file,
+            user=f"system:serviceaccount:{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+            token=tokens[node],
+        )
+        port = free_port()
+        processes.start(
+            folder,
+            f"agent-{node}",
+            [
+                sys.executable,
+                "-m",
+                "edgerollout",
+                "agent",
+                f"--node-name={node}",
+                f"--kubeconfig={kubeconfig}",
+                f"--listen=127.0.0.1:{port}",
+                f"--cache-dir={folder / 'agents' / node}",
+            ],
+        )
+        urls[node] = f"http://127.0.0.1:{port}"
+    for node, url in urls.items():
+        processes.wait_until(
+            folder, f"agent-{node}", functools.partial(_healthy, url), timeout=60, what="ready"
+        )
+    return urls

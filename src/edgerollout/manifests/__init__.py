@@ -1,0 +1,1 @@
+"""Kubernetes manifests shipped with edgerollout (read as package data)."""
