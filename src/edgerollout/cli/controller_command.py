@@ -9,6 +9,7 @@ import click
 
 from edgerollout.cli import logging_setup
 from edgerollout.controller.manager import ControllerOptions, run_controller
+from edgerollout.controller.reconciler import PrepullSettings
 from edgerollout.kube.leader import LeadershipLost
 
 
@@ -36,6 +37,19 @@ from edgerollout.kube.leader import LeadershipLost
 @click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--identity", default="", help="Leader election identity (default: host_pid).")
 @click.option(
+    "--prepull-toolbox-image",
+    default="busybox:1.36.1-musl",
+    show_default=True,
+    help="Image with a static /bin/busybox, copied into image pre-pull Jobs.",
+)
+@click.option(
+    "--prepull-deadline",
+    type=click.IntRange(min=10),
+    default=600,
+    show_default=True,
+    help="Seconds an image pre-pull may take before it is reported failed.",
+)
+@click.option(
     "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def controller(
@@ -51,6 +65,8 @@ def controller(
     health_address: str,
     workers: int,
     identity: str,
+    prepull_toolbox_image: str,
+    prepull_deadline: int,
     log_format: str,
 ) -> None:
     """Upgrade annotated DaemonSets: AdvancedRollingUpdate and OTA."""
@@ -68,6 +84,9 @@ def controller(
         health_address=health_address,
         workers=workers,
         identity=identity,
+        prepull=PrepullSettings(
+            toolbox_image=prepull_toolbox_image, deadline_seconds=prepull_deadline
+        ),
     )
     try:
         asyncio.run(run_controller(options))

@@ -6,7 +6,8 @@ own objects. Changes are turned into DaemonSet keys for the work queue:
 - a DaemonSet that carries the update-strategy annotation (or just lost it) -> itself;
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
-  within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing).
+  within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing);
+- a pre-pull Job of ours -> the opted-in DaemonSets with pods in its namespace.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from edgerollout.domain.model import NodeView
+from edgerollout.domain.prepull import JobView
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
-from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS, Api
+from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
     CachedRevision,
     daemonset_from_api,
+    job_from_api,
     node_from_api,
     object_key,
     pod_from_api,
@@ -51,6 +54,7 @@ class ClusterCache:
             api, CONTROLLER_REVISIONS, revision_from_api, namespace=namespace
         )
         self.nodes: Informer[NodeView] = Informer(api, NODES, node_from_api)
+        self.jobs: Informer[JobView] = Informer(api, JOBS, job_from_api, namespace=namespace)
         self.key_by_uid: dict[str, str] = {}
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
         self.revisions_by_owner: dict[str, dict[str, CachedRevision]] = {}
@@ -58,10 +62,11 @@ class ClusterCache:
         self.pods.subscribe(self._on_pod)
         self.revisions.subscribe(self._on_revision)
         self.nodes.subscribe(self._on_node)
+        self.jobs.subscribe(self._on_job)
 
     @property
     def informers(self) -> list[Informer[Any]]:
-        return [self.daemonsets, self.pods, self.revisions, self.nodes]
+        return [self.daemonsets, self.pods, self.revisions, self.nodes, self.jobs]
 
     @property
     def synced(self) -> bool:
@@ -120,6 +125,17 @@ class ClusterCache:
             return
         for key in self.opted_in_keys():
             self.enqueue(key)
+
+    def _on_job(self, old: JobView | None, new: JobView | None) -> None:
+        # A pull Job finishing is news for the DaemonSet of the pod it pulls for.
+        current = new or old
+        assert current is not None
+        for key, pods in self.pods_by_owner.items():
+            if any(pod.view.namespace == current.namespace for pod in pods.values()):
+                self._enqueue_owner(key)
+
+    def jobs_in(self, namespace: str) -> dict[str, JobView]:
+        return {job.name: job for job in self.jobs.values() if job.namespace == namespace}
 
     def pods_of(self, owner_uid: str) -> list[CachedPod]:
         return list(self.pods_by_owner.get(owner_uid, {}).values())

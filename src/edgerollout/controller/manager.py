@@ -17,7 +17,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.expectations import Expectations
-from edgerollout.controller.reconciler import NotLeader, Reconciler
+from edgerollout.controller.reconciler import NotLeader, PrepullSettings, Reconciler
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
 from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
@@ -49,6 +49,7 @@ class ControllerOptions:
     health_address: str = "127.0.0.1:8081"
     workers: int = 4
     identity: str = ""
+    prepull: PrepullSettings = field(default_factory=PrepullSettings)
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -82,6 +83,7 @@ class Controller:
             recorder=EventRecorder(api, instance=self.identity),
             expectations=Expectations(),
             may_write=self.may_write,
+            prepull=options.prepull,
         )
         self.leading = False
 

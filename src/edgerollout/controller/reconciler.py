@@ -19,18 +19,29 @@ from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.expectations import Expectations
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView
+from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView, PodView
 from edgerollout.domain.planner import NodeVerdict
+from edgerollout.domain.prepull import plan_prepulls
 from edgerollout.domain.reconcile import Plan, plan_reconcile
+from edgerollout.domain.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import FAILED_DELETE, UPDATE_STRATEGY_ANNOTATION
-from edgerollout.kube.api import PODS, Api, ApiError
+from edgerollout.kube.api import JOBS, PODS, Api, ApiError
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.kube.views import CachedDaemonSet
 
 log = logging.getLogger("edgerollout.controller")
 
 
 class NotLeader(RuntimeError):
     """A write was about to happen while this replica does not hold the Lease."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrepullSettings:
+    """The image the pull Jobs take a static busybox from, and how long a pull may take."""
+
+    toolbox_image: str = "busybox:1.36.1-musl"
+    deadline_seconds: int = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,7 @@ class Reconciler:
         expectations: Expectations,
         may_write: Callable[[], bool],
         clock: Callable[[], datetime.datetime] | None = None,
+        prepull: PrepullSettings | None = None,
     ) -> None:
         self.api = api
         self.cache = cache
@@ -60,6 +72,7 @@ class Reconciler:
         self.expectations = expectations
         self.may_write = may_write
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self.prepull = prepull or PrepullSettings()
         self._skipped: dict[str, int] = {}
         self._uid_by_key: dict[str, str] = {}
 
@@ -142,6 +155,9 @@ class Reconciler:
                 write.condition.message,
             )
 
+        if plan.strategy is UpdateStrategy.OTA and plan.target is not None:
+            written += await self._prepull(cached, owned_views=pods, newest=plan.target.hash)
+
         deleted = 0
         rollout = plan.rollout
         if rollout is not None:
@@ -202,6 +218,63 @@ class Reconciler:
         return Outcome(
             plan=plan, deleted=deleted, conditions_written=written, requeue_after=requeue
         )
+
+    async def _prepull(
+        self, cached: CachedDaemonSet, *, owned_views: list[PodView], newest: str | None
+    ) -> int:
+        """Start pull Jobs for pods that asked for one; report finished Jobs on their pods."""
+        steps = plan_prepulls(
+            pods=owned_views,
+            newest=newest,
+            jobs=self.cache.jobs_in(cached.view.namespace),
+            template=cached.pull_template,
+            toolbox_image=self.prepull.toolbox_image,
+            deadline_seconds=self.prepull.deadline_seconds,
+            now=self.clock(),
+        )
+        written = 0
+        for step in steps:
+            pod = step.pod
+            self._guard()
+            if step.create_job is not None:
+                try:
+                    await self.api.create(JOBS, step.create_job, namespace=pod.namespace)
+                except ApiError as error:
+                    if not error.conflict:  # 409: it exists already (a previous attempt)
+                        raise
+                log.info(
+                    "pre-pull: started Job for pod %s/%s (%s)",
+                    pod.namespace,
+                    pod.name,
+                    step.revision,
+                )
+            if step.report is not None:
+                body = {"metadata": {"uid": step.report.uid}, **step.report.patch}
+                try:
+                    await self.api.patch(
+                        PODS, pod.name, body, namespace=pod.namespace, subresource="status"
+                    )
+                except ApiError as error:
+                    if not (error.not_found or error.conflict):
+                        raise
+                else:
+                    written += 1
+                    metrics.CONDITIONS_WRITTEN.labels(type=step.report.condition.type).inc()
+                    log.info(
+                        "pre-pull for pod %s/%s: %s",
+                        pod.namespace,
+                        pod.name,
+                        step.report.condition.reason,
+                    )
+            if step.delete_job is not None:
+                try:
+                    await self.api.delete(
+                        JOBS, step.delete_job, namespace=pod.namespace, propagation="Background"
+                    )
+                except ApiError as error:
+                    if not error.not_found:
+                        raise
+        return written
 
     def _node(self, name: NodeName) -> NodeView:
         node = self.cache.nodes.get(name)

@@ -79,6 +79,7 @@ SERVICE_ACCOUNTS = Resource("v1", "serviceaccounts")
 DAEMONSETS = Resource("apps/v1", "daemonsets")
 CONTROLLER_REVISIONS = Resource("apps/v1", "controllerrevisions")
 LEASES = Resource("coordination.k8s.io/v1", "leases")
+JOBS = Resource("batch/v1", "jobs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,13 @@ class Api(Protocol):
     ) -> JSON: ...
 
     async def delete(
-        self, resource: Resource, name: str, *, namespace: str | None = None, uid: str | None = None
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        uid: str | None = None,
+        propagation: str | None = None,
     ) -> None: ...
 
 
@@ -314,9 +321,17 @@ class KubeApi:
         return await self._json("PATCH", path, body=body, content_type=content_type)
 
     async def delete(
-        self, resource: Resource, name: str, *, namespace: str | None = None, uid: str | None = None
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        uid: str | None = None,
+        propagation: str | None = None,
     ) -> None:
         body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation is not None:
+            body["propagationPolicy"] = propagation
         if uid is not None:
             # The API server deletes only the object we looked at: a pod recreated under the same
             # name since then has another UID and the delete fails with 409 Conflict.

@@ -7,8 +7,9 @@ diffing the new list against the cache, so an object deleted while we were not w
 reported as deleted — nothing is lost. Connection failures back off and retry forever; a controller
 that cannot see the cluster does nothing rather than something stale.
 
-Objects are stored after `transform` (raw JSON -> a small record), and every change is handed to
-the subscribers as (old, new) — old None for an addition, new None for a deletion.
+Objects are stored after `transform` (raw JSON -> a small record, or None for an object the cache
+does not keep), and every change is handed to the subscribers as (old, new) — old None for an
+addition, new None for a deletion.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Informer(Generic[T]):
         self,
         api: Api,
         resource: Resource,
-        transform: Callable[[JSON], T],
+        transform: Callable[[JSON], T | None],
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
@@ -90,7 +91,9 @@ class Informer(Generic[T]):
             )
             for obj in page.items:
                 meta = obj.get("metadata") or {}
-                fresh[object_key(meta.get("namespace"), meta["name"])] = self.transform(obj)
+                kept = self.transform(obj)
+                if kept is not None:
+                    fresh[object_key(meta.get("namespace"), meta["name"])] = kept
             version = page.resource_version
             token = page.continue_token
             if not token:
@@ -126,6 +129,10 @@ class Informer(Generic[T]):
                 self._notify(old, None)
             return
         new = self.transform(obj)
+        if new is None:  # not an object this cache keeps (any more)
+            if self.store.pop(key, None) is not None:
+                self._notify(old, None)
+            return
         self.store[key] = new
         if old != new:
             self._notify(old, new)

@@ -24,6 +24,7 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
+from edgerollout.domain.prepull import PREPULL_LABEL, JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
     CONTROLLER_REVISION_HASH_LABEL,
@@ -75,6 +76,23 @@ class CachedDaemonSet:
     pod_template_images: tuple[str, ...]
     generation: int
     observed_generation: int
+    pull_template: PullTemplate
+
+
+def job_from_api(obj: JSON) -> JobView | None:
+    """A pre-pull Job of ours (None for any other Job, which the cache then does not keep)."""
+    meta = obj.get("metadata") or {}
+    if PREPULL_LABEL not in (meta.get("labels") or {}):
+        return None
+    state = JobState.RUNNING
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            state = JobState.SUCCEEDED
+        elif condition.get("type") == "Failed":
+            state = JobState.FAILED
+    return JobView(namespace=meta.get("namespace", ""), name=meta.get("name", ""), state=state)
 
 
 def _pinned_node(spec: JSON) -> str | None:
@@ -187,4 +205,12 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
         ),
         generation=int(meta.get("generation") or 0),
         observed_generation=int((obj.get("status") or {}).get("observedGeneration") or 0),
+        pull_template=PullTemplate(
+            images=tuple(str(c.get("image", "")) for c in template_spec.get("containers") or ()),
+            tolerations=tuple(template_spec.get("tolerations") or ()),
+            image_pull_secrets=tuple(
+                str(s.get("name")) for s in template_spec.get("imagePullSecrets") or ()
+            ),
+            service_account=template_spec.get("serviceAccountName") or None,
+        ),
     )

@@ -7,7 +7,8 @@ pods `Ready=False`, and a deleted pod stays Terminating because nobody confirms 
 puts the label back and KWOK takes the node over again.
 
 The Stages are the lab's own. Besides the usual node start-up, heartbeat, pod start, Job completion
-and deletion, `pod-ready-again` brings a Running pod whose `Ready` condition the node lifecycle
+and deletion, `pod-job-image-pull-fail` fails a Job pod that uses `UNPULLABLE_IMAGE` (as a pull of
+a missing image would, once the Job gives up; a pod of any other kind using it stays Pending), and `pod-ready-again` brings a Running pod whose `Ready` condition the node lifecycle
 controller set to False back to `Ready=True` once its node is managed again — what a kubelet does
 after reconnecting, and what KWOK's stock stages leave out.
 """
@@ -15,6 +16,8 @@ after reconnecting, and what KWOK's stock stages leave out.
 from __future__ import annotations
 
 LINK_LABEL = "lab.edgerollout.io/link"
+# An image the lab's nodes can never pull: a pre-pull Job of it fails; a pod of it stays Pending.
+UNPULLABLE_IMAGE = "lab.invalid/unpullable:1.0"
 NODE_LEASE_SECONDS = 8
 
 KWOK_CONFIGURATION = f"""\
@@ -106,6 +109,9 @@ spec:
     - key: .status.phase
       operator: In
       values: [Pending]
+    - key: '.spec.containers.[].image'
+      operator: NotIn
+      values: ['{UNPULLABLE_IMAGE}']
   next:
     statusTemplate: |
       {{{{ $now := Now }}}}
@@ -195,6 +201,44 @@ spec:
             finishedAt: {{{{ $now | Quote }}}}
       {{{{ end }}}}
       phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-job-image-pull-fail
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.phase
+      operator: In
+      values: [Pending]
+    - key: '.spec.containers.[].image'
+      operator: In
+      values: ['{UNPULLABLE_IMAGE}']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: [Job]
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: Ready, status: "False", reason: PodFailed, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        restartCount: 0
+        state:
+          waiting:
+            reason: ErrImagePull
+            message: {{{{ printf "the lab cannot pull %s" .image | Quote }}}}
+      {{{{ end }}}}
+      phase: Failed
+      reason: ErrImagePull
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage

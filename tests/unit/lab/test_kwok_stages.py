@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab.kwok_stages import LINK_LABEL, NODE_LEASE_SECONDS, kwok_config
+from edgerollout.lab.kwok_stages import (
+    LINK_LABEL,
+    NODE_LEASE_SECONDS,
+    UNPULLABLE_IMAGE,
+    kwok_config,
+)
 
 STAGE_NAMES = [
     "node-start",
@@ -16,8 +21,10 @@ STAGE_NAMES = [
     "pod-start",
     "pod-ready-again",
     "pod-job-complete",
+    "pod-job-image-pull-fail",
     "pod-delete",
 ]
+IMAGES = ".spec.containers.[].image"
 NOT_DELETING = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
 NODE_READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 OWNER_KIND = ".metadata.ownerReferences.[].kind"
@@ -87,8 +94,23 @@ def test_pod_start_makes_pending_pods_running_unless_they_are_being_deleted() ->
     assert spec["selector"]["matchExpressions"] == [
         NOT_DELETING,
         {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+        {"key": IMAGES, "operator": "NotIn", "values": [UNPULLABLE_IMAGE]},
     ]
     assert "phase: Running" in spec["next"]["statusTemplate"]
+
+
+def test_job_pod_of_an_unpullable_image_fails_and_never_starts() -> None:
+    spec = stages()["pod-job-image-pull-fail"]
+
+    assert spec["selector"]["matchExpressions"] == [
+        NOT_DELETING,
+        {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+        {"key": IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
+        {"key": OWNER_KIND, "operator": "In", "values": ["Job"]},
+    ]
+    template = spec["next"]["statusTemplate"]
+    assert "phase: Failed" in template
+    assert "reason: ErrImagePull" in template
 
 
 def test_pod_ready_again_excludes_job_pods_and_pods_being_deleted() -> None:

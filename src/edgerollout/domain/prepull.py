@@ -1,0 +1,202 @@
+"""Image pre-pull (SPEC §7): a node asks for the new images before it upgrades, a Job pulls them.
+
+The agent's `imagepull` writes `PodImageReady=False`, reason `WaitPullImage`, naming the newest
+revision. The controller then runs, on that node, a Job whose containers use every image of the
+newest pod template, and reports the outcome on the pod: `True`/`PullImageSuccess` or
+`False`/`PullImageFail`. The Job is deleted once reported, and is owned by the pod, so it goes
+away with it if the pod is upgraded or deleted first.
+
+Any image can be pulled this way, including distroless or `scratch` images without a shell or a
+`true` binary: an init container copies a statically linked busybox into a shared emptyDir, and
+each image's container runs `<that busybox> true`. The container runtime must pull an image to
+create its container; what then runs comes from the emptyDir. The Job tolerates what the
+DaemonSet's pods tolerate (their tolerations plus those the DaemonSet controller adds), is pinned
+to the node by `nodeName`, and gives up after a deadline.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from edgerollout.domain.conditions import ConditionWrite, plan_image_ready, revision_in_message
+from edgerollout.domain.model import ConditionStatus, PodView
+from edgerollout.domain.vocabulary import (
+    POD_IMAGE_READY,
+    PULL_IMAGE_FAIL,
+    PULL_IMAGE_SUCCESS,
+    WAIT_PULL_IMAGE,
+)
+
+PREPULL_LABEL = "edgerollout.io/prepull-for"
+REVISION_ANNOTATION = "edgerollout.io/prepull-revision"
+TOOLBOX_MOUNT = "/edgerollout-pull"
+
+# What the DaemonSet controller adds to every daemon pod, so a pull Job survives the same taints.
+DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+class JobState(Enum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobView:
+    namespace: str
+    name: str
+    state: JobState
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullTemplate:
+    """What a pull Job copies from the DaemonSet's newest pod template."""
+
+    images: tuple[str, ...]
+    tolerations: tuple[dict[str, Any], ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepullStep:
+    """One step for one pod: create its Job, or report the Job's outcome and delete it."""
+
+    pod: PodView
+    revision: str
+    create_job: dict[str, Any] | None = None
+    report: ConditionWrite | None = None
+    delete_job: str | None = None
+
+
+def job_name(pod: PodView, revision: str) -> str:
+    digest = hashlib.sha256(f"{pod.uid}/{revision}".encode()).hexdigest()[:12]
+    return f"prepull-{digest}"
+
+
+def requested_revision(pod: PodView) -> str | None:
+    """The revision whose pre-pull the pod is waiting for (None if it waits for nothing)."""
+    condition = pod.conditions.get(POD_IMAGE_READY)
+    if condition is None or condition.status is not ConditionStatus.FALSE:
+        return None
+    if condition.reason != WAIT_PULL_IMAGE:
+        return None
+    return revision_in_message(condition.message)
+
+
+def pull_job(
+    pod: PodView,
+    *,
+    revision: str,
+    template: PullTemplate,
+    toolbox_image: str,
+    deadline_seconds: int,
+) -> dict[str, Any]:
+    """The Job that pulls every image of `template` on the pod's node."""
+    tolerations = list(template.tolerations)
+    tolerations += [t for t in DAEMON_TOLERATIONS if t not in tolerations]
+    containers = [
+        {
+            "name": f"pull-{index}",
+            "image": image,
+            "command": [f"{TOOLBOX_MOUNT}/busybox", "true"],
+            "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT, "readOnly": True}],
+            "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}},
+        }
+        for index, image in enumerate(template.images)
+    ]
+    spec: dict[str, Any] = {
+        "nodeName": pod.node_name,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "tolerations": tolerations,
+        "initContainers": [
+            {
+                "name": "toolbox",
+                "image": toolbox_image,
+                "command": ["cp", "/bin/busybox", f"{TOOLBOX_MOUNT}/busybox"],
+                "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT}],
+                "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}},
+            }
+        ],
+        "containers": containers,
+        "volumes": [{"name": "toolbox", "emptyDir": {}}],
+    }
+    if template.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in template.image_pull_secrets]
+    if template.service_account:
+        spec["serviceAccountName"] = template.service_account
+    labels = {PREPULL_LABEL: pod.name}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job_name(pod, revision),
+            "namespace": pod.namespace,
+            "labels": labels,
+            "annotations": {REVISION_ANNOTATION: revision},
+            # Owned by the pod: an upgraded or deleted pod takes its pull Job with it.
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
+            ],
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": deadline_seconds,
+            "ttlSecondsAfterFinished": 600,
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def plan_prepulls(
+    *,
+    pods: list[PodView],
+    newest: str | None,
+    jobs: dict[str, JobView],
+    template: PullTemplate,
+    toolbox_image: str,
+    deadline_seconds: int,
+    now: datetime,
+) -> tuple[PrepullStep, ...]:
+    """For each pod waiting for a pre-pull of the newest revision: start or finish its Job.
+
+    `jobs` are the pull Jobs that exist, by name. A request for a revision that is no longer the
+    newest is left alone: the pod will be marked for the newer one and the node can ask again.
+    """
+    steps = []
+    for pod in sorted(pods, key=lambda p: p.name):
+        revision = requested_revision(pod)
+        if revision is None or revision != newest or pod.deleting or pod.node_name is None:
+            continue
+        name = job_name(pod, revision)
+        job = jobs.get(name)
+        if job is None:
+            body = pull_job(
+                pod,
+                revision=revision,
+                template=template,
+                toolbox_image=toolbox_image,
+                deadline_seconds=deadline_seconds,
+            )
+            steps.append(PrepullStep(pod=pod, revision=revision, create_job=body))
+        elif job.state is not JobState.RUNNING:
+            ok = job.state is JobState.SUCCEEDED
+            report = plan_image_ready(
+                pod,
+                status=ConditionStatus.TRUE if ok else ConditionStatus.FALSE,
+                reason=PULL_IMAGE_SUCCESS if ok else PULL_IMAGE_FAIL,
+                revision_hash=revision,
+                now=now,
+            )
+            steps.append(PrepullStep(pod=pod, revision=revision, report=report, delete_job=name))
+    return tuple(steps)
