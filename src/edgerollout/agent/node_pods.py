@@ -45,6 +45,9 @@ class NodePods:
             _slim,
             field_selector=f"spec.nodeName={node_name}",
             relist_after_failure=True,
+            # A node's link comes back at any moment; retrying every few seconds at most makes the
+            # cache current soon after, at the cost of a refused connection now and then.
+            max_backoff=3.0,
         )
         self.informer.on_contact = self._contact
         self.informer.on_lost = self._lost

@@ -3,8 +3,8 @@
 1. The problem: a native RollingUpdate DaemonSet on 3 edge nodes, 2 of them disconnected, stalls.
 2. AdvancedRollingUpdate: the same change upgrades the connected node at once, skips the
    disconnected ones, and upgrades each of them within seconds of its link coming back.
-3. OTA: the controller marks every pod `PodNeedUpgrade=True` and deletes nothing; the node decides
-   when its pod is replaced.
+3. OTA: the controller marks every pod `PodNeedUpgrade=True` and deletes nothing; on edge-2 the
+   node asks its agent to pre-pull the new image, then to upgrade — only that pod is replaced.
 
 Everything runs for real: the lab's control plane, the native DaemonSet controller, and
 `edgerollout controller` as its own process. The lab is torn down at the end, also on Ctrl-C.
@@ -20,6 +20,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 from edgerollout.kube.api import (
@@ -229,12 +231,49 @@ class Demo:
         await self.wait(lambda: marked("True"), "PodNeedUpgrade=True", 30)
         await self.table(ns, name)
         self.say("  Every pod says an upgrade is available; nothing was deleted.")
-        edge2 = next(p for p in await self.pods(ns, name) if p["spec"].get("nodeName") == "edge-2")
-        pod = edge2["metadata"]["name"]
-        self.say(f"  On edge-2, when the node is ready for it, its pod {pod} is replaced:")
-        await self.api.delete(PODS, pod, namespace=ns, uid=edge2["metadata"]["uid"])
+        agent = self.lab.node("edge-2").agent_url
+        assert agent is not None
+        self.say("  On edge-2 the node asks its agent (the same API as OpenYurt's YurtHub):")
+        async with aiohttp.ClientSession() as http:
+            found: dict[str, Any] = {}
+
+            async def agent_sees_upgrade() -> bool:
+                async with http.get(f"{agent}/pods") as response:
+                    listed = await response.json()
+                for item in listed["items"]:
+                    marks = [
+                        c
+                        for c in item["status"].get("conditions", [])
+                        if c["type"] == POD_NEED_UPGRADE and c["status"] == "True"
+                    ]
+                    if item["metadata"]["namespace"] == ns and marks:
+                        found.update(pod=item["metadata"]["name"], mark=marks[0])
+                        return True
+                return False
+
+            await self.wait(agent_sees_upgrade, "edge-2's agent to list the upgrade", 60)
+            pod, mark = found["pod"], found["mark"]
+            self.say("  $ curl http://127.0.0.1:10267/pods")
+            self.say(f"    {ns}/{pod}: {POD_NEED_UPGRADE}={mark['status']} ({mark['message']})")
+            for action in ("imagepull", "upgrade"):
+                path = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}/{action}"
+                self.say(f"  $ curl -X POST http://127.0.0.1:10267{path}")
+                if action == "upgrade":
+                    await self.wait(lambda: self.pulled(ns, pod), "the image pre-pull", 60)
+                async with http.post(f"{agent}{path}") as response:
+                    self.say(f"    {await response.text()}")
         await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-2"]), "edge-2 upgraded", 60)
+        self.say(
+            "  Only edge-2 was upgraded, when it chose to; the others still wait for their nodes:"
+        )
         await self.table(ns, name)
+
+    async def pulled(self, namespace: str, pod: str) -> bool:
+        found = await self.api.get(PODS, pod, namespace=namespace)
+        return any(
+            c["type"] == "PodImageReady" and c["status"] == "True"
+            for c in found["status"].get("conditions", [])
+        )
 
 
 def run_demo(folder: Path | None, say: Say) -> None:
@@ -245,7 +284,7 @@ def run_demo(folder: Path | None, say: Say) -> None:
     build.build_all(say)
     owned = folder is None
     lab_dir = Path(tempfile.mkdtemp(prefix="edgerollout-demo-")) if folder is None else folder
-    lab = cluster.up(lab_dir, nodes=3, say=say)
+    lab = cluster.up(lab_dir, nodes=3, say=say, agents=True)
     controller_log = lab.folder / "logs" / "edgerollout-controller.log"
     with controller_log.open("ab") as log:
         process = subprocess.Popen(

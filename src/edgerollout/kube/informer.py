@@ -42,6 +42,7 @@ class Informer(Generic[T]):
         field_selector: str | None = None,
         page_size: int = 500,
         relist_after_failure: bool = False,
+        max_backoff: float = 30.0,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -52,6 +53,7 @@ class Informer(Generic[T]):
         # List again (rather than resume the watch) after a failure: the list's success proves
         # contact at once, which a small cache that reports its freshness wants.
         self.relist_after_failure = relist_after_failure
+        self.max_backoff = max_backoff
         self.store: dict[str, T] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
@@ -168,13 +170,13 @@ class Informer(Generic[T]):
                 log.warning("%s list/watch failed: %s; retrying", self.resource.plural, error)
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, self.max_backoff)
             except (OSError, TimeoutError, ValueError) as error:
                 self.on_lost(error)
                 log.warning("%s watch broke: %r; retrying", self.resource.plural, error)
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, self.max_backoff)
 
 
 async def run_all(informers: list[Informer[Any]]) -> None:
