@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgerollout.domain.ota_requests import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
+
 _REFUSAL = {"$ref": "#/components/schemas/Refusal"}
 
 
@@ -28,14 +30,18 @@ def _pod_action(summary: str, ok: str, example: str) -> dict[str, Any]:
                     "in": "path",
                     "required": True,
                     "description": "The pod's namespace (a DNS-1123 label).",
-                    "schema": {"type": "string"},
+                    "schema": {"type": "string", "maxLength": 63, "pattern": DNS_LABEL_PATTERN},
                 },
                 {
                     "name": "pod",
                     "in": "path",
                     "required": True,
                     "description": "The pod's name (a DNS-1123 subdomain).",
-                    "schema": {"type": "string"},
+                    "schema": {
+                        "type": "string",
+                        "maxLength": 253,
+                        "pattern": DNS_SUBDOMAIN_PATTERN,
+                    },
                 },
             ],
             "responses": {

@@ -65,15 +65,19 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Refused(Exception):
-    def __init__(self, refusal: Refusal) -> None:
+    def __init__(self, refusal: Refusal, headers: dict[str, str] | None = None) -> None:
         super().__init__(refusal.message)
         self.refusal = refusal
+        self.headers = headers or {}
 
 
-def refusal_response(refusal: Refusal) -> web.Response:
+def refusal_response(refusal: Refusal, headers: dict[str, str] | None = None) -> web.Response:
     body = {"code": refusal.code, "reason": refusal.reason, "message": refusal.message}
     return web.Response(
-        status=refusal.code, body=orjson.dumps(body), content_type="application/json"
+        status=refusal.code,
+        body=orjson.dumps(body),
+        content_type="application/json",
+        headers=headers,
     )
 
 
@@ -151,19 +155,22 @@ class Agent:
                     refused.refusal.code,
                     refused.refusal.reason,
                 )
-            return refusal_response(refused.refusal)
+            return refusal_response(refused.refusal, refused.headers)
         except web.HTTPException as error:
             if error.status < 400:
                 raise
             reason = _HTTP_REASONS.get(error.status, "Error")
             message = f"{request.method} {request.path}: {error.reason}"
-            if error.status == 405:
-                message = f"{request.method} is not allowed on {request.path}"
+            headers = {}
+            if isinstance(error, web.HTTPMethodNotAllowed):
+                allowed = ", ".join(sorted(error.allowed_methods))
+                message = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
+                headers["Allow"] = allowed
             elif error.status == 404:
                 message = f"no such route: {request.path}"
             elif error.status == 413:
                 message = f"bodies are limited to {MAX_BODY} bytes"
-            return refusal_response(Refusal(error.status, reason, message))
+            return refusal_response(Refusal(error.status, reason, message), headers)
 
     def _admit(self, request: web.Request) -> None:
         """Refuse a request before it is handled: no credentials, or a body too large."""
@@ -183,7 +190,8 @@ class Agent:
             raise Refused(
                 Refusal(
                     401, "Unauthorized", "a valid bearer token is required (Authorization header)"
-                )
+                ),
+                headers={"WWW-Authenticate": 'Bearer realm="edgerollout-agent"'},
             )
 
     # --- routes ------------------------------------------------------------------------------
@@ -256,15 +264,19 @@ class Agent:
             raise Refused(refusal)
         return pod, facts
 
-    async def _with_cloud(self, work: Callable[[], Awaitable[web.Response]]) -> web.Response:
+    async def _with_cloud(
+        self, work: Callable[[list[str]], Awaitable[web.Response]]
+    ) -> web.Response:
+        """Run `work` within the cloud timeout; it names the write it starts in `sent`."""
+        sent: list[str] = []
         try:
             async with asyncio.timeout(self.config.cloud_timeout):
-                return await work()
+                return await work(sent)
         except TimeoutError:
-            raise Refused(self._unreachable("did not answer in time")) from None
+            raise Refused(self._unreachable("did not answer in time", sent)) from None
         except ApiError as error:
             if error.status == 0:
-                raise Refused(self._unreachable(error.message)) from None
+                raise Refused(self._unreachable(error.message, sent)) from None
             raise Refused(
                 Refusal(
                     error.status if error.status in (403, 404, 409) else 502,
@@ -273,18 +285,27 @@ class Agent:
                 )
             ) from None
 
-    def _unreachable(self, detail: str) -> Refusal:
+    def _unreachable(self, detail: str, sent: list[str]) -> Refusal:
+        if sent:
+            # The request left the node: the API server may have carried it out.
+            outcome = (
+                f"the {sent[0]} was sent but not confirmed, so it may or may not have happened; "
+                "list the pods again once the link is back"
+            )
+        else:
+            outcome = "nothing was changed, try again once the link is back"
         return Refusal(
             503,
             "CloudUnreachable",
             f"the API server cannot be reached from node {self.config.node_name} ({detail}); "
-            "nothing was changed, try again once the link is back",
+            f"{outcome}",
         )
 
     async def upgrade(self, request: web.Request) -> web.Response:
-        async def work() -> web.Response:
+        async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.UPGRADE)
             uid = pod["metadata"]["uid"]
+            sent.append("deletion of the pod")
             try:
                 await self.api.delete(PODS, facts.name, namespace=facts.namespace, uid=uid)
             except ApiError as error:
@@ -304,7 +325,7 @@ class Agent:
         return await self._with_cloud(work)
 
     async def imagepull(self, request: web.Request) -> web.Response:
-        async def work() -> web.Response:
+        async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.IMAGE_PULL)
             revision = newest_revision(facts)
             if revision is None:
@@ -330,6 +351,7 @@ class Agent:
                 now=datetime.datetime.now(datetime.UTC),
             )
             if write is not None:
+                sent.append("pre-pull request")
                 body = {"metadata": {"uid": view.uid}, **write.patch}
                 await self.api.patch(
                     PODS, facts.name, body, namespace=facts.namespace, subresource="status"

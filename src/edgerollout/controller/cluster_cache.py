@@ -109,10 +109,15 @@ class ClusterCache:
         current = new or old
         assert current is not None
         key = object_key(current.view.namespace, current.view.name)
-        if current.owner_kind != "DaemonSet":
-            return
-        self._index(self.pods_by_owner, key, old.owner_uid if old else None, new)
-        self._enqueue_owner(current.owner_uid)
+        old_owner = old.owner_uid if old is not None and old.owner_kind == "DaemonSet" else None
+        kept = new if new is not None and new.owner_kind == "DaemonSet" else None
+        if old_owner is None and kept is None:
+            return  # never a DaemonSet's pod
+        # A pod released by its DaemonSet (or adopted by another) leaves the old owner's index.
+        self._index(self.pods_by_owner, key, old_owner, kept)
+        self._enqueue_owner(old_owner)
+        if kept is not None and kept.owner_uid != old_owner:
+            self._enqueue_owner(kept.owner_uid)
 
     def _on_revision(self, old: CachedRevision | None, new: CachedRevision | None) -> None:
         current = new or old

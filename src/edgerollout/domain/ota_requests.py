@@ -30,8 +30,11 @@ from edgerollout.domain.model import ConditionStatus, PodCondition
 from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, PULL_IMAGE_FAIL
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_LABEL = re.compile(rf"^{_LABEL}$")
-_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+DNS_LABEL_PATTERN = rf"^{_LABEL}$"
+DNS_SUBDOMAIN_PATTERN = rf"^{_LABEL}(\.{_LABEL})*$"
+# fullmatch: `$` alone would also accept a name followed by a newline.
+_DNS_LABEL = re.compile(_LABEL)
+_DNS_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 
 
 class Action(Enum):
@@ -63,14 +66,14 @@ class PodFacts:
 
 def check_names(namespace: str, name: str) -> Refusal | None:
     """Namespaces are DNS-1123 labels (63 characters); pod names DNS-1123 subdomains (253)."""
-    if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+    if len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace):
         return Refusal(
             400,
             "InvalidName",
             f"namespace {namespace!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
             "starting and ending with a letter or digit, at most 63 characters)",
         )
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
         return Refusal(
             400,
             "InvalidName",

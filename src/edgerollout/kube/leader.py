@@ -81,7 +81,7 @@ class LeaderElector:
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": {
                     "holderIdentity": self.identity,
-                    "leaseDurationSeconds": int(self.lease_duration),
+                    "leaseDurationSeconds": max(1, round(self.lease_duration)),
                     "acquireTime": now,
                     "renewTime": now,
                     "leaseTransitions": 0,
@@ -108,7 +108,7 @@ class LeaderElector:
         new_spec = dict(spec)
         new_spec.update(
             holderIdentity=self.identity,
-            leaseDurationSeconds=int(self.lease_duration),
+            leaseDurationSeconds=max(1, round(self.lease_duration)),
             renewTime=now,
         )
         if holder != self.identity:
@@ -126,7 +126,10 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         try:
-            return await asyncio.wait_for(self._try_acquire_or_renew(), self.retry_period * 2)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+            # that arrives as the attempt completes, and a stopping replica would keep renewing.
+            async with asyncio.timeout(self.retry_period * 2):
+                return await self._try_acquire_or_renew()
         except (ApiError, TimeoutError) as error:
             log.warning("lease %s/%s: %s", self.namespace, self.name, error)
             return False
@@ -148,9 +151,12 @@ class LeaderElector:
                     leading.result()
                     return
                 attempt_started = time.monotonic()
-                if await self._attempt():
+                renewed = await self._attempt()
+                if renewed and self.is_leader:
                     self._set_leader(attempt_started)
                 elif not self.is_leader:
+                    # Past the renew deadline writes have stopped; a late success does not undo
+                    # that: this replica steps down (and exits), as client-go's do.
                     self._set_leader(None)
                     raise LeadershipLost(
                         f"could not renew lease {self.namespace}/{self.name} "

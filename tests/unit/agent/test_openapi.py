@@ -1,0 +1,99 @@
+"""GET /openapi.json: a valid OpenAPI 3 document that describes every route the agent serves."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import schemathesis
+from schemathesis.core.result import Ok
+
+from edgerollout.agent.openapi import openapi_document
+from tests.unit.kube.fake_api import FakeApi
+
+from .harness import agent, serving
+
+POD_ACTIONS = (
+    "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade",
+    "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull",
+)
+
+
+async def served() -> dict[str, Any]:
+    async with serving(agent(FakeApi())) as client:
+        response = await client.get("/openapi.json")
+        assert response.status == 200
+        assert response.content_type == "application/json"
+        document: dict[str, Any] = await response.json()
+        return document
+
+
+async def test_served_document_is_valid_openapi_3() -> None:
+    document = await served()
+    assert document == openapi_document()
+    assert document["openapi"].startswith("3.")
+    schema = schemathesis.openapi.from_dict(document)
+    schema.validate()
+    operations = []
+    for result in schema.get_all_operations():
+        assert isinstance(result, Ok), result
+        operations.append((result.ok().method.upper(), result.ok().path))
+    operations.sort()
+    assert operations == sorted(
+        [
+            ("GET", "/pods"),
+            ("GET", "/healthz"),
+            ("GET", "/readyz"),
+            ("GET", "/metrics"),
+            *(("POST", path) for path in POD_ACTIONS),
+        ]
+    )
+
+
+async def test_every_route_the_agent_serves_is_documented() -> None:
+    app = agent(FakeApi()).app()
+    served_routes = {
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.method != "HEAD" and route.resource is not None
+    }
+    documented = {
+        (method.upper(), path)
+        for path, item in openapi_document()["paths"].items()
+        for method in item
+    }
+    assert served_routes - {("GET", "/openapi.json")} == documented
+
+
+@pytest.mark.parametrize("path", POD_ACTIONS)
+def test_pod_actions_document_every_refusal_and_the_text_answer(path: str) -> None:
+    responses = openapi_document()["paths"][path]["post"]["responses"]
+    assert sorted(responses) == ["200", "400", "401", "403", "404", "409", "413", "502", "503"]
+    assert list(responses["200"]["content"]) == ["text/plain"]
+    for code, response in responses.items():
+        if code != "200":
+            assert response["content"]["application/json"]["schema"] == {
+                "$ref": "#/components/schemas/Refusal"
+            }
+
+
+def test_refusal_schema_is_exactly_code_reason_message() -> None:
+    refusal = openapi_document()["components"]["schemas"]["Refusal"]
+    assert refusal["required"] == ["code", "reason", "message"]
+    assert refusal["additionalProperties"] is False
+    pattern = re.compile(refusal["properties"]["reason"]["pattern"])
+    for reason in ("PodNotFound", "CloudUnreachable", "NotAnOTAPod", "InvalidName"):
+        assert pattern.match(reason)
+
+
+@pytest.mark.parametrize("path", POD_ACTIONS)
+def test_path_parameters_declare_the_names_the_agent_accepts(path: str) -> None:
+    parameters = {
+        parameter["name"]: parameter["schema"]
+        for parameter in openapi_document()["paths"][path]["post"]["parameters"]
+    }
+    assert parameters["ns"].get("maxLength") == 63
+    assert parameters["pod"].get("maxLength") == 253
+    assert "pattern" in parameters["ns"]
+    assert "pattern" in parameters["pod"]

@@ -1,0 +1,230 @@
+"""Which cluster changes put which DaemonSet keys on the queue, and how pods are indexed.
+
+The four caches run against the fake API; a test publishes watch events and waits until the cache
+concerned has applied them, so "nothing was enqueued" is a fact, not a race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from edgerollout.controller.cluster_cache import ClusterCache
+from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS
+
+from ..kube.fake_api import FakeApi
+from ..kube.objects import (
+    NEW,
+    OLD,
+    STRATEGY,
+    WEB_UID,
+    daemonset_json,
+    node_json,
+    pod_json,
+    revision_json,
+)
+from ..kube.running import caught_up, running
+
+API_UID = "uid-ds-api"
+PLAIN_UID = "uid-ds-plain"
+
+
+@dataclass
+class Cluster:
+    api: FakeApi
+    cache: ClusterCache
+    enqueued: list[str]
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    """Two opted-in DaemonSets (web, api) and one left alone (plain), pods of each, two nodes."""
+    api = FakeApi()
+    api.put(DAEMONSETS, daemonset_json("web"))
+    api.put(DAEMONSETS, daemonset_json("api", uid=API_UID, annotations={STRATEGY: "OTA"}))
+    api.put(DAEMONSETS, daemonset_json("plain", uid=PLAIN_UID, annotations={}))
+    api.put(PODS, pod_json("web-a", node="edge-1"))
+    api.put(PODS, pod_json("web-b", node="edge-2", revision_hash=OLD))
+    api.put(PODS, pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID))
+    api.put(PODS, pod_json("api-a", node="edge-1", owner_uid=API_UID))
+    api.put(CONTROLLER_REVISIONS, revision_json("web-1", number=1, revision_hash=OLD))
+    api.put(NODES, node_json("edge-1"))
+    api.put(NODES, node_json("edge-2"))
+    enqueued: list[str] = []
+    cache = ClusterCache(api, namespace=None, enqueue=enqueued.append)
+    async with running(*cache.informers):
+        enqueued.clear()
+        yield Cluster(api=api, cache=cache, enqueued=enqueued)
+
+
+def pod_names(cache: ClusterCache, owner_uid: str) -> list[str]:
+    return sorted(pod.view.name for pod in cache.pods_of(owner_uid))
+
+
+async def test_listed_cache_is_synced_and_knows_the_opted_in_daemonsets(cluster: Cluster) -> None:
+    assert cluster.cache.synced
+    assert cluster.cache.opted_in_keys() == ["default/api", "default/web"]
+    assert cluster.cache.key_by_uid == {
+        WEB_UID: "default/web",
+        API_UID: "default/api",
+        PLAIN_UID: "default/plain",
+    }
+
+
+async def test_change_of_an_opted_in_daemonset_enqueues_its_key(cluster: Cluster) -> None:
+    changed = cluster.api.publish(
+        DAEMONSETS, "MODIFIED", daemonset_json("web", min_ready_seconds=30)
+    )
+    await caught_up(cluster.cache.daemonsets, changed)
+
+    assert cluster.enqueued == ["default/web"]
+
+
+async def test_change_of_a_daemonset_without_the_annotation_enqueues_nothing(
+    cluster: Cluster,
+) -> None:
+    changed = cluster.api.publish(
+        DAEMONSETS,
+        "MODIFIED",
+        daemonset_json("plain", uid=PLAIN_UID, annotations={}, min_ready_seconds=30),
+    )
+    await caught_up(cluster.cache.daemonsets, changed)
+
+    assert cluster.enqueued == []
+
+
+async def test_daemonset_that_loses_the_annotation_is_enqueued_once_more(cluster: Cluster) -> None:
+    changed = cluster.api.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations={}))
+    await caught_up(cluster.cache.daemonsets, changed)
+
+    assert cluster.enqueued == ["default/web"]
+    assert cluster.cache.opted_in_keys() == ["default/api"]
+
+
+async def test_deleted_daemonset_is_enqueued_and_forgotten(cluster: Cluster) -> None:
+    deleted = cluster.api.publish(DAEMONSETS, "DELETED", daemonset_json("web"))
+    await caught_up(cluster.cache.daemonsets, deleted)
+
+    assert cluster.enqueued == ["default/web"]
+    assert WEB_UID not in cluster.cache.key_by_uid
+
+
+async def test_pod_change_enqueues_its_opted_in_owner(cluster: Cluster) -> None:
+    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
+    await caught_up(cluster.cache.pods, changed)
+
+    assert cluster.enqueued == ["default/web"]
+
+
+async def test_pod_change_of_a_daemonset_without_the_annotation_enqueues_nothing(
+    cluster: Cluster,
+) -> None:
+    changed = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, ready=False)
+    )
+    await caught_up(cluster.cache.pods, changed)
+
+    assert cluster.enqueued == []
+    assert pod_names(cluster.cache, PLAIN_UID) == ["plain-a"]
+
+
+async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
+    cluster: Cluster,
+) -> None:
+    added = cluster.api.publish(
+        PODS,
+        "ADDED",
+        pod_json("web-7d9f-x2", node="edge-1", owner_uid=WEB_UID, owner_kind="ReplicaSet"),
+    )
+    await caught_up(cluster.cache.pods, added)
+
+    assert cluster.enqueued == []
+    assert pod_names(cluster.cache, WEB_UID) == ["web-a", "web-b"]
+
+
+async def test_node_readiness_change_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
+    changed = cluster.api.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
+    await caught_up(cluster.cache.nodes, changed)
+
+    assert cluster.enqueued == ["default/api", "default/web"]
+
+
+async def test_node_heartbeat_with_the_same_readiness_enqueues_nothing(cluster: Cluster) -> None:
+    changed = cluster.api.publish(
+        NODES, "MODIFIED", node_json("edge-2", heartbeat="2025-03-01T12:00:40Z")
+    )
+    await caught_up(cluster.cache.nodes, changed)
+
+    assert cluster.enqueued == []
+
+
+async def test_node_added_or_removed_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
+    added = cluster.api.publish(NODES, "ADDED", node_json("edge-3"))
+    await caught_up(cluster.cache.nodes, added)
+    removed = cluster.api.publish(NODES, "DELETED", node_json("edge-1"))
+    await caught_up(cluster.cache.nodes, removed)
+
+    assert cluster.enqueued == ["default/api", "default/web"] * 2
+
+
+async def test_pods_are_indexed_by_owner_uid_and_moved_and_removed(cluster: Cluster) -> None:
+    cache = cluster.cache
+    assert pod_names(cache, WEB_UID) == ["web-a", "web-b"]
+    assert pod_names(cache, API_UID) == ["api-a"]
+
+    adopted = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=API_UID)
+    )
+    await caught_up(cache.pods, adopted)
+    assert pod_names(cache, WEB_UID) == ["web-a"]
+    assert pod_names(cache, API_UID) == ["api-a", "web-b"]
+    # Both owners are looked at again: one lost a pod, the other gained one.
+    assert cluster.enqueued == ["default/web", "default/api"]
+
+    for name in ("web-a", "web-b", "api-a"):
+        gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node="edge-1"))
+        await caught_up(cache.pods, gone)
+    assert cache.pods_of(WEB_UID) == []
+    assert cache.pods_of(API_UID) == []
+    assert WEB_UID not in cache.pods_by_owner
+    assert API_UID not in cache.pods_by_owner
+
+
+async def test_indexed_pod_is_the_newest_record(cluster: Cluster) -> None:
+    changed = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=NEW)
+    )
+    await caught_up(cluster.cache.pods, changed)
+
+    assert {pod.view.name: pod.view.revision_hash for pod in cluster.cache.pods_of(WEB_UID)} == {
+        "web-a": NEW,
+        "web-b": NEW,
+    }
+
+
+async def test_pod_released_by_its_daemonset_leaves_its_index(cluster: Cluster) -> None:
+    released = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=None)
+    )
+    await caught_up(cluster.cache.pods, released)
+
+    assert pod_names(cluster.cache, WEB_UID) == ["web-a"]
+    assert cluster.enqueued == ["default/web"]
+
+
+async def test_revision_change_enqueues_its_owner_and_is_indexed(cluster: Cluster) -> None:
+    added = cluster.api.publish(
+        CONTROLLER_REVISIONS, "ADDED", revision_json("web-2", number=2, revision_hash=NEW)
+    )
+    await caught_up(cluster.cache.revisions, added)
+
+    assert cluster.enqueued == ["default/web"]
+    assert sorted(r.view.name for r in cluster.cache.revisions_of(WEB_UID)) == ["web-1", "web-2"]
+
+    removed = cluster.api.publish(
+        CONTROLLER_REVISIONS, "DELETED", revision_json("web-1", number=1, revision_hash=OLD)
+    )
+    await caught_up(cluster.cache.revisions, removed)
+    assert [r.view.name for r in cluster.cache.revisions_of(WEB_UID)] == ["web-2"]

@@ -1,0 +1,101 @@
+"""Deletions in flight: kept until the cache shows them, then handed to the planner no more."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from edgerollout.controller.expectations import Expectations
+from edgerollout.domain.model import InFlightDeletion, NodeName, PodUID, PodView
+
+OWNER = "uid-ds-web"
+
+
+def pod(name: str, node: str, *, deleting: bool = False) -> PodView:
+    return PodView(
+        namespace="default",
+        name=name,
+        uid=PodUID(f"uid-{name}"),
+        node_name=NodeName(node),
+        deleting=deleting,
+        ready=not deleting,
+    )
+
+
+def expecting(deleted: str, node: str, *, timeout: float = 300.0) -> Expectations:
+    expectations = Expectations(timeout=timeout)
+    expectations.expect(OWNER, PodUID(f"uid-{deleted}"), NodeName(node))
+    return expectations
+
+
+IN_FLIGHT = (InFlightDeletion(uid=PodUID("uid-web-a"), node_name=NodeName("edge-1")),)
+
+
+def test_deletion_is_dropped_once_the_pod_is_seen_terminating() -> None:
+    expectations = expecting("web-a", "edge-1")
+
+    assert expectations.settle(OWNER, [pod("web-a", "edge-1", deleting=True)]) == ()
+    assert expectations.pending(OWNER) == 0
+
+
+def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node() -> None:
+    expectations = expecting("web-a", "edge-1")
+
+    assert expectations.settle(OWNER, [pod("web-new", "edge-1")]) == ()
+    assert expectations.pending(OWNER) == 0
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        pytest.param([pod("web-a", "edge-1")], id="pod-still-running"),
+        pytest.param([], id="pod-gone-node-empty"),
+        pytest.param([pod("web-b", "edge-2")], id="pod-gone-live-pod-elsewhere"),
+        pytest.param([pod("web-old", "edge-1", deleting=True)], id="pod-gone-node-terminating"),
+        pytest.param(
+            [pod("web-a", "edge-1"), pod("web-new", "edge-1")], id="pod-running-beside-new"
+        ),
+    ],
+)
+def test_deletion_the_cache_does_not_show_yet_is_kept_and_handed_on(pods: list[PodView]) -> None:
+    expectations = expecting("web-a", "edge-1")
+
+    assert expectations.settle(OWNER, pods) == IN_FLIGHT
+    assert expectations.settle(OWNER, pods) == IN_FLIGHT
+    assert expectations.pending(OWNER) == 1
+
+
+def test_deletion_older_than_the_timeout_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    expectations = expecting("web-a", "edge-1", timeout=300.0)
+
+    clock[0] = 1300.0
+    assert expectations.settle(OWNER, []) == IN_FLIGHT
+    clock[0] = 1300.5
+    assert expectations.settle(OWNER, []) == ()
+    assert expectations.pending(OWNER) == 0
+
+
+def test_entries_of_other_owners_are_untouched() -> None:
+    expectations = expecting("web-a", "edge-1")
+    expectations.expect("uid-ds-api", PodUID("uid-api-a"), NodeName("edge-1"))
+
+    assert expectations.settle("uid-ds-api", [pod("web-a", "edge-1", deleting=True)]) == (
+        InFlightDeletion(uid=PodUID("uid-api-a"), node_name=NodeName("edge-1")),
+    )
+    assert expectations.settle(OWNER, []) == IN_FLIGHT
+    assert expectations.settle("uid-ds-unknown", []) == ()
+
+
+def test_drop_and_forget_remove_entries() -> None:
+    expectations = expecting("web-a", "edge-1")
+    expectations.expect(OWNER, PodUID("uid-web-b"), NodeName("edge-2"))
+
+    expectations.drop(OWNER, PodUID("uid-web-b"))
+    assert expectations.settle(OWNER, []) == IN_FLIGHT
+
+    expectations.forget(OWNER)
+    assert expectations.pending(OWNER) == 0
+    assert expectations.settle(OWNER, []) == ()

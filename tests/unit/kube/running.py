@@ -1,0 +1,59 @@
+"""Running the shell's background loops inside a test, and waiting for what they do.
+
+Informers run as tasks against the fake API and are cancelled when the test leaves the block. A
+test waits for an effect with `until`, which fails with a message naming what never happened
+instead of hanging; `caught_up` waits for an informer to have applied a given object's version,
+which is also how a test proves that an event changed nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from edgerollout.kube.informer import Informer
+
+# Kept before any test replaces asyncio.sleep to observe the informer's backoff.
+real_sleep = asyncio.sleep
+
+
+async def until(condition: Callable[[], bool], *, what: str, within: float = 2.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+        await real_sleep(0.001)
+
+
+async def caught_up(informer: Informer[Any], obj: dict[str, Any]) -> None:
+    version = obj["metadata"]["resourceVersion"]
+    await until(
+        lambda: informer.resource_version == version,
+        what=f"{informer.resource.plural} informer at resourceVersion {version}",
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(*informers: Informer[Any]) -> AsyncIterator[None]:
+    """Run the informers until the block ends; enter once each has listed."""
+    tasks = [asyncio.create_task(informer.run()) for informer in informers]
+    try:
+        await until(
+            lambda: (
+                all(informer.synced.is_set() for informer in informers)
+                or any(task.done() for task in tasks)
+            ),
+            what="informers synced",
+        )
+        for task in tasks:
+            if task.done():
+                task.result()
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

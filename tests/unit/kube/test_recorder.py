@@ -1,0 +1,118 @@
+"""Events on DaemonSets: each distinct notice once per DaemonSet, retried until it is recorded."""
+
+from __future__ import annotations
+
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.model import DaemonSetUID, DaemonSetView
+from edgerollout.kube.api import EVENTS, ApiError
+from edgerollout.kube.recorder import COMPONENT, EventRecorder
+
+from .fake_api import FakeApi
+
+WEB = DaemonSetView(namespace="edge", name="web", uid=DaemonSetUID("uid-web"))
+API = DaemonSetView(namespace="edge", name="api", uid=DaemonSetUID("uid-api"))
+INVALID_ABC = Notice(
+    type=EventType.WARNING,
+    reason="InvalidMaxUnavailable",
+    message='apps.openyurt.io/max-unavailable is "abc"',
+    subject="abc",
+)
+INVALID_XYZ = Notice(
+    type=EventType.WARNING,
+    reason="InvalidMaxUnavailable",
+    message='apps.openyurt.io/max-unavailable is "xyz"',
+    subject="xyz",
+)
+
+
+def recorded(api: FakeApi) -> list[tuple[str, str, str]]:
+    """(DaemonSet, reason, message) of every Event created."""
+    return [
+        (call.body["involvedObject"]["name"], call.body["reason"], call.body["message"])
+        for call in api.calls_to("create", EVENTS)
+        if call.body is not None
+    ]
+
+
+async def test_each_distinct_notice_is_recorded_once_per_daemonset() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0")
+
+    results = [
+        await recorder.emit(WEB, INVALID_ABC),
+        await recorder.emit(WEB, INVALID_ABC),
+        await recorder.emit(WEB, INVALID_XYZ),
+        await recorder.emit(API, INVALID_ABC),
+    ]
+
+    assert results == [True, False, True, True]
+    assert recorded(api) == [
+        ("web", "InvalidMaxUnavailable", INVALID_ABC.message),
+        ("web", "InvalidMaxUnavailable", INVALID_XYZ.message),
+        ("api", "InvalidMaxUnavailable", INVALID_ABC.message),
+    ]
+    assert not recorder.is_new(WEB, INVALID_ABC)
+    assert recorder.is_new(API, INVALID_XYZ)
+
+
+async def test_event_names_the_daemonset_and_the_reporting_controller() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0")
+
+    await recorder.emit(WEB, INVALID_ABC)
+
+    (call,) = api.calls_to("create", EVENTS)
+    assert call.namespace == "edge"
+    assert call.body is not None
+    body = dict(call.body)
+    metadata = body.pop("metadata")
+    stamps = {body.pop("firstTimestamp"), body.pop("lastTimestamp")}
+    assert metadata["namespace"] == "edge"
+    assert metadata["name"].startswith("web.")
+    assert len(stamps) == 1
+    assert body == {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": "web",
+            "namespace": "edge",
+            "uid": "uid-web",
+        },
+        "type": "Warning",
+        "reason": "InvalidMaxUnavailable",
+        "message": INVALID_ABC.message,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": "controller-0",
+        "count": 1,
+    }
+
+
+async def test_failed_event_is_not_marked_and_is_sent_again_next_time() -> None:
+    api = FakeApi()
+    api.fail("create", EVENTS, ApiError(500, "InternalError", "etcd leader changed"))
+    recorder = EventRecorder(api, instance="controller-0")
+
+    first = await recorder.emit(WEB, INVALID_ABC)
+    assert first is False
+    assert recorder.is_new(WEB, INVALID_ABC)
+
+    second = await recorder.emit(WEB, INVALID_ABC)
+    assert second is True
+    assert len(api.calls_to("create", EVENTS)) == 2
+    assert not recorder.is_new(WEB, INVALID_ABC)
+
+
+async def test_forgotten_daemonset_gets_its_notices_again() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0")
+    await recorder.emit(WEB, INVALID_ABC)
+    await recorder.emit(API, INVALID_ABC)
+
+    recorder.forget(WEB.uid)
+
+    assert await recorder.emit(WEB, INVALID_ABC) is True
+    assert await recorder.emit(API, INVALID_ABC) is False
+    assert [name for name, _, _ in recorded(api)] == ["web", "api", "web"]

@@ -1,0 +1,381 @@
+"""Raw API objects reduced to the records the caches keep, and the facts the decisions read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from edgerollout.domain.model import (
+    ConditionStatus,
+    DaemonSetUID,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodCondition,
+    PodUID,
+    PodView,
+    RevisionView,
+)
+from edgerollout.kube.views import (
+    CachedDaemonSet,
+    CachedPod,
+    CachedRevision,
+    daemonset_from_api,
+    node_from_api,
+    object_key,
+    pod_from_api,
+    revision_from_api,
+)
+
+from .objects import node_json
+
+# A pod of a DaemonSet as `kubectl get pod -o json` shows it, being deleted, after an OTA write.
+TERMINATING_DAEMON_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "web-x7k2p",
+        "generateName": "web-",
+        "namespace": "edge",
+        "uid": "5f0c2c1e-8b0a-4d61-9d6e-1f2a3b4c5d6e",
+        "resourceVersion": "48213",
+        "creationTimestamp": "2025-03-01T10:58:12Z",
+        "deletionTimestamp": "2025-03-01T12:00:30Z",
+        "deletionGracePeriodSeconds": 30,
+        "labels": {
+            "app": "web",
+            "controller-revision-hash": "6d4f8b9c7",
+            "pod-template-generation": "3",
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": "web-config",
+                "uid": "0a9b8c7d-not-the-controller",
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "web",
+                "uid": "c2a1d0e4-7f3b-4e8a-9b1c-2d3e4f5a6b7c",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            },
+        ],
+    },
+    "spec": {
+        "nodeName": "edge-7",
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["edge-7"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "containers": [
+            {"name": "web", "image": "nginx:1.27"},
+            {"name": "log-shipper", "image": "fluent-bit:3.1"},
+        ],
+    },
+    "status": {
+        "phase": "Running",
+        "hostIP": "10.0.0.7",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True"},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2025-03-01T10:58:12Z"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2025-03-01T10:58:20Z"},
+            {
+                "type": "ContainersReady",
+                "status": "True",
+                "lastTransitionTime": "2025-03-01T10:58:20Z",
+            },
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastTransitionTime": "2025-03-01T10:58:12Z",
+            },
+            {
+                "type": "PodNeedUpgrade",
+                "status": "True",
+                "message": "controllerrevision: 7f9d5c6b8",
+                "lastTransitionTime": "2025-03-01T11:30:00Z",
+            },
+        ],
+    },
+}
+
+# The same DaemonSet's pod on a node that has not been scheduled to yet: only its affinity says where.
+PENDING_DAEMON_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "web-q9z4m",
+        "namespace": "edge",
+        "uid": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
+        "labels": {"controller-revision-hash": "7f9d5c6b8", "pod-template-generation": "4"},
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "web",
+                "uid": "c2a1d0e4-7f3b-4e8a-9b1c-2d3e4f5a6b7c",
+                "controller": True,
+            }
+        ],
+    },
+    "spec": {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}
+                            ],
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["edge-9"]}
+                            ],
+                        }
+                    ]
+                }
+            }
+        },
+        "containers": [{"name": "web", "image": "nginx:1.28"}],
+    },
+    "status": {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    },
+}
+
+
+def test_daemon_pod_keeps_owner_revision_readiness_and_only_our_conditions() -> None:
+    assert pod_from_api(TERMINATING_DAEMON_POD) == CachedPod(
+        owner_uid="c2a1d0e4-7f3b-4e8a-9b1c-2d3e4f5a6b7c",
+        owner_kind="DaemonSet",
+        images=("nginx:1.27", "fluent-bit:3.1"),
+        view=PodView(
+            namespace="edge",
+            name="web-x7k2p",
+            uid=PodUID("5f0c2c1e-8b0a-4d61-9d6e-1f2a3b4c5d6e"),
+            node_name=NodeName("edge-7"),
+            revision_hash="6d4f8b9c7",
+            template_generation=3,
+            deleting=True,
+            ready=True,
+            ready_since=datetime(2025, 3, 1, 10, 58, 20, tzinfo=UTC),
+            conditions={
+                "Ready": PodCondition(
+                    type="Ready",
+                    status=ConditionStatus.TRUE,
+                    last_transition_time="2025-03-01T10:58:20Z",
+                ),
+                "PodNeedUpgrade": PodCondition(
+                    type="PodNeedUpgrade",
+                    status=ConditionStatus.TRUE,
+                    message="controllerrevision: 7f9d5c6b8",
+                    last_transition_time="2025-03-01T11:30:00Z",
+                ),
+            },
+        ),
+    )
+
+
+def test_pending_daemon_pod_is_placed_on_the_node_its_affinity_pins() -> None:
+    pod = pod_from_api(PENDING_DAEMON_POD)
+    assert pod.view.node_name == "edge-9"
+    assert pod.view.ready is False
+    assert pod.view.ready_since is None
+    assert pod.view.deleting is False
+    assert pod.view.template_generation == 4
+    assert pod.view.conditions == {}
+    assert pod.images == ("nginx:1.28",)
+
+
+def test_pod_pinned_to_several_nodes_or_by_a_label_has_no_node() -> None:
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "values": ["a", "b"]}]},
+                        {"matchFields": [{"key": "spec.unschedulable", "values": ["false"]}]},
+                    ]
+                }
+            }
+        }
+    }
+    assert pod_from_api({"metadata": {"name": "p"}, "spec": spec}).view.node_name is None
+
+
+def test_pod_not_ready_has_no_ready_since_and_unknown_statuses_read_as_unknown() -> None:
+    pod = pod_from_api(
+        {
+            "metadata": {"name": "p", "namespace": "edge", "uid": "u"},
+            "spec": {"nodeName": "edge-1"},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "lastTransitionTime": "2025-03-01T10:00:00Z",
+                    },
+                    {"type": "PodImageReady", "status": "maybe", "reason": "WaitPullImage"},
+                ]
+            },
+        }
+    )
+    assert pod.view.ready is False
+    assert pod.view.ready_since is None
+    assert pod.view.conditions["Ready"].status is ConditionStatus.FALSE
+    assert pod.view.conditions["PodImageReady"] == PodCondition(
+        type="PodImageReady", status=ConditionStatus.UNKNOWN, reason="WaitPullImage"
+    )
+
+
+def test_pod_without_controller_or_usable_labels_has_no_owner_and_no_revision() -> None:
+    pod = pod_from_api(
+        {
+            "metadata": {
+                "name": "static-web-edge-1",
+                "namespace": "kube-system",
+                "uid": "u",
+                "labels": {"pod-template-generation": "not-a-number"},
+                "ownerReferences": [{"kind": "Node", "name": "edge-1", "uid": "n"}],
+            },
+            "spec": {"nodeName": "edge-1"},
+        }
+    )
+    assert (pod.owner_uid, pod.owner_kind) == (None, None)
+    assert (pod.view.revision_hash, pod.view.template_generation) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("ready", "readiness"),
+    [
+        pytest.param("True", NodeReadiness.READY, id="true"),
+        pytest.param("False", NodeReadiness.NOT_READY, id="false"),
+        pytest.param("Unknown", NodeReadiness.UNKNOWN, id="unknown"),
+        pytest.param(None, NodeReadiness.UNKNOWN, id="absent"),
+    ],
+)
+def test_node_readiness_comes_from_its_ready_condition(
+    ready: str | None, readiness: NodeReadiness
+) -> None:
+    assert node_from_api(node_json("edge-1", ready=ready)) == NodeView(
+        name=NodeName("edge-1"), readiness=readiness
+    )
+
+
+def test_node_heartbeat_changes_nothing_kept() -> None:
+    before = node_from_api(node_json("edge-1", heartbeat="2025-03-01T12:00:00Z"))
+    after = node_from_api(node_json("edge-1", heartbeat="2025-03-01T12:00:40Z"))
+    assert before == after
+
+
+def test_revision_keeps_number_hash_and_owner() -> None:
+    revision = revision_from_api(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {
+                "name": "web-6d4f8b9c7",
+                "namespace": "edge",
+                "labels": {"app": "web", "controller-revision-hash": "6d4f8b9c7"},
+                "ownerReferences": [
+                    {"kind": "DaemonSet", "name": "web", "uid": "ds-uid", "controller": True}
+                ],
+            },
+            "revision": 3,
+            "data": {"spec": {"template": {"$patch": "replace"}}},
+        }
+    )
+    assert revision == CachedRevision(
+        owner_uid="ds-uid",
+        view=RevisionView(name="web-6d4f8b9c7", revision=3, hash="6d4f8b9c7"),
+    )
+
+
+def test_revision_without_hash_label_or_number_reads_as_none_and_zero() -> None:
+    revision = revision_from_api({"metadata": {"name": "web-1", "labels": {}}})
+    assert revision == CachedRevision(
+        owner_uid=None, view=RevisionView(name="web-1", revision=0, hash=None)
+    )
+
+
+def reduced(daemonset: CachedDaemonSet) -> tuple[DaemonSetView, tuple[str, ...], int, int]:
+    """The parts of a cached DaemonSet that the reconciles read."""
+    return (
+        daemonset.view,
+        daemonset.pod_template_images,
+        daemonset.generation,
+        daemonset.observed_generation,
+    )
+
+
+def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
+    daemonset = daemonset_from_api(
+        {
+            "metadata": {
+                "name": "web",
+                "namespace": "edge",
+                "uid": "ds-uid",
+                "generation": 5,
+                "annotations": {"apps.openyurt.io/update-strategy": "OTA"},
+            },
+            "spec": {
+                "updateStrategy": {"type": "OnDelete"},
+                "minReadySeconds": 30,
+                "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}},
+            },
+            "status": {"observedGeneration": 4, "desiredNumberScheduled": 12},
+        }
+    )
+    assert reduced(daemonset) == (
+        DaemonSetView(
+            namespace="edge",
+            name="web",
+            uid=DaemonSetUID("ds-uid"),
+            annotations={"apps.openyurt.io/update-strategy": "OTA"},
+            update_strategy_type="OnDelete",
+            min_ready_seconds=30,
+            desired_nodes=12,
+        ),
+        ("nginx:1.28",),
+        5,
+        4,
+    )
+
+
+def test_daemonset_missing_fields_take_the_api_defaults() -> None:
+    daemonset = daemonset_from_api({"metadata": {"name": "web", "namespace": "edge", "uid": "u"}})
+    assert reduced(daemonset) == (
+        DaemonSetView(
+            namespace="edge",
+            name="web",
+            uid=DaemonSetUID("u"),
+            annotations={},
+            update_strategy_type="RollingUpdate",
+            min_ready_seconds=0,
+            desired_nodes=None,
+        ),
+        (),
+        0,
+        0,
+    )
+
+
+def test_object_key_is_namespace_slash_name_or_the_bare_name() -> None:
+    assert object_key("edge", "web") == "edge/web"
+    assert object_key(None, "edge-1") == "edge-1"
+    assert object_key("", "edge-1") == "edge-1"
