@@ -1,0 +1,326 @@
+"""What the agent's end-to-end tests share: a lab with agents, a client for them, cluster snapshots.
+
+The session's labs (conftest) run without agents, so these tests start a lab of their own with one
+agent per node, and talk to each agent over HTTP as a process on that node would. "Nothing changed"
+is checked by comparing snapshots of the pods the test made: a refusal must leave every UID,
+resourceVersion and deletion timestamp exactly as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from edgerollout.lab import cluster, link
+from edgerollout.lab.cluster import Lab
+from tests.e2e.support import LabHandle, by_node, pod_ready, wait_for
+
+JSON = dict[str, Any]
+OTA = {"apps.openyurt.io/update-strategy": "ota"}
+CACHE_AGE = "X-Edgerollout-Cache-Age"
+
+
+@contextlib.contextmanager
+def lab_with_agents(folder: Path, *, nodes: int = 3) -> Iterator[Lab]:
+    """A lab whose every node runs an agent; stopped when the block ends, whatever happened."""
+    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=True)
+    try:
+        yield lab
+    finally:
+        cluster.down(lab.folder, say=lambda _: None)
+
+
+@contextlib.asynccontextmanager
+async def lab_handle(lab: Lab) -> AsyncIterator[LabHandle]:
+    """API clients as the lab's admin; every cut link is restored when the block ends."""
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(lab.kubeconfig), client_configuration=configuration
+    )
+    async with client.ApiClient(configuration) as api:
+        handle = LabHandle(lab=lab, api=api, core=client.CoreV1Api(api), apps=client.AppsV1Api(api))
+        try:
+            yield handle
+        finally:
+            _, _, wanted = link.read_wanted(lab.folder)
+            cut = sorted(name for name, up in wanted.items() if not up)
+            if cut:
+                await handle.connect(*cut)
+            for name in cut:
+                await handle.wait_node_ready(name, "True", timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def fresh_namespace(handle: LabHandle) -> AsyncIterator[str]:
+    """A fresh namespace, ready for pods (its default ServiceAccount exists), deleted afterwards."""
+    name = f"a-{uuid.uuid4().hex[:8]}"
+    body: Any = {"metadata": {"name": name}}
+    await handle.core.create_namespace(body)
+
+    async def default_service_account() -> bool:
+        try:
+            await handle.core.read_namespaced_service_account("default", name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount {name}/default")
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiException):
+            await handle.core.delete_namespace(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One HTTP answer of an agent, read whole."""
+
+    status: int
+    content_type: str
+    headers: dict[str, str]
+    text: str
+    seconds: float
+
+    def json(self) -> Any:
+        return orjson.loads(self.text)
+
+    @property
+    def cache_age(self) -> float:
+        return float(self.headers[CACHE_AGE])
+
+
+class AgentClient:
+    """Requests to one node's agent, as a program on that node makes them (curl in the seeds)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def request(self, method: str, path: str, *, data: bytes | None = None) -> Answer:
+        started = time.monotonic()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                method, f"{self.url}{path}", data=data, timeout=aiohttp.ClientTimeout(total=30)
+            ) as response,
+        ):
+            text = await response.text()
+        return Answer(
+            status=response.status,
+            content_type=response.content_type,
+            headers=dict(response.headers),
+            text=text,
+            seconds=time.monotonic() - started,
+        )
+
+    async def pods(self) -> Answer:
+        return await self.request("GET", "/pods")
+
+    async def upgrade(self, namespace: str, pod: str) -> Answer:
+        return await self.request(
+            "POST", f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/upgrade"
+        )
+
+    async def imagepull(self, namespace: str, pod: str) -> Answer:
+        return await self.request(
+            "POST", f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/imagepull"
+        )
+
+    async def listed(self, namespace: str) -> list[JSON]:
+        """The pods of `namespace` in this agent's GET /pods, in the order served."""
+        answer = await self.pods()
+        assert answer.status == 200, answer.text
+        items: list[JSON] = answer.json()["items"]
+        return [pod for pod in items if pod["metadata"]["namespace"] == namespace]
+
+
+def listed_condition(pod: JSON, kind: str) -> JSON | None:
+    """A condition of a pod as GET /pods serves it (JSON), or None."""
+    for entry in (pod.get("status") or {}).get("conditions") or []:
+        if entry.get("type") == kind:
+            found: JSON = entry
+            return found
+    return None
+
+
+def refusal(answer: Answer) -> JSON:
+    """The refusal body, checked to be exactly {code, reason, message} with the answer's code."""
+    assert answer.content_type == "application/json", answer
+    body: JSON = answer.json()
+    assert sorted(body) == ["code", "message", "reason"], body
+    assert body["code"] == answer.status, body
+    return body
+
+
+PodState = tuple[str, str, Any, str | None]
+
+
+async def snapshot(handle: LabHandle, namespace: str) -> dict[str, PodState]:
+    """Every pod of the namespace: name -> (UID, resourceVersion, deletionTimestamp, node)."""
+    listed = await handle.core.list_namespaced_pod(namespace)
+    return {
+        pod.metadata.name: (
+            pod.metadata.uid,
+            pod.metadata.resource_version,
+            pod.metadata.deletion_timestamp,
+            pod.spec.node_name,
+        )
+        for pod in listed.items
+    }
+
+
+def bare_pod(name: str, *, node: str, finalizers: list[str] | None = None) -> Any:
+    """A pod of no controller, bound to `node` directly (no scheduler involved).
+
+    A plain manifest, as a user would apply it (the client accepts dicts where it types models)."""
+    meta: JSON = {"name": name, "labels": {"app": name}}
+    if finalizers:
+        meta["finalizers"] = finalizers
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"nodeName": node, "containers": [{"name": "nginx", "image": "nginx:1.19.4"}]},
+    }
+
+
+async def running(handle: LabHandle, namespace: str, name: str) -> bool:
+    pod = await handle.core.read_namespaced_pod(name, namespace)
+    return bool(pod.status.phase == "Running" and pod_ready(pod))
+
+
+async def running_on_every_node(handle: LabHandle, namespace: str, app: str) -> dict[str, str]:
+    """Wait for one Ready pod labelled `app=<app>` on each node; node -> pod name."""
+    nodes = sorted(node.name for node in handle.lab.nodes)
+
+    async def probe() -> dict[str, str] | None:
+        grouped = by_node(await handle.pods(namespace, f"app={app}"))
+        if sorted(grouped) != nodes or any(len(pods) != 1 for pods in grouped.values()):
+            return None
+        if not all(pod_ready(pods[0]) for pods in grouped.values()):
+            return None
+        return {node: pods[0].metadata.name for node, pods in grouped.items()}
+
+    found: dict[str, str] = await wait_for(probe, timeout=60, what=f"a Ready {app} pod per node")
+    return found
+
+
+HOLD = "e2e.edgerollout.io/hold"
+
+
+def _hold_policy(namespace: str) -> tuple[Any, Any]:
+    """An admission policy that keeps the HOLD finalizer on this namespace's pods, and its binding.
+
+    KWOK, the lab's kubelet, clears the finalizers of a pod being deleted; refusing that update
+    keeps the pod Terminating for as long as the test needs it.
+    """
+    name = f"hold-{namespace}"
+    kept = f"'{HOLD}' in object.metadata.finalizers"
+    held = f"'{HOLD}' in oldObject.metadata.finalizers"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+            },
+            "validations": [
+                {
+                    "expression": f"!has(oldObject.metadata.finalizers) || !({held}) || "
+                    f"(has(object.metadata.finalizers) && {kept})",
+                    "message": f"the test holds this pod with the finalizer {HOLD}",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    return policy, binding
+
+
+async def _release(handle: LabHandle, namespace: str, name: str) -> bool:
+    """Try to drop the pod's finalizers; True once the pod is gone."""
+    try:
+        await handle.core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+        await handle.core.read_namespaced_pod(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return True
+        if error.status != 422:  # 422: the hold policy is still in force
+            raise
+    return False
+
+
+@contextlib.asynccontextmanager
+async def terminating_pod(
+    handle: LabHandle, namespace: str, name: str, *, node: str
+) -> AsyncIterator[None]:
+    """A bare pod on `node` that has been deleted and stays Terminating until the block ends."""
+    admission = client.AdmissionregistrationV1Api(handle.api)
+    policy, binding = _hold_policy(namespace)
+    await admission.create_validating_admission_policy(policy)
+    await admission.create_validating_admission_policy_binding(binding)
+    try:
+        await handle.core.create_namespaced_pod(
+            namespace, bare_pod(name, node=node, finalizers=[HOLD])
+        )
+        await wait_for(lambda: running(handle, namespace, name), timeout=30, what=f"{name} Running")
+
+        async def held() -> bool:
+            try:
+                await handle.core.patch_namespaced_pod(
+                    name, namespace, {"metadata": {"finalizers": None}}, dry_run="All"
+                )
+            except ApiException as error:
+                if error.status == 422:
+                    return True
+                raise
+            return False
+
+        await wait_for(held, timeout=30, what="the hold policy in force")
+        await handle.core.delete_namespaced_pod(name, namespace)
+        before = await snapshot(handle, namespace)
+        assert before[name][2] is not None
+
+        async def settled() -> bool:
+            nonlocal before
+            now = await snapshot(handle, namespace)
+            same, before = now == before, now
+            return same
+
+        await wait_for(settled, timeout=30, what=f"{name} Terminating and left alone", interval=2)
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy_binding(binding["metadata"]["name"])
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy(policy["metadata"]["name"])
+        await wait_for(
+            lambda: _release(handle, namespace, name), timeout=30, what=f"{name} released"
+        )

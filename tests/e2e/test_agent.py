@@ -1,0 +1,608 @@
+"""The node-local OTA API against a real control plane (SPEC §6, §7; seed 001 §3).
+
+Every node of the lab runs its agent, reaching the API server only through that node's link and
+with a token bound to that node. The tests call the agents over HTTP as a program on the node
+does, run the real controller scoped to the test's namespace, and assert exact answers, exact
+pods and exact conditions — and, for every refusal, that nothing in the cluster changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import orjson
+import pytest
+import schemathesis
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    positive_data_acceptance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+)
+
+from edgerollout.lab.cluster import Lab
+from tests.e2e.agent_support import (
+    OTA,
+    AgentClient,
+    Answer,
+    bare_pod,
+    fresh_namespace,
+    lab_handle,
+    lab_with_agents,
+    listed_condition,
+    refusal,
+    running,
+    running_on_every_node,
+    snapshot,
+    terminating_pod,
+)
+from tests.e2e.controller_process import ControllerProcess, start_controller
+from tests.e2e.seed import (
+    NAME,
+    NEW,
+    NODES,
+    OLD,
+    ON_DELETE,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
+)
+from tests.e2e.support import (
+    LabHandle,
+    by_node,
+    condition,
+    daemonset,
+    hold_for,
+    images,
+    pod_ready,
+    set_image,
+    wait_for,
+)
+
+
+@pytest.fixture(scope="module")
+def agents_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with lab_with_agents(tmp_path_factory.mktemp("agents") / "lab") as lab:
+        yield lab
+
+
+@pytest.fixture
+async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
+    async with lab_handle(agents_lab) as handle:
+        yield handle
+
+
+@pytest.fixture
+async def ns(cloud: LabHandle) -> AsyncIterator[str]:
+    async with fresh_namespace(cloud) as name:
+        yield name
+
+
+@pytest.fixture
+async def ota_controller(
+    agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    handle = await start_controller(
+        agents_lab.kubeconfig, tmp_path / "controller.log", f"--namespace={ns}"
+    )
+    try:
+        yield handle
+    finally:
+        code = handle.stop()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            print(f"--- controller log ---\n{handle.log_text()}")
+        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+
+
+def agent_of(lab: Lab, node: str) -> AgentClient:
+    url = lab.node(node).agent_url
+    assert url is not None, f"the lab runs no agent on {node}"
+    return AgentClient(url)
+
+
+async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:
+    """Seed 001 §3's DaemonSet, Running everywhere; node -> pod name."""
+    await cloud.apps.create_namespaced_daemon_set(
+        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
+    )
+    await running_everywhere(cloud, ns, OLD, NODES)
+    return {
+        node: pods[0].metadata.name
+        for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()
+    }
+
+
+async def all_marked(cloud: LabHandle, ns: str, status: str, revision: str) -> bool:
+    pods = await cloud.pods(ns, SELECTOR)
+    wanted = (status, f"controllerrevision: {revision}")
+    return len(pods) == len(NODES) and all(
+        (found := condition(pod, "PodNeedUpgrade")) is not None
+        and (found.status, found.message) == wanted
+        for pod in pods
+    )
+
+
+async def new_version_marked(cloud: LabHandle, ns: str) -> str:
+    """Move the DaemonSet to nginx:1.19.5 and wait until every pod says PodNeedUpgrade=True."""
+    first = await newest_revision_hash(cloud, ns)
+    await wait_for(
+        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
+    )
+    await set_image(cloud, ns, NAME, NEW)
+
+    async def new_hash() -> str | None:
+        revision = await newest_revision_hash(cloud, ns)
+        return revision if revision != first else None
+
+    second = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    await wait_for(
+        lambda: all_marked(cloud, ns, "True", second), timeout=30, what="PodNeedUpgrade=True"
+    )
+    return second
+
+
+async def replaced_by_new_version(
+    cloud: LabHandle, ns: str, node: str, old_uid: str, revision: str
+) -> client.V1Pod:
+    async def probe() -> client.V1Pod | None:
+        pods = by_node(await cloud.pods(ns, SELECTOR)).get(node, [])
+        if len(pods) != 1 or pods[0].metadata.uid == old_uid:
+            return None
+        pod = pods[0]
+        need = condition(pod, "PodNeedUpgrade")
+        current = (
+            images(pod) == [NEW]
+            and pod_ready(pod)
+            and need is not None
+            and (need.status, need.message) == ("False", f"controllerrevision: {revision}")
+        )
+        return pod if current else None
+
+    found: client.V1Pod = await wait_for(
+        probe, timeout=45, what=f"{node}'s new nginx:1.19.5 pod with PodNeedUpgrade=False"
+    )
+    return found
+
+
+def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None:
+    assert (answer.status, refusal(answer)) == (
+        code,
+        {"code": code, "reason": reason, "message": message},
+    )
+
+
+# --- seed 001 §3 ------------------------------------------------------------------------------
+
+
+async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    names = await ota_daemonset(cloud, ns)
+    uids = {
+        node: pods[0].metadata.uid for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()
+    }
+    pod = names["edge-2"]
+    first = await newest_revision_hash(cloud, ns)
+
+    async def served_mark(status: str, revision: str) -> bool:
+        listed = await edge2.listed(ns)
+        need = listed_condition(listed[0], "PodNeedUpgrade") if len(listed) == 1 else None
+        return (
+            [p["metadata"]["name"] for p in listed] == [pod]
+            and need is not None
+            and (need["status"], need["message"]) == (status, f"controllerrevision: {revision}")
+        )
+
+    await wait_for(
+        lambda: served_mark("False", first), timeout=30, what="GET /pods: PodNeedUpgrade=False"
+    )
+    second = await new_version_marked(cloud, ns)
+    await wait_for(
+        lambda: served_mark("True", second), timeout=15, what="GET /pods: PodNeedUpgrade=True"
+    )
+    everything = (await edge2.pods()).json()["items"]
+    assert {p["spec"]["nodeName"] for p in everything} == {"edge-2"}
+
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Start updating pod {ns}/{pod}",
+    )
+
+    fresh = await replaced_by_new_version(cloud, ns, "edge-2", uids["edge-2"], second)
+    grouped = by_node(await cloud.pods(ns, SELECTOR))
+    for node in ("edge-1", "edge-3"):
+        (kept,) = grouped[node]
+        assert (kept.metadata.uid, images(kept)) == (uids[node], [OLD])
+        assert kept.metadata.deletion_timestamp is None
+
+    async def served_new_pod() -> bool:
+        listed = await edge2.listed(ns)
+        need = listed_condition(listed[0], "PodNeedUpgrade") if len(listed) == 1 else None
+        return (
+            [p["metadata"]["uid"] for p in listed] == [fresh.metadata.uid]
+            and need is not None
+            and need["status"] == "False"
+        )
+
+    await wait_for(served_new_pod, timeout=15, what="GET /pods: the new pod, PodNeedUpgrade=False")
+
+
+# --- imagepull --------------------------------------------------------------------------------
+
+
+async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    pod = (await ota_daemonset(cloud, ns))["edge-2"]
+    newest = await new_version_marked(cloud, ns)
+    # Only the agent writes from here on: whatever the controller later does with a requested
+    # pre-pull is not what this test is about.
+    assert ota_controller.stop() == 0
+    before = await cloud.core.read_namespaced_pod(pod, ns)
+
+    answer = await edge2.imagepull(ns, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Image pre-pull requested for pod {ns}/{pod}",
+    )
+
+    after = await cloud.core.read_namespaced_pod(pod, ns)
+    pulled = condition(after, "PodImageReady")
+    assert pulled is not None
+    assert (pulled.status, pulled.reason, pulled.message) == (
+        "False",
+        "WaitPullImage",
+        f"controllerrevision: {newest}",
+    )
+    assert after.metadata.uid == before.metadata.uid
+    assert after.metadata.deletion_timestamp is None
+
+    def others(subject: client.V1Pod) -> list[tuple[Any, ...]]:
+        return sorted(
+            (c.type, c.status, c.reason, c.message, c.last_transition_time)
+            for c in subject.status.conditions
+            if c.type != "PodImageReady"
+        )
+
+    assert others(after) == others(before)
+
+    again = await edge2.imagepull(ns, pod)
+    assert (again.status, again.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    state = await snapshot(cloud, ns)
+    assert state[pod][1] == after.metadata.resource_version
+
+    refused = await edge2.upgrade(ns, pod)
+    assert_refused(
+        refused,
+        409,
+        "ImagePullNotDone",
+        f"the image pre-pull requested for pod {ns}/{pod} (revision {newest}) has not finished "
+        "yet (PodImageReady=False, reason WaitPullImage); upgrade once it has succeeded",
+    )
+
+    async def unchanged() -> bool:
+        return await snapshot(cloud, ns) == state
+
+    await hold_for(unchanged, seconds=3, what="every pod as it was")
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+async def test_requests_for_pods_the_node_may_not_upgrade_are_refused_and_change_nothing(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    names = await ota_daemonset(cloud, ns)
+    first = await newest_revision_hash(cloud, ns)
+    await wait_for(
+        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
+    )
+    annotations = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
+    await cloud.apps.create_namespaced_daemon_set(
+        ns, daemonset("rolling", image=OLD, strategy=ON_DELETE, annotations=annotations)
+    )
+    rolling = (await running_on_every_node(cloud, ns, "rolling"))["edge-2"]
+    await cloud.core.create_namespaced_pod(ns, bare_pod("bare", node="edge-2"))
+    await wait_for(lambda: running(cloud, ns, "bare"), timeout=30, what="the bare pod Running")
+    state = await snapshot(cloud, ns)
+
+    cases = [
+        ("nope", 404, "PodNotFound", f"pod {ns}/nope does not exist"),
+        (
+            names["edge-1"],
+            403,
+            "PodOnAnotherNode",
+            f"pod {ns}/{names['edge-1']} is bound to node edge-1, not to this node edge-2: "
+            "a node may only act on its own pods",
+        ),
+        (
+            rolling,
+            400,
+            "NotAnOTAPod",
+            f"pod {ns}/{rolling} belongs to DaemonSet rolling, which does not use the OTA "
+            "update strategy",
+        ),
+        (
+            "bare",
+            400,
+            "NotAnOTAPod",
+            f"pod {ns}/bare is owned by no controller, not by a DaemonSet with the OTA update "
+            "strategy",
+        ),
+        (
+            names["edge-2"],
+            409,
+            "NoUpgradeAvailable",
+            f"pod {ns}/{names['edge-2']} has no newer version: its PodNeedUpgrade condition is "
+            "False, expected True",
+        ),
+    ]
+    for pod, code, reason, message in cases:
+        for ask in (edge2.upgrade, edge2.imagepull):
+            assert_refused(await ask(ns, pod), code, reason, message)
+    assert_refused(
+        await edge2.upgrade("no-such-namespace", names["edge-2"]),
+        404,
+        "PodNotFound",
+        f"pod no-such-namespace/{names['edge-2']} does not exist",
+    )
+
+    assert await snapshot(cloud, ns) == state
+
+
+async def test_terminating_pod_is_refused_409_and_stays_as_it_is(
+    agents_lab: Lab, cloud: LabHandle, ns: str
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    async with terminating_pod(cloud, ns, "held", node="edge-2"):
+        state = await snapshot(cloud, ns)
+        assert state["held"][2] is not None
+        for ask in (edge2.upgrade, edge2.imagepull):
+            assert_refused(
+                await ask(ns, "held"),
+                409,
+                "PodTerminating",
+                f"pod {ns}/held is already terminating",
+            )
+        assert await snapshot(cloud, ns) == state
+
+
+async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_nothing(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    pod = (await ota_daemonset(cloud, ns))["edge-2"]
+    await new_version_marked(cloud, ns)
+    state = await snapshot(cloud, ns)
+    route = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
+
+    for method in ("GET", "PUT", "DELETE", "PATCH"):
+        for action in ("upgrade", "imagepull"):
+            path = f"{route}/{action}"
+            answer = await edge2.request(method, path)
+            assert_refused(
+                answer,
+                405,
+                "MethodNotAllowed",
+                f"{method} is not allowed on {path} (allowed: POST)",
+            )
+            assert answer.headers.get("Allow") == "POST"
+    for path in (
+        f"{route}/restart",
+        f"{route}/upgrade/",
+        f"{route}/upgrade/now",
+        f"/openyurt.io/v2/namespaces/{ns}/pods/{pod}/upgrade",
+        f"/openyurt.io/v1/namespaces/{ns}/pods//upgrade",
+        f"/openyurt.io/v1/namespaces//pods/{pod}/upgrade",
+        f"/openyurt.io/v1/{ns}/{pod}/upgrade",
+    ):
+        assert_refused(await edge2.request("POST", path), 404, "NotFound", f"no such route: {path}")
+    for namespace, name, wrong in (
+        (ns.upper(), pod, f"namespace '{ns.upper()}' is not a DNS-1123 label"),
+        (f"{ns}_x", pod, f"namespace '{ns}_x' is not a DNS-1123 label"),
+        (ns, pod.upper(), f"pod name '{pod.upper()}' is not a DNS-1123 subdomain"),
+        (ns, f"{pod}-", f"pod name '{pod}-' is not a DNS-1123 subdomain"),
+    ):
+        for ask in (edge2.upgrade, edge2.imagepull):
+            answer = await ask(namespace, name)
+            body = refusal(answer)
+            assert (answer.status, body["reason"]) == (400, "InvalidName")
+            assert body["message"].startswith(wrong)
+    for action in ("upgrade", "imagepull"):
+        assert_refused(
+            await edge2.request("POST", f"{route}/{action}", data=b"x" * (64 * 1024 + 1)),
+            413,
+            "RequestEntityTooLarge",
+            "bodies are limited to 65536 bytes",
+        )
+
+    assert await snapshot(cloud, ns) == state
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+
+
+# --- the API server's own-node rule ----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def as_agent_of(lab: Lab, node: str) -> AsyncIterator[client.CoreV1Api]:
+    """The API as the agent of `node` sees it: its token, through its node's link."""
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(lab.folder / "kubeconfigs" / f"agent-{node}.kubeconfig"),
+        client_configuration=configuration,
+    )
+    async with client.ApiClient(configuration) as api:
+        yield client.CoreV1Api(api)
+
+
+async def test_api_server_lets_an_agents_identity_change_only_its_own_nodes_pods(
+    agents_lab: Lab, cloud: LabHandle, ns: str
+) -> None:
+    names = await ota_daemonset(cloud, ns)
+    state = await snapshot(cloud, ns)
+    foreign, own = names["edge-2"], names["edge-1"]
+    expected = (
+        "ValidatingAdmissionPolicy 'edgerollout-agent-own-node' with binding "
+        "'edgerollout-agent-own-node' denied request: the edgerollout agent may only change "
+        "pods bound to its own node: this pod is on edge-2, the token is bound to a pod on edge-1"
+    )
+    status_patch = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodImageReady",
+                    "status": "False",
+                    "reason": "WaitPullImage",
+                    "message": "controllerrevision: forged",
+                }
+            ]
+        }
+    }
+
+    async with as_agent_of(agents_lab, "edge-1") as edge1:
+        with pytest.raises(ApiException) as deleting:
+            await edge1.delete_namespaced_pod(foreign, ns)
+        with pytest.raises(ApiException) as patching:
+            await edge1.patch_namespaced_pod_status(foreign, ns, status_patch)
+        await edge1.delete_namespaced_pod(own, ns, dry_run="All")
+        await edge1.patch_namespaced_pod_status(own, ns, status_patch, dry_run="All")
+
+    for refused in (deleting.value, patching.value):
+        assert refused.body is not None
+        status = orjson.loads(refused.body)
+        assert (refused.status, status["code"], status["reason"]) == (403, 403, "Forbidden")
+        assert status["message"].endswith(expected)
+    assert await snapshot(cloud, ns) == state
+
+
+# --- disconnection ---------------------------------------------------------------------------
+
+
+async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_once_back(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    names = await ota_daemonset(cloud, ns)
+    pod = names["edge-2"]
+    newest = await new_version_marked(cloud, ns)
+
+    async def served_true() -> bool:
+        listed = await edge2.listed(ns)
+        need = listed_condition(listed[0], "PodNeedUpgrade") if listed else None
+        return need is not None and need["status"] == "True"
+
+    await wait_for(served_true, timeout=15, what="GET /pods: PodNeedUpgrade=True")
+    connected = await edge2.pods()
+    assert connected.cache_age == 0.0
+    served = sorted(p["metadata"]["uid"] for p in connected.json()["items"])
+    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
+
+    await cloud.disconnect("edge-2")
+
+    async def cache_aging() -> bool:
+        return (await edge2.pods()).cache_age > 0
+
+    await wait_for(cache_aging, timeout=10, what="the agent's cache aging")
+    unreachable = "the API server cannot be reached from node edge-2 ("
+    for ask in (edge2.upgrade, edge2.imagepull):
+        answer = await ask(ns, pod)
+        body = refusal(answer)
+        assert (answer.status, body["reason"]) == (503, "CloudUnreachable")
+        assert body["message"].startswith(unreachable)
+        assert body["message"].endswith("); nothing was changed, try again once the link is back")
+        assert answer.seconds < 2
+    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    assert kept.metadata.uid == uid
+    assert kept.metadata.deletion_timestamp is None
+    assert condition(kept, "PodImageReady") is None
+
+    early = await edge2.pods()
+    await asyncio.sleep(3)
+    late = await edge2.pods()
+    for answer in (early, late):
+        assert answer.status == 200
+        assert sorted(p["metadata"]["uid"] for p in answer.json()["items"]) == served
+    assert late.cache_age >= early.cache_age + 2.5
+
+    await cloud.connect("edge-2")
+    await cloud.wait_node_ready("edge-2", "True", timeout=30)
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+
+
+# --- the OpenAPI document against the live agent ----------------------------------------------
+
+
+def fuzz(url: str, *, examples: int) -> list[tuple[str, int]]:
+    """Requests generated from the agent's own /openapi.json; each answer checked against it."""
+    schema = schemathesis.openapi.from_url(f"{url}/openapi.json", timeout=10)
+    schema.validate()
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        response_headers_conformance,
+        unsupported_method,
+        positive_data_acceptance,
+    ]
+    seen: list[tuple[str, int]] = []
+
+    @hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(hypothesis.HealthCheck),
+    )
+    @hypothesis.given(case=schema.as_strategy())
+    def conforms(case: schemathesis.Case[Any]) -> None:
+        response = case.call_and_validate(checks=checks, timeout=10)
+        seen.append((case.operation.label, response.status_code))
+
+    conforms()
+    return seen
+
+
+async def test_live_agent_answers_as_its_openapi_document_says(
+    agents_lab: Lab, cloud: LabHandle, ns: str
+) -> None:
+    await ota_daemonset(cloud, ns)
+    state = await snapshot(cloud, ns)
+    agents = await snapshot(cloud, "edgerollout-system")
+    url = agents_lab.node("edge-2").agent_url
+    assert url is not None
+
+    seen = await asyncio.to_thread(fuzz, url, examples=150)
+
+    labels = {label for label, _ in seen}
+    assert {
+        "GET /pods",
+        "GET /healthz",
+        "GET /readyz",
+        "GET /metrics",
+        "POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade",
+        "POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull",
+    } <= labels
+    assert all(code < 500 for _, code in seen)
+    assert await snapshot(cloud, ns) == state
+    assert await snapshot(cloud, "edgerollout-system") == agents
