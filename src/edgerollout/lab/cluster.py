@@ -35,6 +35,8 @@ STATE_FILE = "state.json"
 COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube-apiserver", "etcd")
 
 Say = Callable[[str], None]
+# Ports are chosen free, but another program may bind one before our component does.
+PORT_ATTEMPTS = 3
 
 
 class LabError(RuntimeError):
@@ -116,11 +118,19 @@ def up(folder: Path, *, nodes: int, say: Say, agents: bool = False) -> Lab:
             "stop it with `lab down` first"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        return _up(folder, nodes=nodes, say=say, agents=agents)
-    except BaseException:
-        down(folder, say=lambda _: None)
-        raise
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return _up(folder, nodes=nodes, say=say, agents=agents)
+        except processes.ComponentError as error:
+            down(folder, say=lambda _: None)
+            if "address already in use" not in str(error) or attempt == PORT_ATTEMPTS:
+                raise
+            first_line = str(error).splitlines()[0]
+            say(f"a port was taken by another program meanwhile; starting again ({first_line})")
+        except BaseException:
+            down(folder, say=lambda _: None)
+            raise
+    raise AssertionError("unreachable")
 
 
 def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:

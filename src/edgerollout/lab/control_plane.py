@@ -11,6 +11,7 @@ Settings that differ from upstream defaults, and why:
 from __future__ import annotations
 
 import json
+import random
 import socket
 import ssl
 import urllib.request
@@ -24,11 +25,35 @@ NODE_MONITOR_GRACE_SECONDS = 10
 SERVICE_CIDR = "10.96.0.0/16"
 
 
+_LOWEST_PORT = 10000
+
+
+def _ephemeral_start() -> int:
+    """Where the kernel starts picking ports for outgoing connections (Linux default 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port nothing listens on, below the kernel's ephemeral range.
+
+    A port handed out by `bind(0)` comes from the ephemeral range, and any outgoing connection
+    made before the program that should listen on it starts may take it. Ports below that range
+    are only ever taken by an explicit bind, so choosing one at random and checking it is free
+    leaves a race only with another program doing the same.
+    """
+    ceiling = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(_LOWEST_PORT, ceiling)  # noqa: S311 - not security
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free loopback port between {_LOWEST_PORT} and {ceiling}")
 
 
 @dataclass(frozen=True, slots=True)
