@@ -31,6 +31,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from edgerollout.lab.cluster import Lab
+from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.agent_support import (
     OTA,
     AgentClient,
@@ -294,6 +295,84 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
         "ImagePullNotDone",
         f"the image pre-pull requested for pod {ns}/{pod} (revision {newest}) has not finished "
         "yet (PodImageReady=False, reason WaitPullImage); upgrade once it has succeeded",
+    )
+
+    async def unchanged() -> bool:
+        return await snapshot(cloud, ns) == state
+
+    await hold_for(unchanged, seconds=3, what="every pod as it was")
+
+
+async def pull_outcome(cloud: LabHandle, ns: str, pod: str) -> tuple[str, str, str] | None:
+    """PodImageReady once the pull has an outcome: (status, reason, message); else None."""
+    found = await cloud.core.read_namespaced_pod(pod, ns)
+    pulled = condition(found, "PodImageReady")
+    if pulled is None or pulled.reason == "WaitPullImage":
+        return None
+    return (pulled.status, pulled.reason, pulled.message)
+
+
+async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    pod = (await ota_daemonset(cloud, ns))["edge-2"]
+    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
+    newest = await new_version_marked(cloud, ns)
+
+    answer = await edge2.imagepull(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    outcome = await wait_for(
+        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
+    )
+    assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")
+
+    async def job_cleaned_up() -> bool:
+        jobs = await client.BatchV1Api(cloud.api).list_namespaced_job(ns)
+        return jobs.items == []
+
+    await wait_for(job_cleaned_up, timeout=30, what="the pull Job deleted once reported")
+
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+
+
+async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge1 = agent_of(agents_lab, "edge-1")
+    pod = (await ota_daemonset(cloud, ns))["edge-1"]
+    first = await newest_revision_hash(cloud, ns)
+    await wait_for(
+        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
+    )
+    await set_image(cloud, ns, NAME, UNPULLABLE_IMAGE)
+
+    async def new_hash() -> str | None:
+        revision = await newest_revision_hash(cloud, ns)
+        return revision if revision != first else None
+
+    newest = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    await wait_for(
+        lambda: all_marked(cloud, ns, "True", newest), timeout=30, what="PodNeedUpgrade=True"
+    )
+
+    answer = await edge1.imagepull(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    outcome = await wait_for(
+        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
+    )
+    assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
+    state = await snapshot(cloud, ns)
+
+    refused = await edge1.upgrade(ns, pod)
+    assert_refused(
+        refused,
+        409,
+        "ImagePullNotDone",
+        f"the image pre-pull requested for pod {ns}/{pod} (revision {newest}) has failed "
+        "(PodImageReady=False, reason PullImageFail); upgrade once it has succeeded",
     )
 
     async def unchanged() -> bool:
