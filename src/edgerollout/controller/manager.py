@@ -89,7 +89,11 @@ class Controller:
 
     def _on_leadership(self, leading: bool) -> None:
         metrics.LEADER.labels(name=self.options.leader_election_name).set(1 if leading else 0)
-        if not leading:
+        if leading:
+            return
+        if self.elector is not None and self.elector.released:
+            log.info("released the leader lease")
+        else:
             log.error("lost the leader lease: every write stops now")
 
     def may_write(self) -> bool:
@@ -191,6 +195,11 @@ class Controller:
             )
             if work in done:
                 work.result()  # LeadershipLost or a crash: raise it
+            if informers in done:
+                # The caches never end on their own: without them nothing is seen, so stop
+                # with an error for the supervisor to restart us rather than idle "healthy".
+                informers.result()
+                raise RuntimeError("the watch caches stopped")
         finally:
             self.queue.shut_down()
             for task in (work, informers, stopper):

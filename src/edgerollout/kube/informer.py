@@ -177,6 +177,14 @@ class Informer(Generic[T]):
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
+            except Exception as error:
+                # An object we could not read (or a bug): never let the cache die silently.
+                # Listing again rebuilds it from what the API server says now.
+                self.on_lost(error)
+                log.exception("%s cache failed; listing again", self.resource.plural)
+                need_list = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_backoff)
 
 
 async def run_all(informers: list[Informer[Any]]) -> None:

@@ -56,6 +56,7 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
+        self.released = False
 
     @property
     def is_leader(self) -> bool:
@@ -172,6 +173,7 @@ class LeaderElector:
         """Give the Lease up (on shutdown) so another replica can take it at once."""
         if self._lease is None or not self.is_leader:
             return
+        self.released = True
         self._set_leader(None)
         lease = dict(self._lease)
         spec = dict(lease.get("spec") or {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -277,3 +278,29 @@ async def test_cache_told_to_relist_after_a_failure_lists_instead_of_resuming(
 
         assert sleeps == [0.5]
         assert len(api.calls_to("list", NODES)) == 2
+
+
+async def test_event_the_cache_cannot_read_makes_it_list_again_instead_of_dying(
+    sleeps: list[float],
+) -> None:
+    api = FakeApi()
+    api.put(NODES, node_json("edge-1"))
+    informer, changes = node_informer(api)
+
+    task = asyncio.create_task(informer.run())
+    try:
+        await until(informer.synced.is_set, what="first list")
+        # An event without a name cannot be keyed: the cache must recover, not end its task.
+        api.send(NODES, {"type": "MODIFIED", "object": {"metadata": {"resourceVersion": "99"}}})
+        await until(lambda: informer.lists == 2, what="a second list after the unreadable event")
+        added = api.publish(NODES, "ADDED", node_json("edge-2"))
+        await caught_up(informer, added)
+
+        assert not task.done()
+        assert sorted(informer.store) == ["edge-1", "edge-2"]
+        assert changes == [(None, node("edge-1")), (None, node("edge-2"))]
+        assert sleeps == [0.5]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
