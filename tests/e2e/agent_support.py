@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,10 @@ from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster, link
+from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
 from tests.e2e.support import LabHandle, by_node, pod_ready, wait_for
 
@@ -38,50 +37,6 @@ def lab_with_agents(folder: Path, *, nodes: int = 3) -> Iterator[Lab]:
         yield lab
     finally:
         cluster.down(lab.folder, say=lambda _: None)
-
-
-@contextlib.asynccontextmanager
-async def lab_handle(lab: Lab) -> AsyncIterator[LabHandle]:
-    """API clients as the lab's admin; every cut link is restored when the block ends."""
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(lab.kubeconfig), client_configuration=configuration
-    )
-    async with client.ApiClient(configuration) as api:
-        handle = LabHandle(lab=lab, api=api, core=client.CoreV1Api(api), apps=client.AppsV1Api(api))
-        try:
-            yield handle
-        finally:
-            _, _, wanted = link.read_wanted(lab.folder)
-            cut = sorted(name for name, up in wanted.items() if not up)
-            if cut:
-                await handle.connect(*cut)
-            for name in cut:
-                await handle.wait_node_ready(name, "True", timeout=30)
-
-
-@contextlib.asynccontextmanager
-async def fresh_namespace(handle: LabHandle) -> AsyncIterator[str]:
-    """A fresh namespace, ready for pods (its default ServiceAccount exists), deleted afterwards."""
-    name = f"a-{uuid.uuid4().hex[:8]}"
-    body: Any = {"metadata": {"name": name}}
-    await handle.core.create_namespace(body)
-
-    async def default_service_account() -> bool:
-        try:
-            await handle.core.read_namespaced_service_account("default", name)
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
-
-    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount {name}/default")
-    try:
-        yield name
-    finally:
-        with contextlib.suppress(ApiException):
-            await handle.core.delete_namespace(name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,19 +7,16 @@ lab is stopped in a finalizer, also when a test fails or the run is interrupted.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster, link
+from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.controller_process import ControllerProcess, start_controller
-from tests.e2e.support import LabHandle, wait_for
+from tests.e2e.controller_process import ControllerProcess, controller_for
+from tests.e2e.support import LabHandle, fresh_namespace, lab_handle
 
 DEFAULT_NODES = 4
 
@@ -79,49 +76,14 @@ def lab(_labs: _Labs, request: pytest.FixtureRequest) -> Lab:
 
 @pytest.fixture
 async def kube(lab: Lab) -> AsyncIterator[LabHandle]:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(lab.kubeconfig), client_configuration=configuration
-    )
-    async with client.ApiClient(configuration) as api:
-        handle = LabHandle(lab=lab, api=api, core=client.CoreV1Api(api), apps=client.AppsV1Api(api))
-        try:
-            yield handle
-        finally:
-            # Leave every node connected for the next test, whatever this one did.
-            _, _, wanted = link.read_wanted(lab.folder)
-            cut = sorted(name for name, up in wanted.items() if not up)
-            if cut:
-                await handle.connect(*cut)
-            for name in cut:
-                await handle.wait_node_ready(name, "True", timeout=30)
+    async with lab_handle(lab) as handle:
+        yield handle
 
 
 @pytest.fixture
 async def namespace(kube: LabHandle) -> AsyncIterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    body: Any = {"metadata": {"name": name}}
-    await kube.core.create_namespace(body)
-
-    async def default_service_account() -> bool:
-        try:
-            await kube.core.read_namespaced_service_account("default", name)
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
-
-    # Pods are refused until the namespace's default ServiceAccount exists.
-    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount {name}/default")
-    try:
+    async with fresh_namespace(kube) as name:
         yield name
-    finally:
-        try:
-            await kube.core.delete_namespace(name)
-        except ApiException as error:
-            if error.status != 404:
-                raise
 
 
 @pytest.fixture
@@ -129,17 +91,8 @@ async def controller(
     lab: Lab, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[ControllerProcess]:
     """edgerollout's controller, running as a process, scoped to the test's namespace."""
-    handle = await start_controller(
-        lab.kubeconfig, tmp_path / "controller.log", f"--namespace={namespace}"
-    )
-    try:
-        yield handle
-    finally:
-        code = handle.stop()
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            print(f"--- controller log ---\n{handle.log_text()}")
-        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+    async with controller_for(lab.kubeconfig, namespace, tmp_path / "controller.log", request) as c:
+        yield c
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

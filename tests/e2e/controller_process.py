@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from edgerollout.lab.control_plane import free_port
 
@@ -108,3 +111,20 @@ async def wait_ready_endpoint(handle: ControllerProcess, timeout: float = 30) ->
         if loop.time() > deadline:
             raise AssertionError(f"controller not ready within {timeout} s:\n{handle.log_text()}")
         await asyncio.sleep(0.2)
+
+
+@contextlib.asynccontextmanager
+async def controller_for(
+    kubeconfig: Path, namespace: str, log: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    """The controller scoped to one namespace for one test; its log is printed if the test failed,
+    and it must stop cleanly (exit 0) when asked."""
+    handle = await start_controller(kubeconfig, log, f"--namespace={namespace}")
+    try:
+        yield handle
+    finally:
+        code = handle.stop()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            print(f"--- controller log ---\n{handle.log_text()}")
+        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kubernetes_asyncio import client
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster
+from edgerollout.lab import cluster, link
 from edgerollout.lab.cluster import Lab
 
 T = TypeVar("T")
@@ -137,3 +140,50 @@ def condition(pod: client.V1Pod, kind: str) -> Any:
         if entry.type == kind:
             return entry
     return None
+
+
+@contextlib.asynccontextmanager
+async def lab_handle(lab: Lab) -> AsyncIterator[LabHandle]:
+    """API clients as the lab's admin; every cut link is restored when the block ends."""
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(lab.kubeconfig), client_configuration=configuration
+    )
+    async with client.ApiClient(configuration) as api:
+        handle = LabHandle(lab=lab, api=api, core=client.CoreV1Api(api), apps=client.AppsV1Api(api))
+        try:
+            yield handle
+        finally:
+            _, _, wanted = link.read_wanted(lab.folder)
+            cut = sorted(name for name, up in wanted.items() if not up)
+            if cut:
+                await handle.connect(*cut)
+            for name in cut:
+                await handle.wait_node_ready(name, "True", timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def fresh_namespace(handle: LabHandle, *, prefix: str = "t") -> AsyncIterator[str]:
+    """A fresh namespace, ready for pods (its default ServiceAccount exists), deleted afterwards."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    body: Any = {"metadata": {"name": name}}
+    await handle.core.create_namespace(body)
+
+    async def default_service_account() -> bool:
+        try:
+            await handle.core.read_namespaced_service_account("default", name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount {name}/default")
+    try:
+        yield name
+    finally:
+        try:
+            await handle.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise

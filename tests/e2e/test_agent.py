@@ -37,8 +37,6 @@ from tests.e2e.agent_support import (
     AgentClient,
     Answer,
     bare_pod,
-    fresh_namespace,
-    lab_handle,
     lab_with_agents,
     listed_condition,
     refusal,
@@ -47,7 +45,7 @@ from tests.e2e.agent_support import (
     snapshot,
     terminating_pod,
 )
-from tests.e2e.controller_process import ControllerProcess, start_controller
+from tests.e2e.controller_process import ControllerProcess, controller_for
 from tests.e2e.seed import (
     NAME,
     NEW,
@@ -63,8 +61,10 @@ from tests.e2e.support import (
     by_node,
     condition,
     daemonset,
+    fresh_namespace,
     hold_for,
     images,
+    lab_handle,
     pod_ready,
     set_image,
     wait_for,
@@ -85,7 +85,7 @@ async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
 
 @pytest.fixture
 async def ns(cloud: LabHandle) -> AsyncIterator[str]:
-    async with fresh_namespace(cloud) as name:
+    async with fresh_namespace(cloud, prefix="a") as name:
         yield name
 
 
@@ -93,17 +93,8 @@ async def ns(cloud: LabHandle) -> AsyncIterator[str]:
 async def ota_controller(
     agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[ControllerProcess]:
-    handle = await start_controller(
-        agents_lab.kubeconfig, tmp_path / "controller.log", f"--namespace={ns}"
-    )
-    try:
-        yield handle
-    finally:
-        code = handle.stop()
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            print(f"--- controller log ---\n{handle.log_text()}")
-        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+    async with controller_for(agents_lab.kubeconfig, ns, tmp_path / "controller.log", request) as c:
+        yield c
 
 
 def agent_of(lab: Lab, node: str) -> AgentClient:
