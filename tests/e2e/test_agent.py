@@ -303,6 +303,13 @@ async def pull_outcome(cloud: LabHandle, ns: str, pod: str) -> tuple[str, str, s
     return (pulled.status, pulled.reason, pulled.message)
 
 
+async def pull_job_gone(cloud: LabHandle, ns: str) -> bool:
+    """No pull Job left in the namespace, and none of its pods."""
+    jobs = await client.BatchV1Api(cloud.api).list_namespaced_job(ns)
+    pods = await cloud.core.list_namespaced_pod(ns, label_selector="edgerollout.io/prepull-for")
+    return jobs.items == [] and pods.items == []
+
+
 async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
     agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
 ) -> None:
@@ -318,11 +325,9 @@ async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
     )
     assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")
 
-    async def job_cleaned_up() -> bool:
-        jobs = await client.BatchV1Api(cloud.api).list_namespaced_job(ns)
-        return jobs.items == []
-
-    await wait_for(job_cleaned_up, timeout=30, what="the pull Job deleted once reported")
+    await wait_for(
+        lambda: pull_job_gone(cloud, ns), timeout=30, what="the pull Job deleted once reported"
+    )
 
     answer = await edge2.upgrade(ns, pod)
     assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
@@ -355,6 +360,10 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
         lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
     )
     assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
+    # The failed Job and its pod are deleted once reported; then nothing else may move.
+    await wait_for(
+        lambda: pull_job_gone(cloud, ns), timeout=30, what="the pull Job deleted once reported"
+    )
     state = await snapshot(cloud, ns)
 
     refused = await edge1.upgrade(ns, pod)
