@@ -132,12 +132,12 @@ class ClusterCache:
             self.enqueue(key)
 
     def _on_job(self, old: JobView | None, new: JobView | None) -> None:
-        # A pull Job finishing is news for the DaemonSet of the pod it pulls for.
+        # A pull Job's progress is news for the DaemonSet of the pod it pulls for.
         current = new or old
         assert current is not None
-        for key, pods in self.pods_by_owner.items():
-            if any(pod.view.namespace == current.namespace for pod in pods.values()):
-                self._enqueue_owner(key)
+        pod = self.pods.get(object_key(current.namespace, current.pod_name))
+        if pod is not None and pod.owner_kind == "DaemonSet":
+            self._enqueue_owner(pod.owner_uid)
 
     def jobs_in(self, namespace: str) -> dict[str, JobView]:
         return {job.name: job for job in self.jobs.values() if job.namespace == namespace}

@@ -52,9 +52,12 @@ class JobState(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobView:
+    """A pull Job: where it is, which pod it pulls for, and how far it got."""
+
     namespace: str
     name: str
     state: JobState
+    pod_name: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -92,7 +92,12 @@ def job_from_api(obj: JSON) -> JobView | None:
             state = JobState.SUCCEEDED
         elif condition.get("type") == "Failed":
             state = JobState.FAILED
-    return JobView(namespace=meta.get("namespace", ""), name=meta.get("name", ""), state=state)
+    return JobView(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        state=state,
+        pod_name=str((meta.get("labels") or {}).get(PREPULL_LABEL, "")),
+    )
 
 
 def _pinned_node(spec: JSON) -> str | None:

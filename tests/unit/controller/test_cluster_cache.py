@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS
+from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
 
 from ..kube.fake_api import FakeApi
 from ..kube.objects import (
@@ -228,3 +228,43 @@ async def test_revision_change_enqueues_its_owner_and_is_indexed(cluster: Cluste
     )
     await caught_up(cluster.cache.revisions, removed)
     assert [r.view.name for r in cluster.cache.revisions_of(WEB_UID)] == ["web-2"]
+
+
+def pull_job_json(name: str, *, for_pod: str, complete: bool = False) -> dict[str, object]:
+    conditions = [{"type": "Complete", "status": "True"}] if complete else []
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"edgerollout.io/prepull-for": for_pod},
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+async def test_pull_job_progress_enqueues_the_daemonset_of_the_pod_it_pulls_for(
+    cluster: Cluster,
+) -> None:
+    started = cluster.api.publish(JOBS, "ADDED", pull_job_json("prepull-1", for_pod="api-a"))
+    await caught_up(cluster.cache.jobs, started)
+    done = cluster.api.publish(
+        JOBS, "MODIFIED", pull_job_json("prepull-1", for_pod="api-a", complete=True)
+    )
+    await caught_up(cluster.cache.jobs, done)
+
+    assert cluster.enqueued == ["default/api", "default/api"]
+    assert cluster.cache.jobs_in("default")["prepull-1"].state.value == "succeeded"
+
+
+async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(
+    cluster: Cluster,
+) -> None:
+    other = pull_job_json("backup", for_pod="web-a")
+    other["metadata"] = {"name": "backup", "namespace": "default"}
+    added = cluster.api.publish(JOBS, "ADDED", other)
+    await caught_up(cluster.cache.jobs, added)
+
+    assert cluster.enqueued == []
+    assert cluster.cache.jobs_in("default") == {}
