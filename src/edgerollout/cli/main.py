@@ -8,6 +8,7 @@ from edgerollout.cli.agent_command import agent
 from edgerollout.cli.controller_command import controller
 from edgerollout.cli.demo_command import demo
 from edgerollout.cli.lab_commands import lab
+from edgerollout.cli.status_command import status
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +21,7 @@ cli.add_command(lab)
 cli.add_command(controller)
 cli.add_command(agent)
 cli.add_command(demo)
+cli.add_command(status)
 
 
 def main() -> None:

@@ -1,0 +1,213 @@
+"""`edgerollout status DAEMONSET`: where a rollout stands, node by node (also `kubectl edgerollout`).
+
+The shell around `domain.rollout_status`: it reads the DaemonSet, its pods (its label selector,
+then its UID in their owner reference), its ControllerRevisions and the Nodes, reduces them with
+`kube.views`, and prints what `status_render` makes of them. `--watch` polls once a second and
+prints again whenever the output changes, until the rollout is complete.
+
+Exit codes: 0 complete; 1 not complete (without `--watch`); 2 usage error; 3 DaemonSet not
+found; 4 the API server cannot be reached or refuses the request; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+
+import click
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from edgerollout.cli.status_render import render_json, render_table
+from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
+from edgerollout.kube.api import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    JSON,
+    NODES,
+    PODS,
+    Api,
+    ApiError,
+    KubeApi,
+    Resource,
+)
+from edgerollout.kube.views import (
+    controller_uid,
+    daemonset_from_api,
+    node_from_api,
+    pod_from_api,
+    revision_from_api,
+)
+
+EXIT_NOT_COMPLETE = 1
+EXIT_NOT_FOUND = 3
+EXIT_API = 4
+EXIT_INTERRUPTED = 130
+POLL_SECONDS = 1.0
+
+
+class DaemonSetNotFound(Exception):
+    """The DaemonSet does not exist in the namespace."""
+
+
+class UnusableKubeconfig(Exception):
+    """No credentials could be loaded (no kubeconfig, or one that cannot be read)."""
+
+
+def label_selector(selector: JSON) -> str:
+    """A LabelSelector (`matchLabels`, `matchExpressions`) in the query-string syntax."""
+    terms = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or ():
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(expression.get("values") or ())
+        if operator == "In":
+            terms.append(f"{key} in ({values})")
+        elif operator == "NotIn":
+            terms.append(f"{key} notin ({values})")
+        elif operator == "Exists":
+            terms.append(key)
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)
+
+
+async def _list_all(
+    api: Api, resource: Resource, *, namespace: str | None = None, selector: str | None = None
+) -> list[JSON]:
+    items: list[JSON] = []
+    token: str | None = None
+    while True:
+        page = await api.list(
+            resource, namespace=namespace, label_selector=selector, continue_token=token
+        )
+        items += page.items
+        token = page.continue_token
+        if token is None:
+            return items
+
+
+async def read_status(api: Api, *, name: str, namespace: str) -> RolloutStatus:
+    """Read the DaemonSet and its objects once and compute its rollout status."""
+    try:
+        raw = await api.get(DAEMONSETS, name, namespace=namespace)
+    except ApiError as error:
+        if error.not_found:
+            raise DaemonSetNotFound from None
+        raise
+    daemonset = daemonset_from_api(raw)
+    uid = daemonset.view.uid
+    selector = label_selector((raw.get("spec") or {}).get("selector") or {})
+    pods = [
+        pod_from_api(obj)
+        for obj in await _list_all(api, PODS, namespace=namespace, selector=selector)
+    ]
+    revisions = [
+        revision_from_api(obj)
+        for obj in await _list_all(
+            api, CONTROLLER_REVISIONS, namespace=namespace, selector=selector
+        )
+        if controller_uid(obj.get("metadata") or {}) == uid
+    ]
+    nodes = [node_from_api(obj) for obj in await _list_all(api, NODES)]
+    return rollout_status(
+        daemonset=daemonset.view,
+        revisions=[revision.view for revision in revisions],
+        pods=[pod.view for pod in pods if pod.owner_uid == uid],
+        nodes=nodes,
+        now=datetime.now(UTC),
+        spec_observed=daemonset.observed_generation >= daemonset.generation,
+    )
+
+
+def _render(status: RolloutStatus, output: str) -> str:
+    if output == "json":
+        return render_json(status)
+    return render_table(status, wide=output == "wide")
+
+
+async def _run(
+    *, name: str, namespace: str, kubeconfig: str | None, watch: bool, output: str
+) -> int:
+    try:
+        api = await KubeApi.connect(kubeconfig)
+    except (ConfigException, OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        source = kubeconfig or "the in-cluster service account or ~/.kube/config"
+        detail = str(error) or type(error).__name__
+        raise UnusableKubeconfig(f"{source}: {detail}") from None
+    try:
+        shown = ""
+        redraw = watch and output != "json" and sys.stdout.isatty()
+        while True:
+            status = await read_status(api, name=name, namespace=namespace)
+            text = _render(status, output)
+            if text != shown:
+                if redraw:
+                    click.clear()
+                click.echo(text, nl=False)
+                shown = text
+            if status.complete:
+                return 0
+            if not watch:
+                return EXIT_NOT_COMPLETE
+            await asyncio.sleep(POLL_SECONDS)
+    finally:
+        await api.close()
+
+
+@click.command()
+@click.argument("daemonset")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
+)
+@click.option(
+    "-w", "--watch", is_flag=True, help="Keep printing changes until the rollout is complete."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "wide", "json"]),
+    default="table",
+    show_default=True,
+    help="wide: also the revision hash; json: the documented JSON document.",
+)
+def status(
+    daemonset: str, namespace: str, kubeconfig: str | None, watch: bool, output: str
+) -> None:
+    """Show the rollout of DAEMONSET node by node.
+
+    Exits 0 when the rollout is complete, 1 when it is not (without --watch), 2 on a usage error,
+    3 when the DaemonSet does not exist, 4 when the API server cannot be reached or refuses,
+    130 when interrupted.
+    """
+    try:
+        code = asyncio.run(
+            _run(
+                name=daemonset,
+                namespace=namespace,
+                kubeconfig=kubeconfig,
+                watch=watch,
+                output=output,
+            )
+        )
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    except DaemonSetNotFound:
+        click.echo(f'error: daemonset "{daemonset}" not found in namespace "{namespace}"', err=True)
+        code = EXIT_NOT_FOUND
+    except ApiError as error:
+        click.echo(f"error: {_describe(error)}", err=True)
+        code = EXIT_API
+    except UnusableKubeconfig as error:
+        click.echo(f"error: cannot load the Kubernetes configuration: {error}", err=True)
+        code = EXIT_API
+    raise SystemExit(code)
+
+
+def _describe(error: ApiError) -> str:
+    if error.status == 0:
+        return f"cannot reach the API server: {error.message}"
+    return f"the API server answered {error.status} {error.reason}: {error.message}"

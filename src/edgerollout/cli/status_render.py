@@ -1,0 +1,118 @@
+"""`edgerollout status` as text: a kubectl-like table, or a JSON document of a stable shape.
+
+Rendering is pure (a `RolloutStatus` in, a string out), so every layout is tested without a
+terminal. The JSON shape is a public contract, documented in the README:
+
+```
+{"daemonset": str, "namespace": str,
+ "strategy": {"type": "AdvancedRollingUpdate" | "OTA" | null, "maxUnavailable": str | null,
+              "budget": int | null, "notManagedReasons": [str]},
+ "newestRevision": str | null, "complete": bool,
+ "nodes": [{"node": str | null, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing" | null,
+            "pod": str, "revision": str | null, "current": bool, "state": str}],
+ "summary": str}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from edgerollout.domain.rollout_status import NodeRow, RolloutStatus, StrategyStatus
+from edgerollout.domain.strategy import UpdateStrategy
+
+COLUMN_GAP = 3  # kubectl's tabwriter padding
+
+
+def render_table(status: RolloutStatus, *, wide: bool = False) -> str:
+    """The header line, one row per pod (columns aligned as kubectl does) and the summary."""
+    header = ["NODE", "NODE-READY", "POD", "REVISION", "STATE"]
+    rows = [_cells(row, wide=wide) for row in status.rows]
+    lines = [f"Strategy: {describe_strategy(status.strategy)}"]
+    if rows:
+        lines += align([header, *rows])
+    else:
+        lines.append(f'No pods of daemon set "{status.daemonset}" found.')
+    lines.append(status.summary)
+    return "\n".join(lines) + "\n"
+
+
+def describe_strategy(strategy: StrategyStatus) -> str:
+    """`AdvancedRollingUpdate, max-unavailable 30% (1 of 3 nodes)`, `OTA`, or why it is unmanaged."""
+    if strategy.strategy is None:
+        reasons = ", ".join(strategy.not_managed_reasons)
+        return "not managed by edgerollout" + (f" ({reasons})" if reasons else "")
+    if strategy.strategy is UpdateStrategy.OTA:
+        return str(strategy.strategy)
+    if strategy.budget is None:
+        return (
+            f'{strategy.strategy}, max-unavailable "{strategy.max_unavailable}" is invalid: '
+            "no pod is deleted until it is fixed"
+        )
+    nodes = "node" if strategy.base == 1 else "nodes"
+    return (
+        f"{strategy.strategy}, max-unavailable {strategy.max_unavailable} "
+        f"({strategy.budget} of {strategy.base} {nodes})"
+    )
+
+
+def align(lines: Sequence[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell plus a gap; the last column is not padded."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return [
+        "".join(
+            cell if i == len(line) - 1 else cell.ljust(widths[i] + COLUMN_GAP)
+            for i, cell in enumerate(line)
+        ).rstrip()
+        for line in lines
+    ]
+
+
+def _cells(row: NodeRow, *, wide: bool) -> list[str]:
+    revision = "current" if row.current else "old"
+    if wide:
+        revision = f"{revision} ({row.revision or '<none>'})"
+    return [
+        row.node or "<none>",
+        row.node_readiness.value if row.node_readiness is not None else "<none>",
+        row.pod,
+        revision,
+        row.state_text,
+    ]
+
+
+def status_document(status: RolloutStatus) -> dict[str, Any]:
+    """The status as the JSON document described in the module docstring."""
+    strategy = status.strategy
+    return {
+        "daemonset": status.daemonset,
+        "namespace": status.namespace,
+        "strategy": {
+            "type": None if strategy.strategy is None else str(strategy.strategy),
+            "maxUnavailable": strategy.max_unavailable,
+            "budget": strategy.budget,
+            "notManagedReasons": list(strategy.not_managed_reasons),
+        },
+        "newestRevision": status.newest_revision,
+        "complete": status.complete,
+        "nodes": [
+            {
+                "node": row.node,
+                "nodeReady": None if row.node_readiness is None else row.node_readiness.value,
+                "pod": row.pod,
+                "revision": row.revision,
+                "current": row.current,
+                "state": row.state_text,
+            }
+            for row in status.rows
+        ],
+        "summary": status.summary,
+    }
+
+
+def render_json(status: RolloutStatus) -> str:
+    """The JSON document, indented by two spaces, ending with a newline."""
+    return orjson.dumps(status_document(status), option=orjson.OPT_INDENT_2).decode() + "\n"

@@ -1,0 +1,301 @@
+"""Where a DaemonSet's rollout stands, node by node: what `edgerollout status` shows.
+
+The status is computed from the same views and the same rules the controller decides with, so
+that what a user reads is what the controller sees: `revisions.is_current` says whether a pod runs
+the newest revision, `availability.is_available` whether it counts as available, and
+`strategy.choose_strategy` / `budget.parse_max_unavailable` which model runs and with what budget.
+
+Each pod of the DaemonSet gets one row and one state:
+
+- `updated`: current revision, available.
+- `upgrading`: current revision but not yet available, or an old pod terminating on a Ready node
+  (its replacement is on the way).
+- `terminating`: any other terminating pod (on a node that is not Ready it may stay so for long).
+- `waiting: node NotReady`: an old pod of an AdvancedRollingUpdate on a node that is not Ready;
+  the controller skips it until the node is back.
+- `OTA: upgrade available`: an old pod of an OTA DaemonSet marked `PodNeedUpgrade=True`, with the
+  state of an image pre-pull of the newest revision appended when the pod has one.
+- `old`: any other old pod (waiting for budget, or for the controller to mark it).
+
+The rollout is complete when the native controller has seen the latest spec, every pod is
+current, available and not terminating, no node holds more than one pod, and at least as many
+nodes hold a pod as the native controller wants (`status.desiredNumberScheduled`). Nodes that
+should hold a pod but do not cannot be named from these views; they are only counted.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from edgerollout.domain.availability import is_available
+from edgerollout.domain.budget import (
+    InvalidMaxUnavailable,
+    budget_base,
+    parse_max_unavailable,
+)
+from edgerollout.domain.conditions import revision_in_message
+from edgerollout.domain.model import (
+    ConditionStatus,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodView,
+    RevisionView,
+)
+from edgerollout.domain.revisions import is_current, target_revision
+from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.vocabulary import (
+    MAX_UNAVAILABLE_ANNOTATION,
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    PULL_IMAGE_FAIL,
+    PULL_IMAGE_SUCCESS,
+    WAIT_PULL_IMAGE,
+)
+
+
+class PodState(StrEnum):
+    """Where one pod stands in the rollout (see the module docstring)."""
+
+    UPDATED = "updated"
+    UPGRADING = "upgrading"
+    TERMINATING = "terminating"
+    WAITING_NODE_NOT_READY = "waiting: node NotReady"
+    OTA_UPGRADE_AVAILABLE = "OTA: upgrade available"
+    OLD = "old"
+
+
+class PrepullState(StrEnum):
+    """The `PodImageReady` condition of a pod, when it speaks of the newest revision."""
+
+    RUNNING = "pre-pull running"
+    DONE = "pre-pull done"
+    FAILED = "pre-pull failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyStatus:
+    """The update model in force, and for AdvancedRollingUpdate its budget.
+
+    `max_unavailable` is the annotation as written (after defaulting; the raw value when invalid),
+    `budget` the number of Ready nodes it allows unavailable (None when invalid).
+    `not_managed_reasons` are the event reasons explaining why edgerollout leaves it alone.
+    """
+
+    strategy: UpdateStrategy | None
+    max_unavailable: str | None = None
+    budget: int | None = None
+    base: int | None = None
+    not_managed_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeRow:
+    """One pod of the DaemonSet on one node."""
+
+    node: NodeName | None
+    node_readiness: NodeReadiness | None
+    pod: str
+    revision: str | None
+    current: bool
+    state: PodState
+    prepull: PrepullState | None = None
+
+    @property
+    def state_text(self) -> str:
+        """The state as shown: `OTA: upgrade available, pre-pull done`."""
+        if self.prepull is None:
+            return str(self.state)
+        return f"{self.state}, {self.prepull}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutStatus:
+    """The whole picture: header facts, one row per pod, and the one-line summary."""
+
+    daemonset: str
+    namespace: str
+    strategy: StrategyStatus
+    newest_revision: str | None
+    complete: bool
+    rows: tuple[NodeRow, ...]
+    summary: str
+
+
+def rollout_status(
+    *,
+    daemonset: DaemonSetView,
+    revisions: Iterable[RevisionView],
+    pods: Iterable[PodView],
+    nodes: Iterable[NodeView],
+    now: datetime,
+    spec_observed: bool = True,
+) -> RolloutStatus:
+    """The rollout status of `daemonset` at `now`.
+
+    `pods` are the pods it controls (terminating ones included), `nodes` at least the nodes they
+    are on (absent ones are Missing). `spec_observed` is False while the native controller has not
+    yet observed the DaemonSet's latest generation.
+    """
+    pods = tuple(pods)
+    readiness = {node.name: node.readiness for node in nodes}
+    strategy = _strategy_status(daemonset, pods)
+    target = target_revision(annotations=daemonset.annotations, revisions=revisions)
+    rows = []
+    for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name)):
+        node_readiness = (
+            None if pod.node_name is None else readiness.get(pod.node_name, NodeReadiness.MISSING)
+        )
+        current = is_current(pod, target)
+        state = _pod_state(
+            pod,
+            current=current,
+            node_readiness=node_readiness,
+            strategy=strategy.strategy,
+            available=is_available(pod, min_ready_seconds=daemonset.min_ready_seconds, now=now),
+        )
+        prepull = (
+            _prepull_state(pod, target.hash) if state is PodState.OTA_UPGRADE_AVAILABLE else None
+        )
+        rows.append(
+            NodeRow(
+                node=pod.node_name,
+                node_readiness=node_readiness,
+                pod=pod.name,
+                revision=pod.revision_hash,
+                current=current,
+                state=state,
+                prepull=prepull,
+            )
+        )
+    nodes_with_pods = len({row.node for row in rows if row.node is not None})
+    total = max(nodes_with_pods, daemonset.desired_nodes or 0)
+    complete = (
+        spec_observed
+        and all(row.state is PodState.UPDATED for row in rows)
+        and nodes_with_pods == len(rows)
+        and nodes_with_pods >= (daemonset.desired_nodes or 0)
+    )
+    return RolloutStatus(
+        daemonset=daemonset.name,
+        namespace=daemonset.namespace,
+        strategy=strategy,
+        newest_revision=target.hash,
+        complete=complete,
+        rows=tuple(rows),
+        summary=_summary(
+            daemonset.name,
+            rows=rows,
+            strategy=strategy.strategy,
+            complete=complete,
+            spec_observed=spec_observed,
+            total=total,
+            without_pod=total - nodes_with_pods,
+        ),
+    )
+
+
+def _strategy_status(daemonset: DaemonSetView, pods: tuple[PodView, ...]) -> StrategyStatus:
+    choice = choose_strategy(
+        annotations=daemonset.annotations, update_strategy_type=daemonset.update_strategy_type
+    )
+    if choice.strategy is None:
+        return StrategyStatus(
+            strategy=None,
+            not_managed_reasons=tuple(notice.reason for notice in choice.notices),
+        )
+    if choice.strategy is UpdateStrategy.OTA:
+        return StrategyStatus(strategy=choice.strategy)
+    budget = parse_max_unavailable(
+        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=budget_base(pods)
+    )
+    if isinstance(budget, InvalidMaxUnavailable):
+        return StrategyStatus(strategy=choice.strategy, max_unavailable=budget.raw)
+    return StrategyStatus(
+        strategy=choice.strategy,
+        max_unavailable=budget.written,
+        budget=budget.value,
+        base=budget.base,
+    )
+
+
+def _pod_state(
+    pod: PodView,
+    *,
+    current: bool,
+    node_readiness: NodeReadiness | None,
+    strategy: UpdateStrategy | None,
+    available: bool,
+) -> PodState:
+    node_ready = node_readiness is NodeReadiness.READY
+    if pod.deleting:
+        return PodState.UPGRADING if node_ready and not current else PodState.TERMINATING
+    if current:
+        return PodState.UPDATED if available else PodState.UPGRADING
+    if strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE and not node_ready:
+        return PodState.WAITING_NODE_NOT_READY
+    if strategy is UpdateStrategy.OTA and _needs_upgrade(pod):
+        return PodState.OTA_UPGRADE_AVAILABLE
+    return PodState.OLD
+
+
+def _needs_upgrade(pod: PodView) -> bool:
+    condition = pod.conditions.get(POD_NEED_UPGRADE)
+    return condition is not None and condition.status is ConditionStatus.TRUE
+
+
+_PREPULL_BY_CONDITION = {
+    (ConditionStatus.FALSE, WAIT_PULL_IMAGE): PrepullState.RUNNING,
+    (ConditionStatus.TRUE, PULL_IMAGE_SUCCESS): PrepullState.DONE,
+    (ConditionStatus.FALSE, PULL_IMAGE_FAIL): PrepullState.FAILED,
+}
+
+
+def _prepull_state(pod: PodView, newest: str | None) -> PrepullState | None:
+    condition = pod.conditions.get(POD_IMAGE_READY)
+    if condition is None or newest is None or revision_in_message(condition.message) != newest:
+        return None
+    return _PREPULL_BY_CONDITION.get((condition.status, condition.reason))
+
+
+def _summary(
+    name: str,
+    *,
+    rows: list[NodeRow],
+    strategy: UpdateStrategy | None,
+    complete: bool,
+    spec_observed: bool,
+    total: int,
+    without_pod: int,
+) -> str:
+    if complete:
+        return f'daemon set "{name}" successfully rolled out'
+    if not spec_observed:
+        return "Waiting for daemon set spec update to be observed..."
+    extras = []
+    waiting = sum(row.state is PodState.WAITING_NODE_NOT_READY for row in rows)
+    if waiting:
+        extras.append(f"{waiting} waiting for NotReady nodes")
+    if without_pod > 0:
+        extras.append(f"{without_pod} {_nodes(without_pod)} without a pod")
+    if strategy is UpdateStrategy.OTA:
+        current = sum(row.current and row.state is not PodState.TERMINATING for row in rows)
+        offered = sum(row.state is PodState.OTA_UPGRADE_AVAILABLE for row in rows)
+        text = (
+            f"{current} of {total} pods run the newest revision; "
+            f"{offered} {_nodes(offered)} {'has' if offered == 1 else 'have'} "
+            "an upgrade available"
+        )
+        return text + (f" ({', '.join(extras)})" if extras else "")
+    updated = sum(row.state is PodState.UPDATED for row in rows)
+    detail = f" ({', '.join(extras)})" if extras else ""
+    return (
+        f'Waiting for daemon set "{name}" rollout to finish: '
+        f"{updated} of {total} updated pods are available{detail}..."
+    )
+
+
+def _nodes(count: int) -> str:
+    return "node" if count == 1 else "nodes"

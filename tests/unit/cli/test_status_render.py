@@ -1,0 +1,222 @@
+"""`edgerollout status` output: the exact table and JSON for a few rollouts."""
+
+import json
+
+from edgerollout.cli.status_render import render_json, render_table
+from edgerollout.domain.model import (
+    ConditionStatus,
+    DaemonSetUID,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodCondition,
+    PodUID,
+    PodView,
+    RevisionView,
+)
+from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
+from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, WAIT_PULL_IMAGE
+from tests.unit.domain.builders import NOW
+
+NEW, OLD = "6b755b65dd", "5d4f8c9b7"
+REVISIONS = [
+    RevisionView(name="nginx-daemonset-5d4f8c9b7", revision=1, hash=OLD),
+    RevisionView(name="nginx-daemonset-6b755b65dd", revision=2, hash=NEW),
+]
+ARU = {
+    "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+    "apps.openyurt.io/max-unavailable": "30%",
+}
+
+
+def ds(annotations: dict[str, str], *, update_strategy_type: str = "OnDelete") -> DaemonSetView:
+    return DaemonSetView(
+        namespace="shop-17",
+        name="nginx-daemonset",
+        uid=DaemonSetUID("uid-ds"),
+        annotations=annotations,
+        update_strategy_type=update_strategy_type,
+    )
+
+
+def pod(
+    suffix: str,
+    node: str,
+    revision: str,
+    *,
+    conditions: dict[str, PodCondition] | None = None,
+) -> PodView:
+    return PodView(
+        namespace="shop-17",
+        name=f"nginx-daemonset-{suffix}",
+        uid=PodUID(f"uid-{suffix}"),
+        node_name=NodeName(node),
+        revision_hash=revision,
+        ready=True,
+        ready_since=NOW,
+        conditions=conditions or {},
+    )
+
+
+def nodes(*readiness: NodeReadiness) -> list[NodeView]:
+    return [NodeView(name=NodeName(f"edge-{i}"), readiness=r) for i, r in enumerate(readiness, 1)]
+
+
+def disconnected_rollout() -> RolloutStatus:
+    return rollout_status(
+        daemonset=ds(ARU),
+        revisions=REVISIONS,
+        pods=[
+            pod("x2k9p", "edge-1", NEW),
+            pod("bwzss", "edge-2", OLD),
+            pod("q7d4n", "edge-3", OLD),
+        ],
+        nodes=nodes(NodeReadiness.READY, NodeReadiness.UNKNOWN, NodeReadiness.NOT_READY),
+        now=NOW,
+    )
+
+
+def test_table_of_an_advanced_rolling_update_waiting_for_disconnected_nodes() -> None:
+    assert render_table(disconnected_rollout()) == (
+        "Strategy: AdvancedRollingUpdate, max-unavailable 30% (1 of 3 nodes)\n"
+        "NODE     NODE-READY   POD                     REVISION   STATE\n"
+        "edge-1   Ready        nginx-daemonset-x2k9p   current    updated\n"
+        "edge-2   Unknown      nginx-daemonset-bwzss   old        waiting: node NotReady\n"
+        "edge-3   NotReady     nginx-daemonset-q7d4n   old        waiting: node NotReady\n"
+        'Waiting for daemon set "nginx-daemonset" rollout to finish: '
+        "1 of 3 updated pods are available (2 waiting for NotReady nodes)...\n"
+    )
+
+
+def test_wide_table_shows_each_pods_revision_hash() -> None:
+    assert render_table(disconnected_rollout(), wide=True).splitlines()[1:4] == [
+        "NODE     NODE-READY   POD                     REVISION               STATE",
+        "edge-1   Ready        nginx-daemonset-x2k9p   current (6b755b65dd)   updated",
+        "edge-2   Unknown      nginx-daemonset-bwzss   old (5d4f8c9b7)        waiting: node NotReady",
+    ]
+
+
+def test_json_document_has_the_documented_shape() -> None:
+    assert json.loads(render_json(disconnected_rollout())) == {
+        "daemonset": "nginx-daemonset",
+        "namespace": "shop-17",
+        "strategy": {
+            "type": "AdvancedRollingUpdate",
+            "maxUnavailable": "30%",
+            "budget": 1,
+            "notManagedReasons": [],
+        },
+        "newestRevision": NEW,
+        "complete": False,
+        "nodes": [
+            {
+                "node": "edge-1",
+                "nodeReady": "Ready",
+                "pod": "nginx-daemonset-x2k9p",
+                "revision": NEW,
+                "current": True,
+                "state": "updated",
+            },
+            {
+                "node": "edge-2",
+                "nodeReady": "Unknown",
+                "pod": "nginx-daemonset-bwzss",
+                "revision": OLD,
+                "current": False,
+                "state": "waiting: node NotReady",
+            },
+            {
+                "node": "edge-3",
+                "nodeReady": "NotReady",
+                "pod": "nginx-daemonset-q7d4n",
+                "revision": OLD,
+                "current": False,
+                "state": "waiting: node NotReady",
+            },
+        ],
+        "summary": (
+            'Waiting for daemon set "nginx-daemonset" rollout to finish: '
+            "1 of 3 updated pods are available (2 waiting for NotReady nodes)..."
+        ),
+    }
+
+
+def test_table_of_an_ota_rollout_with_a_pre_pull_running() -> None:
+    message = f"controllerrevision: {NEW}"
+    marks = {
+        POD_NEED_UPGRADE: PodCondition(
+            type=POD_NEED_UPGRADE, status=ConditionStatus.TRUE, message=message
+        ),
+        POD_IMAGE_READY: PodCondition(
+            type=POD_IMAGE_READY,
+            status=ConditionStatus.FALSE,
+            reason=WAIT_PULL_IMAGE,
+            message=message,
+        ),
+    }
+    status = rollout_status(
+        daemonset=ds({"apps.openyurt.io/update-strategy": "OTA"}),
+        revisions=REVISIONS,
+        pods=[
+            pod("x2k9p", "edge-1", NEW),
+            pod("bwzss", "edge-2", OLD, conditions=marks),
+            pod("q7d4n", "edge-3", NEW),
+        ],
+        nodes=nodes(NodeReadiness.READY, NodeReadiness.READY, NodeReadiness.READY),
+        now=NOW,
+    )
+    assert render_table(status) == (
+        "Strategy: OTA\n"
+        "NODE     NODE-READY   POD                     REVISION   STATE\n"
+        "edge-1   Ready        nginx-daemonset-x2k9p   current    updated\n"
+        "edge-2   Ready        nginx-daemonset-bwzss   old        "
+        "OTA: upgrade available, pre-pull running\n"
+        "edge-3   Ready        nginx-daemonset-q7d4n   current    updated\n"
+        "2 of 3 pods run the newest revision; 1 node has an upgrade available\n"
+    )
+
+
+def test_table_of_a_complete_daemonset_not_managed_by_edgerollout() -> None:
+    status = rollout_status(
+        daemonset=ds({}, update_strategy_type="RollingUpdate"),
+        revisions=REVISIONS,
+        pods=[pod("x2k9p", "edge-1", NEW)],
+        nodes=nodes(NodeReadiness.READY),
+        now=NOW,
+    )
+    assert render_table(status) == (
+        "Strategy: not managed by edgerollout\n"
+        "NODE     NODE-READY   POD                     REVISION   STATE\n"
+        "edge-1   Ready        nginx-daemonset-x2k9p   current    updated\n"
+        'daemon set "nginx-daemonset" successfully rolled out\n'
+    )
+
+
+def test_table_names_why_an_opted_in_daemonset_is_left_alone() -> None:
+    status = rollout_status(
+        daemonset=ds(ARU, update_strategy_type="RollingUpdate"),
+        revisions=REVISIONS,
+        pods=[],
+        nodes=[],
+        now=NOW,
+    )
+    assert render_table(status) == (
+        "Strategy: not managed by edgerollout (UpdateStrategyNotOnDelete)\n"
+        'No pods of daemon set "nginx-daemonset" found.\n'
+        'daemon set "nginx-daemonset" successfully rolled out\n'
+    )
+
+
+def test_table_says_when_max_unavailable_is_invalid() -> None:
+    status = rollout_status(
+        daemonset=ds({**ARU, "apps.openyurt.io/max-unavailable": "1.5"}),
+        revisions=REVISIONS,
+        pods=[pod("x2k9p", "edge-1", NEW)],
+        nodes=nodes(NodeReadiness.READY),
+        now=NOW,
+    )
+    assert render_table(status).splitlines()[0] == (
+        'Strategy: AdvancedRollingUpdate, max-unavailable "1.5" is invalid: '
+        "no pod is deleted until it is fixed"
+    )
