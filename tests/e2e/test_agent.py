@@ -125,13 +125,13 @@ async def all_marked(cloud: LabHandle, ns: str, status: str, revision: str) -> b
     )
 
 
-async def new_version_marked(cloud: LabHandle, ns: str) -> str:
-    """Move the DaemonSet to nginx:1.19.5 and wait until every pod says PodNeedUpgrade=True."""
+async def new_version_marked(cloud: LabHandle, ns: str, image: str = NEW) -> str:
+    """Move the DaemonSet to `image` and wait until every pod says PodNeedUpgrade=True."""
     first = await newest_revision_hash(cloud, ns)
     await wait_for(
         lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
     )
-    await set_image(cloud, ns, NAME, NEW)
+    await set_image(cloud, ns, NAME, image)
 
     async def new_hash() -> str | None:
         revision = await newest_revision_hash(cloud, ns)
@@ -339,20 +339,7 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
 ) -> None:
     edge1 = agent_of(agents_lab, "edge-1")
     pod = (await ota_daemonset(cloud, ns))["edge-1"]
-    first = await newest_revision_hash(cloud, ns)
-    await wait_for(
-        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
-    )
-    await set_image(cloud, ns, NAME, UNPULLABLE_IMAGE)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(cloud, ns)
-        return revision if revision != first else None
-
-    newest = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
-    await wait_for(
-        lambda: all_marked(cloud, ns, "True", newest), timeout=30, what="PodNeedUpgrade=True"
-    )
+    newest = await new_version_marked(cloud, ns, UNPULLABLE_IMAGE)
 
     answer = await edge1.imagepull(ns, pod)
     assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
