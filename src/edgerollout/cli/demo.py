@@ -23,6 +23,8 @@ from typing import Any
 
 import aiohttp
 
+from edgerollout.cli.status_command import read_status
+from edgerollout.cli.status_render import render_table
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 from edgerollout.kube.api import (
     DAEMONSETS,
@@ -86,25 +88,11 @@ class Demo:
         )
 
     async def table(self, namespace: str, name: str) -> None:
-        ready = await self.node_ready()
-        self.say(f"    {'NODE':<8} {'NODE STATE':<11} {'POD':<24} {'IMAGE':<14} {'STATE'}")
-        for pod in await self.pods(namespace, name):
-            node = pod["spec"].get("nodeName", "-")
-            conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
-            if pod["metadata"].get("deletionTimestamp"):
-                state = "Terminating"
-            elif conditions.get("Ready", {}).get("status") == "True":
-                state = "Running"
-            else:
-                state = "Not ready"
-            mark = conditions.get(POD_NEED_UPGRADE)
-            if mark is not None:
-                state += f", {POD_NEED_UPGRADE}={mark['status']}"
-            image = pod["spec"]["containers"][0]["image"]
-            self.say(
-                f"    {node:<8} {ready.get(node, '?'):<11} {pod['metadata']['name']:<24} "
-                f"{image:<14} {state}"
-            )
+        """What `edgerollout status` prints at this moment, indented under its command line."""
+        self.say(f"  $ edgerollout status {name} -n {namespace}")
+        status = await read_status(self.api, name=name, namespace=namespace)
+        for line in render_table(status).splitlines():
+            self.say(f"    {line}")
 
     async def wait(self, check: Callable[[], Awaitable[bool]], what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -199,11 +187,12 @@ class Demo:
         await self.table(ns, name)
         self.say("  edge-1 is upgraded; the offline nodes keep their pods and do not block it.")
         self.say("  $ edgerollout lab connect edge-2 edge-3")
-        started = time.monotonic()
         await self.restore("edge-2", "edge-3")
+        ready_at = time.monotonic()
         await self.wait(lambda: self.all_on(ns, name, NEW, NODE_NAMES), "all upgraded", 60)
         self.say(
-            f"  Back online, both were upgraded {time.monotonic() - started:.0f} s after the link returned:"
+            "  Back online, both were upgraded and running the new image "
+            f"{time.monotonic() - ready_at:.1f} s after their nodes turned Ready:"
         )
         await self.table(ns, name)
 
@@ -257,9 +246,11 @@ class Demo:
             self.say(f"    {ns}/{pod}: {POD_NEED_UPGRADE}={mark['status']} ({mark['message']})")
             for action in ("imagepull", "upgrade"):
                 path = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}/{action}"
-                self.say(f"  $ curl -X POST http://127.0.0.1:10267{path}")
                 if action == "upgrade":
                     await self.wait(lambda: self.pulled(ns, pod), "the image pre-pull", 60)
+                    self.say("  The new image is on edge-2 before its pod is touched:")
+                    await self.table(ns, name)
+                self.say(f"  $ curl -X POST http://127.0.0.1:10267{path}")
                 async with http.post(f"{agent}{path}") as response:
                     self.say(f"    {await response.text()}")
         await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-2"]), "edge-2 upgraded", 60)
