@@ -1,8 +1,10 @@
-"""What a cluster operator installs (`deploy/base`), applied to a lab as `kubectl apply -k` does.
+"""What a cluster operator installs, both ways: `kubectl apply -k deploy/base` and the Helm chart.
 
 The lab's nodes are simulated, so the image never runs here: what is proven is that the API server
 accepts every object, that each ServiceAccount can do exactly what the code needs and a
-representative set of what it must not, and that the workloads are shaped as documented.
+representative set of what it must not (the same table for both install methods), that the
+workloads are shaped as documented, and that the chart cannot drift from the kustomize base: with
+default values it renders the same objects, save the labels every Helm chart adds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +22,77 @@ import pytest
 import yaml
 
 from edgerollout.lab import cluster
+from edgerollout.lab.build import binary
+from edgerollout.lab.cluster import Lab
 
-BASE = Path(__file__).resolve().parents[2] / "deploy" / "base"
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ROOT / "deploy" / "base"
+CHART = ROOT / "deploy" / "helm" / "edgerollout"
 NAMESPACE = "edgerollout-system"
 CONTROLLER = f"system:serviceaccount:{NAMESPACE}:edgerollout-controller"
 AGENT = f"system:serviceaccount:{NAMESPACE}:edgerollout-agent"
 UPDATE_STRATEGY = "apps.openyurt.io/update-strategy"
+RELEASE = "edgerollout"
+# Where the release record lives; the chart creates (and owns) edgerollout-system itself.
+RELEASE_NAMESPACE = "default"
+VERSION = metadata.version("edgerollout")
+# The labels a Helm chart puts on its objects by convention: the only difference from deploy/base.
+HELM_LABELS = {
+    "helm.sh/chart": f"edgerollout-{VERSION}",
+    "app.kubernetes.io/managed-by": "Helm",
+    "app.kubernetes.io/instance": RELEASE,
+    "app.kubernetes.io/version": VERSION,
+}
+SCHEMA_ERROR = "values don't meet the specifications of the schema(s) in the following chart(s):"
+
+
+def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, input=stdin, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def _kubectl(
     kubeconfig: Path, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "kubectl"), f"--kubeconfig={kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    kubectl = str(Path(sys.executable).parent / "kubectl")
+    return _run([kubectl, f"--kubeconfig={kubeconfig}", *args], stdin)
 
 
-def _rendered() -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(BASE)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+def _helm(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    where = [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
+    return _run([str(binary("helm")), *args, *where])
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _kustomized() -> list[dict[str, Any]]:
+    result = _run([str(Path(sys.executable).parent / "kubectl"), "kustomize", str(BASE)])
+    assert result.returncode == 0, result.stderr
+    return _documents(result.stdout)
+
+
+def _helm_template(*args: str) -> subprocess.CompletedProcess[str]:
+    return _helm("template", RELEASE, str(CHART), *args)
+
+
+def _charted(*args: str) -> list[dict[str, Any]]:
+    result = _helm_template(*args)
+    assert result.returncode == 0, result.stderr
+    return _documents(result.stdout)
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def _without_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    labels = {k: v for k, v in obj["metadata"].get("labels", {}).items() if k not in HELM_LABELS}
+    meta = {k: v for k, v in obj["metadata"].items() if k != "labels"}
+    return {**obj, "metadata": {**meta, **({"labels": labels} if labels else {})}}
 
 
 @dataclass(frozen=True)
@@ -58,25 +102,62 @@ class Installed:
     dry_run: subprocess.CompletedProcess[str]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    folder = tmp_path_factory.mktemp("deploy-lab")
+def _create_namespace_for_dry_run(lab: Lab, objects: list[dict[str, Any]]) -> None:
+    # A server dry run creates nothing, so it cannot create the Namespace the other objects
+    # go into: apply only the rendered Namespace first, then dry-run everything.
+    namespace = next(obj for obj in objects if obj["kind"] == "Namespace")
+    created = _kubectl(
+        lab.kubeconfig, "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(namespace)
+    )
+    assert created.returncode == 0, created.stderr
+
+
+def _install_with_kustomize(lab: Lab) -> Installed:
+    objects = _kustomized()
+    _create_namespace_for_dry_run(lab, objects)
+    dry_run = _kubectl(
+        lab.kubeconfig, "apply", "--server-side", "--dry-run=server", "-k", str(BASE)
+    )
+    applied = _kubectl(lab.kubeconfig, "apply", "--server-side", "-k", str(BASE))
+    assert applied.returncode == 0, applied.stderr
+    return Installed(lab.kubeconfig, objects, dry_run)
+
+
+def _install_with_helm(lab: Lab) -> Installed:
+    rendered = _helm_template()
+    assert rendered.returncode == 0, rendered.stderr
+    objects = _documents(rendered.stdout)
+    _create_namespace_for_dry_run(lab, objects)
+    dry_run = _kubectl(
+        lab.kubeconfig,
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=rendered.stdout,
+    )
+    # The release creates and owns the Namespace: remove the one made for the dry run.
+    deleted = _kubectl(lab.kubeconfig, "delete", "namespace", NAMESPACE, "--wait=true")
+    assert deleted.returncode == 0, deleted.stderr
+    installed = _helm(
+        "install", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE, kubeconfig=lab.kubeconfig
+    )
+    assert installed.returncode == 0, installed.stderr
+    return Installed(lab.kubeconfig, objects, dry_run)
+
+
+@pytest.fixture(scope="module", params=["kustomize", "helm"])
+def installed(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Installed]:
+    folder = tmp_path_factory.mktemp(f"deploy-{request.param}-lab")
     lab = cluster.up(folder, nodes=2, say=lambda _: None)
     try:
-        objects = _rendered()
-        # A server dry run creates nothing, so it cannot create the Namespace the other objects
-        # go into: apply only the rendered Namespace first, then dry-run everything.
-        namespace = next(obj for obj in objects if obj["kind"] == "Namespace")
-        created = _kubectl(
-            lab.kubeconfig, "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(namespace)
-        )
-        assert created.returncode == 0, created.stderr
-        dry_run = _kubectl(
-            lab.kubeconfig, "apply", "--server-side", "--dry-run=server", "-k", str(BASE)
-        )
-        applied = _kubectl(lab.kubeconfig, "apply", "--server-side", "-k", str(BASE))
-        assert applied.returncode == 0, applied.stderr
-        yield Installed(kubeconfig=lab.kubeconfig, objects=objects, dry_run=dry_run)
+        if request.param == "kustomize":
+            yield _install_with_kustomize(lab)
+        else:
+            yield _install_with_helm(lab)
     finally:
         cluster.down(folder, say=lambda _: None)
 
@@ -283,3 +364,307 @@ def test_agent_daemonset_serves_loopback_on_every_node_with_a_pod_bound_token(
     sources = volumes["api-credentials"]["projected"]["sources"]
     assert any("serviceAccountToken" in source for source in sources)
     assert mounts["api-credentials"] == "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+# The chart without a lab: lint, one source of truth with deploy/base, values, schema.
+
+
+def test_chart_passes_helm_lint_strict() -> None:
+    result = _helm("lint", "--strict", str(CHART))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"==> Linting {CHART}",
+        "[INFO] Chart.yaml: icon is recommended",
+        "",
+        "1 chart(s) linted, 0 chart(s) failed",
+    ]
+
+
+def test_chart_with_default_values_renders_exactly_the_kustomize_base() -> None:
+    charted = _charted()
+    kustomized = {_key(obj): obj for obj in _kustomized()}
+
+    assert [obj["metadata"]["labels"] for obj in charted] == [
+        {**obj["metadata"]["labels"], **HELM_LABELS} for obj in charted
+    ]
+    stripped = {_key(obj): _without_helm_labels(obj) for obj in charted}
+    assert len(stripped) == len(charted)
+    assert sorted(stripped) == sorted(kustomized)
+    for key, obj in kustomized.items():
+        assert stripped[key] == obj, key
+
+
+def test_chart_and_kustomize_image_follow_the_package_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+
+    assert (chart["version"], chart["appVersion"]) == (VERSION, VERSION)
+    assert kustomization["images"] == [
+        {"name": "edgerollout", "newName": "edgerollout", "newTag": VERSION}
+    ]
+
+
+def _pod_spec(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (workload,) = (obj for obj in objects if obj["kind"] == kind)
+    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return spec
+
+
+def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
+    tmp_path: Path,
+) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "image": {
+                    "repository": "registry.example.com/edgerollout",
+                    "tag": "0.2.0",
+                    "pullPolicy": "Always",
+                },
+                "imagePullSecrets": ["registry-credentials"],
+                "namespace": {"name": "edge-ops", "create": False},
+                "logFormat": "text",
+                "controller": {
+                    "replicas": 3,
+                    "watchNamespace": "shop-17",
+                    "prepull": {
+                        "toolboxImage": "registry.example.com/busybox:1.36.1-musl",
+                        "deadlineSeconds": 120,
+                    },
+                },
+                "agent": {
+                    "tolerations": [{"key": "edge", "operator": "Exists", "effect": "NoSchedule"}],
+                    "nodeSelector": {"node-role.kubernetes.io/edge": ""},
+                },
+            }
+        )
+    )
+
+    objects = _charted("--values", str(values))
+
+    assert [obj["kind"] for obj in objects if obj["kind"] == "Namespace"] == []
+    namespaced = [obj for obj in objects if "namespace" in obj["metadata"]]
+    assert {obj["metadata"]["namespace"] for obj in namespaced} == {"edge-ops"}
+    subjects = [s for obj in objects for s in obj.get("subjects", [])]
+    assert {(s["name"], s["namespace"]) for s in subjects} == {
+        ("edgerollout-controller", "edge-ops"),
+        ("edgerollout-agent", "edge-ops"),
+    }
+    (policy,) = (obj for obj in objects if obj["kind"] == "ValidatingAdmissionPolicy")
+    assert policy["spec"]["matchConditions"][0]["expression"] == (
+        "request.userInfo.username == 'system:serviceaccount:edge-ops:edgerollout-agent'"
+    )
+    (deployment,) = (obj for obj in objects if obj["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == 3
+    controller = _pod_spec(objects, "Deployment")
+    agent = _pod_spec(objects, "DaemonSet")
+    assert controller["containers"][0]["args"] == [
+        "controller",
+        "--leader-elect",
+        "--leader-election-namespace=edge-ops",
+        "--metrics-address=0.0.0.0:8080",
+        "--health-address=0.0.0.0:8081",
+        "--log-format=text",
+        "--namespace=shop-17",
+        "--prepull-toolbox-image=registry.example.com/busybox:1.36.1-musl",
+        "--prepull-deadline=120",
+    ]
+    assert "--log-format=text" in agent["containers"][0]["args"]
+    containers = [*controller["containers"], *agent["initContainers"], *agent["containers"]]
+    assert {(c["image"], c["imagePullPolicy"]) for c in containers} == {
+        ("registry.example.com/edgerollout:0.2.0", "Always")
+    }
+    assert controller["imagePullSecrets"] == [{"name": "registry-credentials"}]
+    assert agent["imagePullSecrets"] == [{"name": "registry-credentials"}]
+    assert agent["tolerations"] == [{"key": "edge", "operator": "Exists", "effect": "NoSchedule"}]
+    assert agent["nodeSelector"] == {"node-role.kubernetes.io/edge": ""}
+
+
+def test_values_shown_in_the_readme_are_accepted_and_applied(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("**Helm**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    values = tmp_path / "my-values.yaml"
+    values.write_text(example)
+
+    objects = _charted("--values", str(values))
+
+    controller = _pod_spec(objects, "Deployment")
+    agent = _pod_spec(objects, "DaemonSet")
+    containers = [*controller["containers"], *agent["initContainers"], *agent["containers"]]
+    assert {(c["image"], c["imagePullPolicy"]) for c in containers} == {
+        ("registry.example.com/edgerollout:0.1.0", "IfNotPresent")
+    }
+    assert controller["containers"][0]["args"][-1] == (
+        "--prepull-toolbox-image=registry.example.com/busybox:1.36.1-musl"
+    )
+
+
+def _schema_errors(stderr: str, *, command: str) -> list[str]:
+    """The lines naming each bad value, sorted (helm reports them in no fixed order)."""
+    heading, chart, *errors = stderr.rstrip().splitlines()
+    assert (heading, chart) == (f"Error: {command}{SCHEMA_ERROR}", "edgerollout:")
+    return sorted(errors)
+
+
+BAD_VALUES = [
+    pytest.param(
+        {"controller": {"replicas": "two"}, "image": {"pullPolicy": "Sometimes"}},
+        [
+            "- at '/controller/replicas': got string, want integer",
+            "- at '/image/pullPolicy': value must be one of '', 'Always', 'IfNotPresent', 'Never'",
+        ],
+        id="replicas-not-a-number-and-unknown-pull-policy",
+    ),
+    pytest.param(
+        {"logFormat": "xml"},
+        ["- at '/logFormat': value must be one of 'json', 'text'"],
+        id="unknown-log-format",
+    ),
+    pytest.param(
+        {"controller": {"replica": 3}},
+        ["- at '/controller': additional properties 'replica' not allowed"],
+        id="misspelt-key",
+    ),
+    pytest.param(
+        {"namespace": {"name": "Edge_Ops"}},
+        [
+            "- at '/namespace/name': 'Edge_Ops' does not match pattern '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'"
+        ],
+        id="namespace-not-a-dns-label",
+    ),
+    pytest.param(
+        {"controller": {"replicas": 0}},
+        ["- at '/controller/replicas': minimum: got 0, want 1"],
+        id="no-replicas",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "errors"), BAD_VALUES)
+def test_bad_values_are_refused_by_the_schema_naming_each_bad_value(
+    tmp_path: Path, values: dict[str, Any], errors: list[str]
+) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+
+    result = _helm_template("--values", str(path))
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert _schema_errors(result.stderr, command="") == sorted(errors)
+
+
+# The chart against a lab of its own: a refused install, and an uninstall.
+
+
+@pytest.fixture(scope="module")
+def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    folder = tmp_path_factory.mktemp("deploy-helm-bare-lab")
+    lab = cluster.up(folder, nodes=1, say=lambda _: None)
+    try:
+        yield lab
+    finally:
+        cluster.down(folder, say=lambda _: None)
+
+
+def _namespaces(lab: Lab) -> list[str]:
+    listed = _kubectl(lab.kubeconfig, "get", "namespaces", "-o", "name")
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout.split()
+
+
+def _release_records(lab: Lab) -> list[str]:
+    """Helm's records of releases in any state (one Secret per release revision)."""
+    listed = _kubectl(lab.kubeconfig, "get", "secrets", "-A", "-l", "owner=helm", "-o", "name")
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout.split()
+
+
+def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(
+    bare_lab: Lab, tmp_path: Path
+) -> None:
+    namespaces = _namespaces(bare_lab)
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"agent": {"maxUnavailable": "150%"}}))
+
+    result = _helm(
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--values",
+        str(values),
+        kubeconfig=bare_lab.kubeconfig,
+    )
+
+    assert result.returncode == 1
+    assert _schema_errors(result.stderr, command="INSTALLATION FAILED: ") == [
+        "  - at '/agent/maxUnavailable': '150%' does not match pattern '^([1-9][0-9]?|100)%$'",
+        "  - at '/agent/maxUnavailable': got string, want integer",
+        "- at '/agent/maxUnavailable': 'oneOf' failed, none matched",
+    ]
+    assert _release_records(bare_lab) == []
+    assert _namespaces(bare_lab) == namespaces
+    assert f"namespace/{NAMESPACE}" not in namespaces
+    for kind in ("clusterroles", "validatingadmissionpolicies"):
+        found = _kubectl(bare_lab.kubeconfig, "get", kind, "-o", "name")
+        assert [name for name in found.stdout.split() if "edgerollout" in name] == []
+
+
+def _reference(obj: dict[str, Any]) -> str:
+    """How `kubectl get -o name` names an object: kind.group/name (no group for the core API)."""
+    group, _, _ = obj["apiVersion"].rpartition("/")
+    kind = f"{obj['kind'].lower()}.{group}" if group else obj["kind"].lower()
+    return f"{kind}/{obj['metadata']['name']}"
+
+
+def _present(lab: Lab, objects: list[dict[str, Any]]) -> list[str]:
+    """Which of these objects the API server holds (`kind/name`)."""
+    found = _kubectl(
+        lab.kubeconfig,
+        "get",
+        "-f",
+        "-",
+        "--ignore-not-found",
+        "-o",
+        "name",
+        stdin=yaml.safe_dump_all(objects),
+    )
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()
+
+
+def test_helm_uninstall_removes_everything_it_installed(bare_lab: Lab) -> None:
+    objects = _charted()
+    installed = _helm(
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        kubeconfig=bare_lab.kubeconfig,
+    )
+    assert installed.returncode == 0, installed.stderr
+    manifest = _helm(
+        "get", "manifest", RELEASE, "--namespace", RELEASE_NAMESPACE, kubeconfig=bare_lab.kubeconfig
+    )
+    assert _documents(manifest.stdout) == objects
+    assert sorted(_present(bare_lab, objects)) == sorted(map(_reference, objects))
+
+    removed = _helm(
+        "uninstall",
+        RELEASE,
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--wait",
+        "--timeout=90s",
+        kubeconfig=bare_lab.kubeconfig,
+    )
+
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.splitlines()[-1] == f'release "{RELEASE}" uninstalled'
+    assert _present(bare_lab, objects) == []
+    assert _release_records(bare_lab) == []

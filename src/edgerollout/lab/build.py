@@ -69,16 +69,20 @@ def _go_env(work: Path) -> dict[str, str]:
     return env
 
 
-def _run_go(args: list[str], *, work: Path, label: str, progress: Progress, total: int) -> None:
-    """Run one go command, turning `go build -v` package lines into coarse progress."""
+def _go() -> str:
     go = shutil.which("go")
     if go is None:
         raise BuildError("the Go toolchain (`go`) is not on PATH; install Go 1.26 or newer")
+    return go
+
+
+def _run_go(args: list[str], *, work: Path, label: str, progress: Progress, total: int) -> None:
+    """Run one go command, turning `go build -v` package lines into coarse progress."""
     tail: list[str] = []
     done = 0
     last_report = 0.0
     with subprocess.Popen(
-        [go, *args],
+        [_go(), *args],
         cwd=work,
         env=_go_env(work),
         stdout=subprocess.PIPE,
@@ -101,9 +105,8 @@ def _run_go(args: list[str], *, work: Path, label: str, progress: Progress, tota
 
 
 def _count_packages(component: GoComponent, work: Path) -> int:
-    go = shutil.which("go") or "go"
     result = subprocess.run(
-        [go, "list", "-deps", "-f", "{{if not .Standard}}x{{end}}", *component.packages],
+        [_go(), "list", "-deps", "-f", "{{if not .Standard}}x{{end}}", *component.packages],
         cwd=work,
         env=_go_env(work),
         capture_output=True,

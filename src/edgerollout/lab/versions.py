@@ -2,7 +2,8 @@
 
 The lab is a real control plane, so its versions are part of the test contract: a change here changes
 what every end-to-end test proves. Kubernetes follows the minor version that KWOK's client-go uses;
-etcd is the 3.6 line a current kube-apiserver needs (watch progress requests).
+etcd is the 3.6 line a current kube-apiserver needs (watch progress requests). Helm is not part of
+the control plane: the end-to-end tests use it to lint, render and install the chart in `deploy/helm`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 KUBERNETES_VERSION = "v1.36.5"
 ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
+HELM_VERSION = "v4.3.1"
 
 CACHE_ENV = "EDGEROLLOUT_LAB_CACHE"
 
@@ -39,6 +41,15 @@ def _kubernetes_ldflags() -> str:
         "k8s.io/component-base/version.gitMinor": minor,
         "k8s.io/component-base/version.gitTreeState": "clean",
         "k8s.io/client-go/pkg/version.gitVersion": KUBERNETES_VERSION,
+    }
+    return " ".join(["-s -w", *(f"-X {key}={value}" for key, value in stamps.items())])
+
+
+def _helm_ldflags() -> str:
+    # What helm's own Makefile stamps into a release build (`helm version` reports it).
+    stamps = {
+        "helm.sh/helm/v4/internal/version.version": HELM_VERSION,
+        "helm.sh/helm/v4/internal/version.gitTreeState": "clean",
     }
     return " ".join(["-s -w", *(f"-X {key}={value}" for key, value in stamps.items())])
 
@@ -67,6 +78,13 @@ COMPONENTS: tuple[GoComponent, ...] = (
         binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
         ldflags=_kubernetes_ldflags(),
     ),
+    GoComponent(
+        name="helm",
+        version=HELM_VERSION,
+        packages=("helm.sh/helm/v4/cmd/helm",),
+        binaries=("helm",),
+        ldflags=_helm_ldflags(),
+    ),
 )
 
 
@@ -83,7 +101,8 @@ def build_key() -> str:
         for name, content in sorted(gomod_files(component).items()):
             digest.update(f"{component.name}/{name}\0".encode())
             digest.update(content)
-    return f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_{digest.hexdigest()[:10]}"
+    pins = f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_helm-{HELM_VERSION}"
+    return f"{pins}_{digest.hexdigest()[:10]}"
 
 
 def cache_root() -> Path:

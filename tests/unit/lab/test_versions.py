@@ -14,7 +14,9 @@ MAIN_MODULES = {
     "etcd": "go.etcd.io/etcd/server/v3",
     "kwok": "sigs.k8s.io/kwok",
     "kubernetes": "k8s.io/kubernetes",
+    "helm": "helm.sh/helm/v4",
 }
+PINS = "k8s-v1.36.5_etcd-v3.6.16_kwok-v0.8.0_helm-v4.3.1_"
 # k8s.io modules with their own release line: not part of kubernetes' staging folder.
 NOT_STAGING = {"k8s.io/kubernetes", "k8s.io/klog/v2", "k8s.io/kube-openapi", "k8s.io/utils"}
 
@@ -61,17 +63,20 @@ def test_build_key_names_the_pins_and_is_stable() -> None:
     key = versions.build_key()
 
     assert key == versions.build_key()
-    assert key.startswith("k8s-v1.36.5_etcd-v3.6.16_kwok-v0.8.0_")
-    assert re.fullmatch(r"[0-9a-f]{10}", key.removeprefix("k8s-v1.36.5_etcd-v3.6.16_kwok-v0.8.0_"))
+    assert key.startswith(PINS)
+    assert re.fullmatch(r"[0-9a-f]{10}", key.removeprefix(PINS))
 
 
-def test_build_key_changes_when_a_go_sum_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", ["kwok", "helm"])
+def test_build_key_changes_when_a_go_sum_changes(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     before = versions.build_key()
     shipped = versions.gomod_files
 
     def edited(c: GoComponent) -> dict[str, bytes]:
         files = shipped(c)
-        if c.name == "kwok":
+        if c.name == name:
             files["go.sum"] += b"example.com/extra v1.0.0 h1:AAAA=\n"
         return files
 
@@ -118,15 +123,23 @@ def test_bin_dir_is_per_build_key_under_the_cache_root(
     assert versions.bin_dir() == tmp_path / versions.build_key() / "bin"
 
 
-def test_components_are_etcd_kwok_and_kubernetes_at_their_pins() -> None:
+def test_components_are_etcd_kwok_kubernetes_and_helm_at_their_pins() -> None:
     assert [(c.name, c.version) for c in COMPONENTS] == [
         ("etcd", "v3.6.16"),
         ("kwok", "v0.8.0"),
         ("kubernetes", "v1.36.5"),
+        ("helm", "v4.3.1"),
     ]
 
 
-@pytest.mark.parametrize("name", ["etcd", "kwok", "kubernetes"])
+def test_helm_builds_its_command_into_one_binary_named_helm() -> None:
+    helm = component("helm")
+
+    assert helm.packages == ("helm.sh/helm/v4/cmd/helm",)
+    assert helm.binaries == ("helm",)
+
+
+@pytest.mark.parametrize("name", sorted(MAIN_MODULES))
 def test_each_component_ships_go_mod_go_sum_and_tools_go(name: str) -> None:
     files = versions.gomod_files(component(name))
 
@@ -135,7 +148,7 @@ def test_each_component_ships_go_mod_go_sum_and_tools_go(name: str) -> None:
     assert files["go.mod"].decode().startswith(f"module edgerollout.local/lab/{name}\n")
 
 
-@pytest.mark.parametrize("name", ["etcd", "kwok", "kubernetes"])
+@pytest.mark.parametrize("name", sorted(MAIN_MODULES))
 def test_tools_go_imports_every_package_the_component_builds(name: str) -> None:
     tools = versions.gomod_files(component(name))["tools.go"].decode()
 
@@ -143,14 +156,7 @@ def test_tools_go_imports_every_package_the_component_builds(name: str) -> None:
     assert sorted(re.findall(r'_ "([^"]+)"', tools)) == sorted(component(name).packages)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "etcd",
-        "kwok",
-        "kubernetes",
-    ],
-)
+@pytest.mark.parametrize("name", sorted(MAIN_MODULES))
 def test_go_mod_requires_the_main_module_at_the_pinned_version(name: str) -> None:
     assert requires(go_mod(name))[MAIN_MODULES[name]] == component(name).version
 
@@ -181,4 +187,14 @@ def test_kubernetes_binaries_are_stamped_with_the_pinned_version() -> None:
         "k8s.io/component-base/version.gitMinor": "36",
         "k8s.io/component-base/version.gitTreeState": "clean",
         "k8s.io/client-go/pkg/version.gitVersion": "v1.36.5",
+    }
+
+
+def test_helm_binary_is_stamped_with_the_pinned_version() -> None:
+    flags = component("helm").ldflags.split()
+
+    assert flags[:2] == ["-s", "-w"]
+    assert dict(flag.split("=", 1) for flag in flags[2:] if flag != "-X") == {
+        "helm.sh/helm/v4/internal/version.version": "v4.3.1",
+        "helm.sh/helm/v4/internal/version.gitTreeState": "clean",
     }

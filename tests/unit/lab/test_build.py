@@ -1,0 +1,220 @@
+"""Building the lab's programs: what `go` is asked to do, stamps, resuming, and errors.
+
+A stand-in `go` on PATH records each call and writes the binaries it is asked for, so these tests
+prove the commands and the bookkeeping around them without compiling anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgerollout.lab import build, versions
+from edgerollout.lab.build import BuildError
+from edgerollout.lab.versions import COMPONENTS, GoComponent
+
+FAKE_GO = f"""#!{sys.executable}
+import json, os, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+with open(os.environ["FAKE_GO_LOG"], "a") as log:
+    log.write(json.dumps({{
+        "args": args,
+        "cwd": os.getcwd(),
+        "env": {{k: os.environ.get(k) for k in ("CGO_ENABLED", "GOFLAGS", "GOWORK")}},
+    }}) + "\\n")
+if os.environ.get("FAKE_GO_FAIL") and args[0] == "build":
+    print("compiling helm.sh/helm/v4/pkg/action")
+    print("pkg/action/install.go:1:1: syntax error")
+    sys.exit(2)
+if args[0] == "list":
+    print("x" * 3)
+elif args[0] == "build":
+    output = args[args.index("-o") + 1]
+    packages = args[args.index("-o") + 2:]
+    for package in packages:
+        print(package)
+        target = Path(output) / package.rsplit("/", 1)[1] if output.endswith("/") else Path(output)
+        target.write_text("binary of " + package)
+"""
+
+
+def component(name: str) -> GoComponent:
+    return next(c for c in COMPONENTS if c.name == name)
+
+
+@pytest.fixture
+def go_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A stand-in `go` first on PATH, an empty lab cache; returns the file its calls go to."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    go = tools / "go"
+    go.write_text(FAKE_GO)
+    go.chmod(0o755)
+    log = tmp_path / "go-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GO_LOG", str(log))
+    monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path / "cache"))
+    return log
+
+
+def calls(log: Path) -> list[dict[str, object]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def only(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    monkeypatch.setattr(build, "COMPONENTS", tuple(component(name) for name in names))
+
+
+def test_helm_is_built_from_its_shipped_module_with_its_pins_and_readonly_modules(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "helm")
+    helm = component("helm")
+    work = versions.bin_dir().parent / "src" / "helm"
+
+    report = build.build_all(lambda _: None)
+
+    assert report.built == ("helm",)
+    assert report.bin_dir == versions.bin_dir()
+    recorded = calls(go_log)
+    assert [call["args"] for call in recorded] == [
+        ["list", "-deps", "-f", "{{if not .Standard}}x{{end}}", "helm.sh/helm/v4/cmd/helm"],
+        [
+            "build",
+            "-v",
+            "-ldflags",
+            helm.ldflags,
+            "-o",
+            str(versions.bin_dir().parent / "bin.helm.partial" / "helm"),
+            "helm.sh/helm/v4/cmd/helm",
+        ],
+    ]
+    assert {call["cwd"] for call in recorded} == {str(work)}
+    assert {json.dumps(call["env"]) for call in recorded} == {
+        json.dumps(
+            {"CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false", "GOWORK": "off"}
+        )
+    }
+    shipped = versions.gomod_files(helm)
+    assert {name: (work / name).read_bytes() for name in shipped} == shipped
+    assert build.binary("helm").read_text() == "binary of helm.sh/helm/v4/cmd/helm"
+    assert (versions.bin_dir().parent / "helm.done").read_text() == "helm v4.3.1\n"
+    assert not (versions.bin_dir().parent / "bin.helm.partial").exists()
+
+
+def test_several_packages_are_built_into_binaries_named_after_them(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "kubernetes")
+
+    build.build_all(lambda _: None)
+
+    staging = versions.bin_dir().parent / "bin.kubernetes.partial"
+    assert calls(go_log)[1]["args"] == [
+        "build",
+        "-v",
+        "-ldflags",
+        component("kubernetes").ldflags,
+        "-o",
+        f"{staging}{os.sep}",
+        "k8s.io/kubernetes/cmd/kube-apiserver",
+        "k8s.io/kubernetes/cmd/kube-controller-manager",
+        "k8s.io/kubernetes/cmd/kube-scheduler",
+    ]
+    assert sorted(path.name for path in versions.bin_dir().iterdir()) == [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ]
+
+
+def test_a_second_build_finds_everything_in_place_and_runs_no_go(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "etcd", "helm")
+    build.build_all(lambda _: None)
+    go_log.unlink()
+    said: list[str] = []
+
+    report = build.build_all(said.append)
+
+    assert report.built == ()
+    assert calls(go_log) == []
+    assert said == [f"lab binaries are up to date in {versions.bin_dir()} ({versions.build_key()})"]
+
+
+def test_only_the_missing_component_is_rebuilt(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "etcd", "helm")
+    build.build_all(lambda _: None)
+    build.binary("helm").unlink()
+
+    report = build.build_all(lambda _: None)
+
+    assert report.built == ("helm",)
+    assert [c.name for c in build.missing_components()] == []
+
+
+def test_binaries_without_a_stamp_count_as_an_interrupted_build(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "etcd", "helm")
+    build.build_all(lambda _: None)
+    (versions.bin_dir().parent / "helm.done").unlink()
+
+    assert build.binary("helm").exists()
+    assert [c.name for c in build.missing_components()] == ["helm"]
+
+
+def test_a_failed_go_build_names_the_component_shows_go_output_and_leaves_no_stamp(
+    go_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only(monkeypatch, "helm")
+    monkeypatch.setenv("FAKE_GO_FAIL", "1")
+
+    with pytest.raises(BuildError) as failure:
+        build.build_all(lambda _: None)
+
+    assert str(failure.value) == (
+        "building helm failed (go exited 2); last output:\n"
+        "compiling helm.sh/helm/v4/pkg/action\n"
+        "pkg/action/install.go:1:1: syntax error"
+    )
+    assert not (versions.bin_dir().parent / "helm.done").exists()
+    assert [c.name for c in build.missing_components()] == ["helm"]
+
+
+def test_without_go_on_path_the_build_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    only(monkeypatch, "helm")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path / "cache"))
+
+    with pytest.raises(BuildError) as failure:
+        build.build_all(lambda _: None)
+
+    assert str(failure.value) == "the Go toolchain (`go`) is not on PATH; install Go 1.26 or newer"
+
+
+def test_binary_of_an_unbuilt_program_says_how_to_build_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path))
+
+    with pytest.raises(BuildError) as failure:
+        build.binary("helm")
+
+    assert str(failure.value) == (
+        f"helm is not built yet (looked in {versions.bin_dir() / 'helm'}); "
+        "run `edgerollout lab build`"
+    )
