@@ -29,7 +29,7 @@ from edgerollout.controller.reconciler import NotLeader, PrepullSettings, Reconc
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
 from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
-from edgerollout.kube.leader import LeaderElector
+from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
 
 log = logging.getLogger("edgerollout.controller")
@@ -143,6 +143,11 @@ class Controller:
         async with asyncio.TaskGroup() as group:
             for index in range(self.options.workers):
                 group.create_task(self._worker(), name=f"worker-{index}")
+        if not self.queue.shutting_down:
+            # A worker stops only when the queue shuts down or a write found this replica no
+            # longer leading. With every worker stopped nothing is reconciled any more: end as on
+            # a lost Lease, so the supervisor restarts this replica as a standby.
+            raise LeadershipLost("every worker stopped writing: this replica is not the leader")
 
     async def serve_http(self) -> list[web.AppRunner]:
         async def healthz(_: web.Request) -> web.Response:
@@ -195,6 +200,8 @@ class Controller:
             )
             if work in done:
                 work.result()  # LeadershipLost or a crash: raise it
+                # Leading never ends by itself while the process runs: say so, do not exit 0.
+                raise RuntimeError("the controller stopped leading without an error")
             if informers in done:
                 # The caches never end on their own: without them nothing is seen, so stop
                 # with an error for the supervisor to restart us rather than idle "healthy".

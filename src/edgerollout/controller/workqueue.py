@@ -110,6 +110,10 @@ class WorkQueue:
             self._dirty.discard(key)
             self.add(key)
 
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutdown
+
     def shut_down(self) -> None:
         self._shutdown = True
         for timer in self._timers.values():

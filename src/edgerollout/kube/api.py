@@ -13,6 +13,7 @@ methods. Every request is counted in `rest_client_requests_total` (by code and m
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -232,8 +233,13 @@ class KubeApi:
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
         response = await self._send(method, path, **kwargs)
-        async with response:
-            data = await response.read()
+        try:
+            async with response:
+                data = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            # The connection broke after the headers, in the body: to callers, a server that
+            # could not be reached, like any other transport failure.
+            raise ApiError(0, "Unreachable", f"{method} {path}: {_describe(error)}") from error
         parsed: JSON = orjson.loads(data) if data else {}
         return parsed
 
@@ -336,4 +342,9 @@ class KubeApi:
             # The API server deletes only the object we looked at: a pod recreated under the same
             # name since then has another UID and the delete fails with 409 Conflict.
             body["preconditions"] = {"uid": uid}
-        await self._json("DELETE", resource.path(namespace, name), body=body)
+        response = await self._send("DELETE", resource.path(namespace, name), body=body)
+        # The status says the deletion was accepted; the body (the object) is not needed, and a
+        # connection that breaks while it is sent does not undo the deletion.
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
+            async with response:
+                await response.read()

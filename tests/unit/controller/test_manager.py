@@ -1,0 +1,34 @@
+"""The controller process's leading loop: it never ends quietly while it should be working."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from edgerollout.controller.manager import Controller, ControllerOptions
+from edgerollout.controller.reconciler import NotLeader, Outcome
+from edgerollout.kube.leader import LeadershipLost
+from tests.unit.kube.fake_api import FakeApi
+
+
+async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_lease() -> None:
+    # Every worker that meets NotLeader stops; once all have, nothing reconciles any more. The
+    # process must then exit as on a lost Lease (code 3, restarted as a standby), not return as
+    # if it had been asked to stop (code 0, nothing in the log saying why).
+    controller = Controller(ControllerOptions(workers=2), FakeApi())  # type: ignore[arg-type]
+    for informer in controller.cache.informers:
+        informer.synced.set()
+    reconciled: list[str] = []
+
+    async def not_leader(key: str) -> Outcome:
+        reconciled.append(key)
+        raise NotLeader("not the leader: refusing to write")
+
+    controller.reconciler.reconcile = not_leader  # type: ignore[method-assign]
+    controller.queue.add("ns/a")
+    controller.queue.add("ns/b")
+
+    with pytest.raises(LeadershipLost, match="stopped writing: this replica is not the leader"):
+        await asyncio.wait_for(controller.lead(), timeout=5)
+    assert sorted(reconciled) == ["ns/a", "ns/b"]
