@@ -95,6 +95,18 @@ def connect_command(nodes: tuple[str, ...], folder: Path) -> None:
     _say(f"connected {', '.join(nodes)}")
 
 
+@lab.command("restart")
+@click.argument("component", type=click.Choice(cluster.RESTARTABLE))
+@dir_option
+def restart_command(component: str, folder: Path) -> None:
+    """Stop COMPONENT and start it again on the same ports and data (a control-plane fault)."""
+    try:
+        seconds = cluster.restart(folder, component)
+    except (cluster.LabError, ComponentError) as error:
+        raise _fail(error) from error
+    _say(f"restarted {component}: serving again after {seconds:.1f} s")
+
+
 @lab.command("status")
 @dir_option
 def status_command(folder: Path) -> None:

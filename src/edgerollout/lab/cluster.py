@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from edgerollout.lab import api, control_plane, link, processes
 from edgerollout.lab.agents import start_agents
 from edgerollout.lab.build import missing_components
@@ -296,6 +298,44 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     if up:
         asyncio.run(api.wake_pods_after_reconnect(lab.kubeconfig, names, since=since))
     return lab
+
+
+RESTARTABLE = ("etcd", "kube-apiserver")
+
+
+def restart(folder: Path, component: str) -> float:
+    """Stop a control-plane component and start it again on the same ports and data.
+
+    Returns the seconds it was unavailable (stopped until healthy again). Clients of the API
+    server see their connections close and reconnect; etcd keeps its data directory."""
+    folder = folder.resolve()
+    if component not in RESTARTABLE:
+        raise LabError(
+            f"cannot restart {component!r}: restartable components are {', '.join(RESTARTABLE)}"
+        )
+    lab = Lab.load(folder)
+    ports = Ports(**json.loads((folder / STATE_FILE).read_text())["ports"])
+    started = time.monotonic()
+    processes.restart(folder, component)
+    if component == "etcd":
+        check = functools.partial(control_plane.etcd_healthy, ports)
+        what = "healthy"
+    else:
+        token, ca_file = _admin_credentials(lab)
+        check = functools.partial(
+            control_plane.apiserver_ready, ports, token=token, ca_file=ca_file
+        )
+        what = "ready"
+    processes.wait_until(folder, component, check, timeout=90, what=what)
+    return time.monotonic() - started
+
+
+def _admin_credentials(lab: Lab) -> tuple[str, Path]:
+    """The admin's bearer token and the cluster CA, from the admin kubeconfig the lab wrote."""
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    user = config["users"][0]["user"]
+    cluster_entry = config["clusters"][0]["cluster"]
+    return str(user["token"]), Path(cluster_entry["certificate-authority"])
 
 
 def disconnect(folder: Path, names: list[str]) -> Lab:

@@ -129,6 +129,21 @@ def stop(folder: Path, name: str, *, grace: float = 10.0) -> bool:
     return True
 
 
+def restart(folder: Path, name: str, *, grace: float = 10.0) -> Started:
+    """Stop the recorded program and start it again with the same command line.
+
+    The new process replaces the record; its log continues the old one."""
+    path = folder / "pids" / f"{name}.json"
+    try:
+        argv = [str(part) for part in json.loads(path.read_text())["argv"]]
+    except (FileNotFoundError, ValueError, KeyError):
+        raise failure(
+            folder, name, "was never started here (no record of its command line)"
+        ) from None
+    stop(folder, name, grace=grace)
+    return start(folder, name, argv)
+
+
 def signal_process(folder: Path, name: str, signum: int) -> None:
     proc = _recorded(folder, name)
     if proc is None:

@@ -89,3 +89,11 @@ def test_up_refuses_a_lab_without_nodes_before_starting_anything(tmp_path: Path)
 
     assert str(caught.value) == "--nodes must be at least 1 (got 0)"
     assert not (tmp_path / "lab").exists()
+
+
+def test_restart_accepts_only_the_restartable_control_plane_components(tmp_path: Path) -> None:
+    write_lab(tmp_path, ["edge-1"])
+    with pytest.raises(
+        LabError, match="cannot restart 'kwok': restartable components are etcd, kube-apiserver"
+    ):
+        cluster.restart(tmp_path, "kwok")

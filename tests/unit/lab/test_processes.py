@@ -236,3 +236,31 @@ def test_log_tail_reads_only_the_end_of_a_large_log(tmp_path: Path) -> None:
     (tmp_path / "logs" / "big.log").write_text(filler * 500 + "last words\n")
 
     assert processes.log_tail(tmp_path, "big", lines=2) == "x" * 1000 + "\nlast words"
+
+
+def test_restart_replaces_the_process_with_one_running_the_same_command_line(
+    folder: Path,
+) -> None:
+    code = "import os, time; print('started', os.getpid(), flush=True); time.sleep(60)"
+    first = processes.start(folder, "restartable", python(code))
+    wait_for_log(folder, "restartable", f"started {first.pid}")
+
+    second = processes.restart(folder, "restartable", grace=2)
+
+    assert second.pid != first.pid
+    assert is_gone(first.pid)
+    assert processes.pid_of(folder, "restartable") == second.pid
+    record = json.loads((folder / "pids" / "restartable.json").read_text())
+    assert record["argv"] == python(code)
+    wait_for_log(folder, "restartable", f"started {second.pid}")
+    # The log goes on: both lives are in it.
+    assert processes.log_tail(folder, "restartable").splitlines() == [
+        f"started {first.pid}",
+        f"started {second.pid}",
+    ]
+
+
+def test_restart_of_a_program_never_started_names_it_and_starts_nothing(folder: Path) -> None:
+    with pytest.raises(ComponentError, match="lab component ghost was never started here"):
+        processes.restart(folder, "ghost")
+    assert processes.recorded_names(folder) == []
