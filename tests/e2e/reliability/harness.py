@@ -1,0 +1,264 @@
+"""One chaos run: a rollout under faults, judged by the invariant watcher, then convergence timed.
+
+A run creates a fresh namespace and an AdvancedRollingUpdate DaemonSet on every lab node
+(max-unavailable `BUDGET`, `minReadySeconds` so that the rollout lasts long enough to be hit),
+starts the controller fleet, changes the image and lets the scenario's faults loose for a bounded
+window. The scenario restores everything it broke before it returns; from that moment the rollout
+must finish (one Ready pod of the newest template on every node) within `CONVERGE_TIMEOUT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgerollout.lab.control_plane import audit_log_path
+from tests.e2e.invariant_watcher import InvariantWatcher, clock
+from tests.e2e.reliability.fleet import Fleet, Relay
+from tests.e2e.support import (
+    LabHandle,
+    by_node,
+    daemonset,
+    fresh_namespace,
+    images,
+    pod_ready,
+    set_image,
+    wait_for,
+)
+
+NAME = "chaos-ds"
+SELECTOR = f"app={NAME}"
+OLD, NEW, NEWER = "nginx:1.19.4", "nginx:1.19.5", "nginx:1.19.6"
+BUDGET = 2
+MIN_READY_SECONDS = 2
+CONVERGE_TIMEOUT = 120.0
+ON_DELETE = {"type": "OnDelete"}
+
+
+def opt_in(strategy: str = "AdvancedRollingUpdate") -> dict[str, str]:
+    return {
+        "apps.openyurt.io/update-strategy": strategy,
+        "apps.openyurt.io/max-unavailable": str(BUDGET),
+    }
+
+
+def manifest(image: str, *, min_ready_seconds: int = MIN_READY_SECONDS) -> Any:
+    body = daemonset(NAME, image=image, strategy=ON_DELETE, annotations=opt_in())
+    body["spec"]["minReadySeconds"] = min_ready_seconds
+    return body
+
+
+@dataclass
+class Chaos:
+    """What a scenario's faults may use, and what they leave behind for the judge."""
+
+    kube: LabHandle
+    namespace: str
+    fleet: Fleet
+    rng: random.Random
+    window: float
+    nodes: list[str]
+    relay: Relay | None = None
+    min_ready_seconds: int = MIN_READY_SECONDS
+    target: str = NEW
+    notes: list[str] = field(default_factory=list)
+    flappers: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def remaining(self) -> float:
+        return max(0.0, self.window - (time.monotonic() - self.started))
+
+    async def pause(self, low: float, high: float) -> None:
+        """Sleep a random while, never past the end of the window."""
+        await asyncio.sleep(min(self.rng.uniform(low, high), self.remaining()))
+
+    async def rollout_progress(self) -> int:
+        """How many nodes run a pod of the target image already."""
+        pods = await self.kube.pods(self.namespace, SELECTOR)
+        return sum(1 for p in pods if images(p) == [self.target])
+
+
+Faults = Callable[[Chaos], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    id: str
+    title: str
+    faults: Faults
+    replicas: int = 1
+    relay: bool = False
+    window: float = 12.0
+    long_window: float = 20.0
+    prepare: Faults | None = None
+    """Run before the image changes (the invariants are watched from before it)."""
+    min_ready_seconds: int = MIN_READY_SECONDS
+    controller_args: tuple[str, ...] = ()
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    seed: int
+    violations: list[str]
+    converge_seconds: float | None
+    notes: list[str]
+    peak_unavailable: int = 0
+    deletions: int = 0
+    report: str = ""
+    peak_detail: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "violations": self.violations,
+            "converge_seconds": self.converge_seconds,
+            "notes": self.notes,
+            "peak_unavailable": self.peak_unavailable,
+            "deletions": self.deletions,
+        }
+
+
+async def converged(kube: LabHandle, namespace: str, image: str, nodes: list[str]) -> bool:
+    """Every node Ready and holding exactly one pod (none terminating): Ready, of `image`."""
+    for node in nodes:
+        if await kube.node_ready(node) != "True":
+            return False
+    grouped = by_node(await kube.pods(namespace, SELECTOR))
+    for node in nodes:
+        pods = grouped.get(node, [])
+        if len(pods) != 1:
+            return False
+        pod = pods[0]
+        if pod.metadata.deletion_timestamp is not None or images(pod) != [image]:
+            return False
+        if not pod_ready(pod):
+            return False
+    return True
+
+
+async def run_scenario(
+    kube: LabHandle, scenario: Scenario, *, seed: int, long: bool, folder: Path
+) -> RunResult:
+    rng = random.Random(f"{scenario.id}:{seed}")  # noqa: S311 - chaos, not security
+    nodes = [node.name for node in kube.lab.nodes]
+    server = json.loads((kube.lab.folder / "lab.json").read_text())["server"]
+    violations: list[str] = []
+    async with fresh_namespace(kube, prefix="chaos") as namespace:
+        relay = None
+        kubeconfig = kube.lab.kubeconfig
+        if scenario.relay:
+            relay = Relay(folder / "relay", apiserver=server, admin_kubeconfig=kube.lab.kubeconfig)
+            await relay.start()
+            kubeconfig = relay.kubeconfig
+        fleet = Fleet(
+            kubeconfig,
+            namespace,
+            folder / "controllers",
+            replicas=scenario.replicas,
+            extra=scenario.controller_args,
+        )
+        watcher = InvariantWatcher(
+            kube.core,
+            kube.apps,
+            namespace,
+            daemonset=NAME,
+            selector=SELECTOR,
+            nodes=nodes,
+            audit_log=audit_log_path(kube.lab.folder),
+        )
+        chaos = Chaos(
+            kube=kube,
+            namespace=namespace,
+            fleet=fleet,
+            rng=rng,
+            window=scenario.long_window if long else scenario.window,
+            nodes=nodes,
+            relay=relay,
+            min_ready_seconds=scenario.min_ready_seconds,
+        )
+        min_ready = scenario.min_ready_seconds
+        converge_seconds: float | None = None
+        try:
+            await fleet.start()
+            await kube.apps.create_namespaced_daemon_set(
+                namespace, manifest(OLD, min_ready_seconds=min_ready)
+            )
+
+            async def old_everywhere() -> bool:
+                return await converged(kube, namespace, OLD, nodes)
+
+            await wait_for(old_everywhere, timeout=60, what=f"a Ready {OLD} pod on every node")
+            # Available too (Ready for minReadySeconds), or every old pod would be replaced at once.
+            await asyncio.sleep(min_ready + 1.5)
+            await watcher.start()
+            if scenario.prepare is not None:
+                await scenario.prepare(chaos)
+            await set_image(kube, namespace, NAME, NEW)
+            chaos.started = time.monotonic()
+            await asyncio.wait_for(scenario.faults(chaos), timeout=chaos.window + 90)
+            faults_stopped = time.monotonic()
+
+            async def done() -> bool:
+                return await converged(kube, namespace, chaos.target, nodes)
+
+            try:
+                await wait_for(done, timeout=CONVERGE_TIMEOUT, what="convergence", interval=0.2)
+                converge_seconds = round(time.monotonic() - faults_stopped, 1)
+            except AssertionError:
+                violations.append(
+                    f"[convergence] no convergence on {chaos.target} within "
+                    f"{CONVERGE_TIMEOUT:.0f} s after the faults stopped"
+                )
+            await asyncio.sleep(1.0)  # the last Events of the rollout
+        finally:
+            await watcher.stop()
+            codes = await fleet.stop()
+            if relay is not None:
+                relay.stop()
+        violations += [
+            str(v) for v in watcher.violations(budget=BUDGET, min_ready_seconds=min_ready)
+        ]
+        for exit_ in fleet.unexpected_exits():
+            violations.append(
+                f"{clock(exit_.at)} [controller-exit] {exit_.identity} exited {exit_.code} "
+                f"unasked:\n{exit_.log_tail}"
+            )
+        for identity, code in codes.items():
+            if code != 0:
+                violations.append(f"[controller-exit] {identity} exited {code} on SIGTERM")
+        notes = chaos.notes
+        if fleet.kills:
+            notes.append(f"{fleet.kills} SIGKILL(s)")
+        lease_losses = len(fleet.exits) - len(fleet.unexpected_exits())
+        if lease_losses:
+            notes.append(f"{lease_losses} exit(s) on a lost Lease (code 3), restarted")
+        if relay is not None and relay.cuts:
+            notes.append(f"{relay.cuts} cut(s) of the controller's connections")
+        expired = sum(
+            replica.log_text().count("watch expired") for replica in fleet.processes.values()
+        )
+        if expired:
+            notes.append(f"{expired} watch(es) expired (410 Gone), listed again")
+        report = "\n".join([*violations, watcher.timeline(), fleet.logs_text()])
+        (folder / "report.txt").write_text(report)
+        peak, peak_at, peak_nodes = watcher.peak_unavailable(min_ready)
+        accepted = [d for d in watcher.controller_deletions if d.accepted]
+        return RunResult(
+            scenario=scenario.id,
+            seed=seed,
+            violations=violations,
+            converge_seconds=converge_seconds,
+            notes=notes,
+            peak_unavailable=peak,
+            deletions=len(accepted),
+            report=report if violations else "",
+            peak_detail=f"{clock(peak_at)} {','.join(peak_nodes)}",
+        )

@@ -1,0 +1,231 @@
+"""The agent under faults, and a corpus of malformed HTTP requests, on a lab with agents.
+
+- An agent's node loses its link while an `upgrade` is under way — at a random moment a few
+  milliseconds after the request, so across runs the cut lands before the agent's reads, between
+  its checks and its delete, and after the delete. Whatever the moment, the answer tells the
+  truth: `200` means the pod was deleted; `503` saying "nothing was changed" means the pod is
+  exactly as it was; `503` saying the deletion "was sent but not confirmed" allows either. Every
+  deletion carries the pod's UID (the API server's audit log shows it), no pod is deleted twice,
+  and once the link is back the upgrade goes through.
+- A corpus of malformed requests (methods, paths, names, headers, bodies, and bytes that are not
+  HTTP at all) is sent to a live agent: no answer is a server error, the agent stays healthy,
+  and nothing in the cluster changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from edgerollout.lab.cluster import Lab
+from edgerollout.lab.control_plane import audit_log_path
+from tests.e2e.agent_support import AgentClient, lab_with_agents, snapshot
+from tests.e2e.controller_process import ControllerProcess, controller_for
+from tests.e2e.reliability.conftest import Plan
+from tests.e2e.reliability.test_bad_input_corpus import audited_pod_deletions
+from tests.e2e.seed import NAME, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
+from tests.e2e.support import (
+    LabHandle,
+    by_node,
+    condition,
+    daemonset,
+    fresh_namespace,
+    lab_handle,
+    set_image,
+    wait_for,
+)
+
+CORPUS = Path(__file__).parent / "corpus"
+OTA = {"apps.openyurt.io/update-strategy": "OTA"}
+NODE = "edge-2"
+NOTHING_CHANGED = "nothing was changed"
+SENT = "was sent but not confirmed"
+
+
+@pytest.fixture(scope="module")
+def agents_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with lab_with_agents(tmp_path_factory.mktemp("agents-chaos") / "lab") as lab:
+        yield lab
+
+
+@pytest.fixture
+async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
+    async with lab_handle(agents_lab) as handle:
+        yield handle
+
+
+@pytest.fixture
+async def ns(cloud: LabHandle) -> AsyncIterator[str]:
+    async with fresh_namespace(cloud, prefix="ac") as name:
+        yield name
+
+
+@pytest.fixture
+async def ota_controller(
+    agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    async with controller_for(agents_lab.kubeconfig, ns, tmp_path / "controller.log", request) as c:
+        yield c
+
+
+def agent(lab: Lab, node: str = NODE) -> AgentClient:
+    url = lab.node(node).agent_url
+    assert url is not None
+    return AgentClient(url)
+
+
+async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
+    """Move the DaemonSet to `image`; the pod on NODE once the controller marks it outdated."""
+    await set_image(cloud, ns, NAME, image)
+
+    async def marked() -> Any:
+        pods = by_node(await cloud.pods(ns, SELECTOR)).get(NODE, [])
+        if len(pods) != 1 or pods[0].metadata.deletion_timestamp is not None:
+            return None
+        need = condition(pods[0], "PodNeedUpgrade")
+        return pods[0] if need is not None and need.status == "True" else None
+
+    return await wait_for(marked, timeout=45, what=f"{NODE}'s pod marked PodNeedUpgrade=True")
+
+
+@pytest.mark.timeout(1800)
+async def test_agent_cut_off_mid_upgrade_tells_the_truth_and_upgrades_once_back(
+    agents_lab: Lab,
+    cloud: LabHandle,
+    ns: str,
+    ota_controller: ControllerProcess,
+    reliability: Plan,
+) -> None:
+    attempts = 4 * reliability.runs
+    rng = random.Random(f"agent-cut:{reliability.seed}")  # noqa: S311 - chaos, not security
+    audit_log = audit_log_path(agents_lab.folder)
+    offset = audit_log.stat().st_size
+    await cloud.apps.create_namespaced_daemon_set(
+        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
+    )
+    await running_everywhere(cloud, ns, OLD, NODES)
+    edge2 = agent(agents_lab)
+    outcomes: dict[str, int] = {}
+    deleted: list[str] = []
+    for attempt in range(attempts):
+        pod = await outdated_pod(cloud, ns, f"nginx:1.20.{attempt}")
+        uid = pod.metadata.uid
+        request = asyncio.create_task(edge2.upgrade(ns, pod.metadata.name))
+        await asyncio.sleep(rng.uniform(0.0, 0.015))
+        await cloud.disconnect(NODE)
+        answer = await request
+        after = await cloud.core.list_namespaced_pod(
+            ns, field_selector=f"metadata.name={pod.metadata.name}"
+        )
+        same = [p for p in after.items if p.metadata.uid == uid]
+        gone = not same or same[0].metadata.deletion_timestamp is not None
+        if answer.status == 200:
+            kind = "done"
+            assert answer.text == f"Start updating pod {ns}/{pod.metadata.name}"
+            assert gone, f"attempt {attempt}: 200 but pod {uid} is still there"
+        else:
+            body = json.loads(answer.text)
+            assert (answer.status, body["reason"]) == (503, "CloudUnreachable"), answer.text
+            if SENT in body["message"]:
+                kind = "sent, unconfirmed"
+            else:
+                kind = "refused before any write"
+                assert NOTHING_CHANGED in body["message"], body
+                assert not gone, f"attempt {attempt}: 'nothing was changed' but {uid} is going"
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+        await cloud.connect(NODE)
+        await cloud.wait_node_ready(NODE, "True", timeout=60)
+        if not gone:
+            retry = await edge2.upgrade(ns, pod.metadata.name)
+            assert retry.status in (200, 409), retry.text
+        if gone or retry.status == 200:
+            deleted.append(uid)
+
+        async def replaced(uid: str = uid) -> bool:
+            pods = by_node(await cloud.pods(ns, SELECTOR)).get(NODE, [])
+            return len(pods) == 1 and pods[0].metadata.uid != uid
+
+        await wait_for(replaced, timeout=60, what=f"{NODE}'s pod replaced after attempt {attempt}")
+
+    print(f"agent cut mid-upgrade, {attempts} attempts: {outcomes}")
+    audited = audited_pod_deletions(audit_log, ns, offset=offset)
+    by_agent = [e for e in audited if "edgerollout-agent" in e["user"]["username"]]
+    assert by_agent, "the agent deleted pods"
+    for entry in by_agent:
+        assert (entry["requestObject"].get("preconditions") or {}).get("uid"), entry
+    accepted = [
+        e["requestObject"]["preconditions"]["uid"]
+        for e in by_agent
+        if 200 <= e["responseStatus"]["code"] <= 299
+    ]
+    # 504 "context canceled": the link was cut mid-request; the deletion may have been made.
+    cut_off = {
+        e["requestObject"]["preconditions"]["uid"]
+        for e in by_agent
+        if e["responseStatus"]["code"] == 504
+    }
+    assert len(accepted) == len(set(accepted)), f"a pod deleted twice: {accepted}"
+    assert set(accepted) <= set(deleted) <= set(accepted) | cut_off
+
+
+def corpus_requests() -> list[dict[str, Any]]:
+    lines = (CORPUS / "agent-requests.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line]
+
+
+async def send_raw(url: str, data: bytes) -> bytes:
+    """Write bytes to the agent's socket as they are; read what comes back (or nothing)."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        received = b""
+        # Every request says `Connection: close`: read until the agent hangs up (or goes quiet).
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            while chunk := await asyncio.wait_for(reader.read(65536), timeout=5):
+                received += chunk
+        return received
+    finally:
+        writer.close()
+
+
+async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    await cloud.apps.create_namespaced_daemon_set(
+        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
+    )
+    await running_everywhere(cloud, ns, OLD, NODES)
+    pod = await outdated_pod(cloud, ns, "nginx:1.19.5")
+    state = await snapshot(cloud, ns)
+    agents = await snapshot(cloud, "edgerollout-system")
+    edge2 = agent(agents_lab)
+    assert edge2.url is not None
+    answers: list[tuple[str, int]] = []
+    for entry in corpus_requests():
+        raw = entry["raw"].replace("{ns}", ns).replace("{pod}", pod.metadata.name)
+        data = raw.encode("utf-8", errors="surrogateescape")
+        answer = await send_raw(edge2.url, data)
+        if answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"):
+            answer = answer.removeprefix(b"HTTP/1.1 100 Continue\r\n\r\n")
+        status_line = answer.split(b"\r\n", 1)[0].decode(errors="replace")
+        code = int(status_line.split()[1]) if status_line.startswith("HTTP/") else 0
+        answers.append((entry["id"], code))
+        # 0: the agent closed the connection without an answer (nothing to answer to).
+        assert code == entry["expect"], f"{entry['id']}: {answer[:300]!r}"
+        health = await edge2.request("GET", "/healthz")
+        assert health.status == 200, f"the agent is unwell after {entry['id']}"
+
+    assert await snapshot(cloud, ns) == state
+    assert await snapshot(cloud, "edgerollout-system") == agents
+    assert [code for _, code in answers if code >= 500] == []
+    assert len(answers) == len(corpus_requests())

@@ -1,0 +1,151 @@
+"""The invariant watcher's judgement, on recorded histories (no lab): it finds each kind of broken
+promise, names the objects, and finds nothing in a rollout that kept them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from tests.e2e.invariant_watcher import AuditedDeletion, InvariantWatcher, PodLife
+
+NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
+OLD, NEW = ("nginx:1",), ("nginx:2",)
+T0 = 1_000.0  # every node Ready, every old pod Ready (and available) since then
+MIN_READY = 2.0
+
+
+def history(tmp_path: Path) -> InvariantWatcher:
+    watcher = InvariantWatcher(
+        cast(Any, None),
+        cast(Any, None),
+        "ns",
+        daemonset="ds",
+        selector="app=ds",
+        nodes=NODES,
+        audit_log=tmp_path / "audit.log",
+    )
+    watcher.started_at = T0
+    watcher.ds_image.set(T0, OLD)
+    watcher.ds_image.set(T0 + 10, NEW)
+    watcher.ds_strategy.set(T0, "advancedrollingupdate")
+    for node in NODES:
+        watcher.node_ready[node].set(T0, True)
+        old = PodLife(uid=f"old-{node}", name=f"old-{node}", node=node, images=OLD, seen=T0)
+        old.ready.set(T0, T0 - 100)
+        watcher.pods[old.uid] = old
+    return watcher
+
+
+def delete(watcher: InvariantWatcher, node: str, at: float, *, uid: str | None = "same") -> None:
+    """The controller deletes the node's old pod at `at`; its replacement is available 5 s later."""
+    pod = watcher.pods[f"old-{node}"]
+    pod.deleting_at = at
+    precondition = pod.uid if uid == "same" else uid
+    watcher.deletions.append(AuditedDeletion(at, "ns", pod.name, "lab-admin", 200, precondition))
+    new = PodLife(uid=f"new-{node}", name=f"new-{node}", node=node, images=NEW, seen=at + 1)
+    new.ready.set(at + 1, None)
+    new.ready.set(at + 3, at + 3)
+    watcher.pods[new.uid] = new
+
+
+def test_a_rollout_within_the_budget_breaks_no_promise(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 20)
+    delete(watcher, "edge-4", T0 + 20.1)
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+    assert watcher.peak_unavailable(MIN_READY)[0] == 2
+
+
+def test_a_deletion_beyond_the_budget_is_reported_with_the_unavailable_nodes(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 11.2)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 11.2, "budget")]
+    assert found[0].message == (
+        "pod ns/old-edge-3 (available) deleted while 2 other Ready node(s) were unavailable; "
+        "max-unavailable is 2"
+    )
+    assert found[0].objects == (
+        "pod ns/old-edge-3 (uid old-edge-3)",
+        "node edge-3",
+        "unavailable node edge-1",
+        "unavailable node edge-2",
+    )
+
+
+def test_a_deletion_on_a_node_not_ready_is_reported(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    watcher.node_ready["edge-4"].set(T0 + 5, False)
+    delete(watcher, "edge-4", T0 + 11)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.invariant, v.message) for v in found] == [
+        ("not-ready-node", "pod ns/old-edge-4 deleted while node edge-4 was not Ready")
+    ]
+
+
+def test_a_node_turning_not_ready_within_the_grace_is_not_held_against_the_controller(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    watcher.node_ready["edge-4"].set(T0 + 10.5, False)
+    delete(watcher, "edge-4", T0 + 11)
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+
+
+def test_missing_precondition_second_deletion_and_deletion_under_ota_are_each_reported(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11, uid=None)
+    delete(watcher, "edge-2", T0 + 12)
+    watcher.deletions.append(
+        AuditedDeletion(T0 + 13, "ns", "old-edge-2", "lab-admin", 200, "old-edge-2")
+    )
+    watcher.ds_strategy.set(T0 + 20, "ota")
+    delete(watcher, "edge-3", T0 + 30)
+    found = watcher.violations(budget=4, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [
+        (T0 + 11, "uid-precondition"),
+        (T0 + 13, "deleted-twice"),
+        (T0 + 30, "not-decided"),
+    ]
+    assert found[2].message == "pod ns/old-edge-3 deleted while the DaemonSet's strategy was 'ota'"
+
+
+def test_deletions_by_others_and_refused_deletions_are_not_the_controllers(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    watcher.deletions.append(
+        AuditedDeletion(
+            T0 + 11, "ns", "old-edge-1", "system:serviceaccount:kube-system:x", 200, None
+        )
+    )
+    watcher.deletions.append(AuditedDeletion(T0 + 12, "ns", "old-edge-2", "lab-admin", 409, "u"))
+    assert watcher.violations(budget=1, min_ready_seconds=MIN_READY) == []
+
+
+def test_a_deletion_cut_off_mid_request_is_judged_as_if_it_was_made(tmp_path: Path) -> None:
+    # The client went away: the audit log says 504, but the pod may well be gone. It is held to
+    # the same rules; a retry of it is not a second deletion.
+    watcher = history(tmp_path)
+    watcher.node_ready["edge-4"].set(T0 + 5, False)
+    delete(watcher, "edge-4", T0 + 11)
+    cut_off = watcher.deletions[-1]
+    watcher.deletions[-1] = AuditedDeletion(
+        cut_off.at, "ns", cut_off.name, "lab-admin", 504, cut_off.uid_precondition
+    )
+    watcher.deletions.append(
+        AuditedDeletion(T0 + 12, "ns", cut_off.name, "lab-admin", 200, cut_off.uid_precondition)
+    )
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [
+        (T0 + 11, "not-ready-node"),
+        (T0 + 12, "not-ready-node"),
+    ]
