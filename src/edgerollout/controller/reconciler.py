@@ -10,17 +10,20 @@ writes, each guarded by `may_write` (the leader check, tested again right before
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.expectations import Expectations
+from edgerollout.controller.expectations import ConditionWrites, Expectations
+from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView, PodView
-from edgerollout.domain.planner import NodeVerdict
+from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
 from edgerollout.domain.prepull import plan_prepulls
 from edgerollout.domain.reconcile import Plan, plan_reconcile
 from edgerollout.domain.strategy import UpdateStrategy
@@ -30,6 +33,10 @@ from edgerollout.kube.recorder import EventRecorder
 from edgerollout.kube.views import CachedDaemonSet
 
 log = logging.getLogger("edgerollout.controller")
+
+# Writes of one reconcile in flight at once (the API client's connection pool holds 100).
+WRITE_CONCURRENCY = 32
+Item = TypeVar("Item")
 
 
 class NotLeader(RuntimeError):
@@ -65,6 +72,7 @@ class Reconciler:
         may_write: Callable[[], bool],
         clock: Callable[[], datetime.datetime] | None = None,
         prepull: PrepullSettings | None = None,
+        sent_conditions: ConditionWrites | None = None,
     ) -> None:
         self.api = api
         self.cache = cache
@@ -73,6 +81,7 @@ class Reconciler:
         self.may_write = may_write
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.prepull = prepull or PrepullSettings()
+        self.sent_conditions = sent_conditions or ConditionWrites()
         self._skipped: dict[str, int] = {}
         self._uid_by_key: dict[str, str] = {}
 
@@ -85,6 +94,7 @@ class Reconciler:
         uid = self._uid_by_key.pop(key, None)
         if uid is not None:
             self.expectations.forget(uid)
+            self.sent_conditions.forget(uid)
             if notices:
                 self.recorder.forget(uid)
         self._skipped.pop(key, None)
@@ -132,33 +142,11 @@ class Reconciler:
         for notice in plan.notices:
             await self._emit(ds, notice)
 
-        written = 0
-        for write in plan.condition_writes:
-            self._guard()
-            body = {"metadata": {"uid": write.uid}, **write.patch}
-            try:
-                await self.api.patch(
-                    PODS, write.name, body, namespace=write.namespace, subresource="status"
-                )
-            except ApiError as error:
-                if error.not_found or error.conflict:
-                    continue  # the pod is gone or was replaced: its successor gets its own write
-                raise
-            written += 1
-            metrics.CONDITIONS_WRITTEN.labels(type=write.condition.type).inc()
-            log.info(
-                "set %s=%s on pod %s/%s (%s)",
-                write.condition.type,
-                write.condition.status,
-                write.namespace,
-                write.name,
-                write.condition.message,
-            )
-
+        unsent = self.sent_conditions.unsent(ds.uid, plan.condition_writes, pods)
+        written = sum(await _concurrently(lambda write: self._write_condition(ds, write), unsent))
         if plan.strategy is UpdateStrategy.OTA and plan.target is not None:
             written += await self._prepull(cached, owned_views=pods, newest=plan.target.hash)
 
-        deleted = 0
         rollout = plan.rollout
         if rollout is not None:
             self._skipped[key] = len(rollout.skipped_nodes)
@@ -169,42 +157,11 @@ class Reconciler:
                     key,
                     ", ".join(rollout.skipped_nodes),
                 )
-        for deletion in plan.deletions:
-            self._guard()
-            self.expectations.expect(ds.uid, deletion.uid, deletion.node_name)
-            try:
-                await self.api.delete(
-                    PODS, deletion.name, namespace=deletion.namespace, uid=deletion.uid
-                )
-            except ApiError as error:
-                if error.not_found:
-                    continue  # already gone: the expectation covers its node until it is replaced
-                self.expectations.drop(ds.uid, deletion.uid)
-                if error.conflict:
-                    continue  # replaced meanwhile (UID precondition): the next reconcile judges it
-                await self._emit(
-                    ds,
-                    Notice(
-                        type=EventType.WARNING,
-                        reason=FAILED_DELETE,
-                        message=f"Error deleting pod {deletion.name}: {error}",
-                        subject=f"{deletion.uid}:{error.status}",
-                    ),
-                )
-                raise
-            deleted += 1
-            metrics.PODS_DELETED.labels(reason=deletion.reason.name.lower()).inc()
-            budget = plan.budget.value if plan.budget else 0
-            log.info(
-                "deleted pod %s/%s on node %s (%s; unavailable %d/%d)",
-                deletion.namespace,
-                deletion.name,
-                deletion.node_name,
-                deletion.reason.value,
-                rollout.unavailable if rollout else 0,
-                budget,
+        deleted = sum(
+            await _concurrently(
+                lambda deletion: self._delete(ds, deletion, plan, rollout), plan.deletions
             )
-            await self._emit(ds, deletion.notice)
+        )
 
         requeue = None
         if self.expectations.pending(ds.uid):
@@ -215,9 +172,79 @@ class Reconciler:
         if starting and ds.min_ready_seconds > 0:
             # A pod becomes available minReadySeconds after turning Ready: no event says so.
             requeue = min(requeue or float(ds.min_ready_seconds), float(ds.min_ready_seconds))
+        unechoed = self.sent_conditions.next_expiry(ds.uid)
+        if unechoed is not None:
+            # Normally the echo of each write arrives first and triggers a reconcile; this one
+            # only re-checks a write whose echo never came (its record then expires).
+            unechoed = max(unechoed, 1.0)
+            requeue = min(requeue or unechoed, unechoed)
         return Outcome(
             plan=plan, deleted=deleted, conditions_written=written, requeue_after=requeue
         )
+
+    async def _write_condition(self, ds: DaemonSetView, write: ConditionWrite) -> int:
+        """Patch one pod's condition; 1 if it was written, 0 if the pod is gone or replaced."""
+        self._guard()
+        body = {"metadata": {"uid": write.uid}, **write.patch}
+        try:
+            await self.api.patch(
+                PODS, write.name, body, namespace=write.namespace, subresource="status"
+            )
+        except ApiError as error:
+            if error.not_found or error.conflict:
+                return 0  # the pod is gone or was replaced: its successor gets its own write
+            raise
+        self.sent_conditions.sent(ds.uid, write)
+        metrics.CONDITIONS_WRITTEN.labels(type=write.condition.type).inc()
+        log.info(
+            "set %s=%s on pod %s/%s (%s)",
+            write.condition.type,
+            write.condition.status,
+            write.namespace,
+            write.name,
+            write.condition.message,
+        )
+        return 1
+
+    async def _delete(
+        self, ds: DaemonSetView, deletion: Deletion, plan: Plan, rollout: DeletionPlan | None
+    ) -> int:
+        """Delete one pod (recorded as expected first); 1 if deleted, 0 if gone or replaced."""
+        self._guard()
+        self.expectations.expect(ds.uid, deletion.uid, deletion.node_name)
+        try:
+            await self.api.delete(
+                PODS, deletion.name, namespace=deletion.namespace, uid=deletion.uid
+            )
+        except ApiError as error:
+            if error.not_found:
+                return 0  # already gone: the expectation covers its node until it is replaced
+            self.expectations.drop(ds.uid, deletion.uid)
+            if error.conflict:
+                return 0  # replaced meanwhile (UID precondition): the next reconcile judges it
+            await self._emit(
+                ds,
+                Notice(
+                    type=EventType.WARNING,
+                    reason=FAILED_DELETE,
+                    message=f"Error deleting pod {deletion.name}: {error}",
+                    subject=f"{deletion.uid}:{error.status}",
+                ),
+            )
+            raise
+        metrics.PODS_DELETED.labels(reason=deletion.reason.name.lower()).inc()
+        budget = plan.budget.value if plan.budget else 0
+        log.info(
+            "deleted pod %s/%s on node %s (%s; unavailable %d/%d)",
+            deletion.namespace,
+            deletion.name,
+            deletion.node_name,
+            deletion.reason.value,
+            rollout.unavailable if rollout else 0,
+            budget,
+        )
+        await self._emit(ds, deletion.notice)
+        return 1
 
     async def _prepull(
         self, cached: CachedDaemonSet, *, owned_views: list[PodView], newest: str | None
@@ -279,3 +306,24 @@ class Reconciler:
     def _node(self, name: NodeName) -> NodeView:
         node = self.cache.nodes.get(name)
         return node if node is not None else NodeView(name=name, readiness=NodeReadiness.MISSING)
+
+
+async def _concurrently(send: Callable[[Item], Awaitable[int]], items: Sequence[Item]) -> list[int]:
+    """Send one request per item, at most WRITE_CONCURRENCY at a time, and wait for all of them.
+
+    A plan's writes are independent of each other (each pod is written or deleted at most once,
+    the deletions all fit the budget and are recorded as expected before they are sent), so they
+    need not wait for one another's round trip: sent one after the other, a wave of a hundred
+    deletions took as many round trips. If any request fails, the others still finish, then the
+    first failure is raised (the key is retried with backoff, as before)."""
+    gate = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+    async def gated(item: Item) -> int:
+        async with gate:
+            return await send(item)
+
+    results = await asyncio.gather(*(gated(item) for item in items), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [result for result in results if not isinstance(result, BaseException)]
