@@ -215,14 +215,15 @@ class Agent:
             raise Refused(
                 Refusal(503, "CacheNotReady", "no pods known yet: the API server has not answered")
             )
-        body = {
+        envelope = {
             "apiVersion": "v1",
             "kind": "PodList",
             "metadata": {"resourceVersion": self.pods.informer.resource_version},
-            "items": self.pods.pods(),
         }
+        # The same bytes as dumping the whole PodList, with the items encoded once per change.
+        body = orjson.dumps(envelope)[:-1] + b',"items":' + self.pods.encoded_pods() + b"}"
         return web.Response(
-            body=orjson.dumps(body),
+            body=body,
             content_type="application/json",
             headers={CACHE_AGE_HEADER: f"{self.pods.age():.1f}"},
         )
