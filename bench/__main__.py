@@ -1,0 +1,209 @@
+"""`python -m bench` (`./dev bench`): run the benchmark scenarios on fresh labs and report.
+
+Scenarios 1-4 share one lab of `--nodes` nodes (native and edgerollout side by side, one after the
+other); the memory scenario (5) and the agent scenario (6) get a lab each, sized for what they
+measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bench import plots, report, workload
+from bench.machine import lab_rss_mb, load_now, machine
+from bench.scenarios import agent, disconnected, footprint, ota, rolling
+from bench.session import lab_session
+
+SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent")
+RESULTS = Path(__file__).parent / "results"
+
+
+def _say(message: str) -> None:
+    stamp = datetime.now(UTC).strftime("%H:%M:%S")
+    click.echo(f"[{stamp}] {message}", err=True)
+
+
+async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str, Any]) -> None:
+    nodes, timeout = options["nodes"], options["timeout"]
+    async with lab_session(
+        nodes=nodes, say=_say, profile=options["profile"], keep_logs=options["keep_logs"]
+    ) as session:
+        results["lab"] = {"nodes": nodes, "rss_mb_idle": lab_rss_mb(session.folder)}
+        _say("preparing the native and edgerollout DaemonSets")
+        await rolling.prepare(session, nodes=nodes, timeout=timeout)
+        controller = await session.controller(namespace=workload.OURS_NAMESPACE)
+        results["lab"]["controller_ready_seconds"] = round(controller.ready_seconds, 2)
+        scenarios = results["scenarios"]
+        if "rolling" in chosen:
+            scenarios.update(await rolling.run(session, controller, nodes=nodes, timeout=timeout))
+        if "ota" in chosen:
+            scenarios["ota"] = await ota.run(session, controller, nodes=nodes, timeout=timeout)
+        if "disconnected" in chosen:
+            rolled = scenarios.get("rolling")
+            scenarios["disconnected"] = await disconnected.run(
+                session,
+                nodes=nodes,
+                rolling_seconds=rolled["edgerollout"]["seconds"] if rolled else None,
+                wave_seconds=rolled["lab"]["wave_seconds"] if rolled else None,
+                native_seconds=options["native_stall_seconds"],
+                timeout=timeout,
+            )
+        results["lab"]["rss_mb_after"] = lab_rss_mb(session.folder)
+
+
+async def _footprint(options: dict[str, Any], results: dict[str, Any]) -> None:
+    async with lab_session(nodes=1, say=_say) as session:
+        results["scenarios"]["footprint"] = await footprint.run(
+            session, sizes=options["footprint_sizes"], timeout=options["timeout"]
+        )
+
+
+async def _agent(options: dict[str, Any], results: dict[str, Any]) -> None:
+    async with lab_session(nodes=1, say=_say, agents=True) as session:
+        controller = await session.controller(namespace=workload.AGENT_NAMESPACE)
+        results["scenarios"]["agent"] = await agent.run(
+            session,
+            controller,
+            seconds=options["agent_seconds"],
+            upgrades=options["upgrades"],
+            timeout=options["timeout"],
+        )
+
+
+async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "name": options["name"],
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "options": {k: v for k, v in options.items() if k not in ("out", "profile", "keep_logs")},
+        "scenarios": {},
+    }
+    started = time.monotonic()
+    if {"rolling", "ota", "disconnected"} & set(chosen):
+        await _big_lab(options, chosen, results)
+    if "footprint" in chosen:
+        await _footprint(options, results)
+    if "agent" in chosen:
+        await _agent(options, results)
+    results["seconds"] = round(time.monotonic() - started, 1)
+    results["load_average_1m_at_end"] = load_now()
+    return results
+
+
+def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        sizes = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected numbers separated by commas, got {value!r}") from None
+    if not sizes or any(size < 0 for size in sizes):
+        raise click.BadParameter(f"expected non-negative numbers, got {value!r}")
+    return sizes
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--scenario",
+    "scenarios",
+    type=click.Choice(SCENARIOS),
+    multiple=True,
+    help="Run only these (repeatable). rolling also yields the API-load scenario. Default: all.",
+)
+@click.option("--nodes", type=click.IntRange(min=10), default=1000, show_default=True)
+@click.option(
+    "--footprint-sizes",
+    callback=_sizes,
+    default=None,
+    help="Node counts for the memory scenario.  [default: 0,1000,5000,10000; smoke: 0,50,200]",
+)
+@click.option(
+    "--native-stall-seconds",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="How long the native rollout is watched with nodes disconnected.  [default: 300; smoke: 20]",
+)
+@click.option(
+    "--agent-seconds",
+    type=click.FloatRange(min=0.5),
+    default=None,
+    help="Duration of the agent's GET /pods load.  [default: 30; smoke: 2]",
+)
+@click.option("--upgrades", type=click.IntRange(min=1), default=None, help="[default: 5; smoke: 1]")
+@click.option(
+    "--smoke",
+    is_flag=True,
+    help="The small version (50 nodes, short waits) that checks the suite still works.",
+)
+@click.option("--name", default=None, help="Results name.  [default: latest; smoke: smoke]")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=RESULTS,
+    show_default=True,
+    help="Where NAME.json and the plots go.",
+)
+@click.option("--timeout", type=click.FloatRange(min=10), default=900, show_default=True)
+@click.option("--markdown", is_flag=True, help="Print the table as Markdown.")
+@click.option(
+    "--profile",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Record the controller of scenarios 1-4 with py-spy into this folder (speedscope JSON).",
+)
+@click.option(
+    "--keep-logs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Copy the controller's log of scenarios 1-4 into this folder.",
+)
+def main(
+    scenarios: tuple[str, ...],
+    nodes: int,
+    footprint_sizes: list[int] | None,
+    native_stall_seconds: float | None,
+    agent_seconds: float | None,
+    upgrades: int | None,
+    smoke: bool,
+    name: str | None,
+    out: Path,
+    timeout: float,
+    markdown: bool,
+    profile: Path | None,
+    keep_logs: Path | None,
+) -> None:
+    """Benchmark edgerollout against the native DaemonSet controller on the local lab."""
+    if smoke and nodes == 1000:
+        nodes = 50
+    options: dict[str, Any] = {
+        "nodes": nodes,
+        "smoke": smoke,
+        "name": name or ("smoke" if smoke else "latest"),
+        "footprint_sizes": footprint_sizes or ([0, 50, 200] if smoke else [0, 1000, 5000, 10000]),
+        "native_stall_seconds": native_stall_seconds or (20.0 if smoke else 300.0),
+        "agent_seconds": agent_seconds or (2.0 if smoke else 30.0),
+        "upgrades": upgrades or (1 if smoke else 5),
+        "timeout": timeout,
+        "out": out,
+        "profile": profile,
+        "keep_logs": keep_logs,
+    }
+    chosen = list(scenarios) or list(SCENARIOS)
+    results = asyncio.run(_run(options, chosen))
+    path = report.write(results, out, options["name"])
+    images = plots.write_all(results, out, options["name"])
+    click.echo(report.render(report.rows(results), markdown=markdown))
+    click.echo(f"\nresults: {path}")
+    for image in images:
+        click.echo(f"plot: {image}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""What a phase cost the API server: requests by verb and client.
+
+Three independent sources: the API server's own `apiserver_request_total` (every client, by verb
+and resource), edgerollout's `rest_client_requests_total` (its own requests, by method), and the API
+server's audit log, which names the user behind every pod deletion.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench import metrics
+from bench.metrics import Samples
+
+
+def apiserver_requests(delta: Samples) -> dict[str, Any]:
+    """Requests the API server served in a phase: pods by verb, everything by verb."""
+    pods = metrics.by_label(delta, "apiserver_request_total", "verb", resource="pods")
+    everything = metrics.by_label(delta, "apiserver_request_total", "verb")
+    return {
+        "pods_by_verb": {verb: int(n) for verb, n in sorted(pods.items()) if n},
+        "all_by_verb": {verb: int(n) for verb, n in sorted(everything.items()) if n},
+        "flowcontrol_rejected": int(
+            metrics.total(delta, "apiserver_flowcontrol_rejected_requests_total")
+        ),
+        # Seconds requests spent queued by priority and fairness, summed over requests.
+        "flowcontrol_wait_seconds": round(
+            metrics.total(delta, "apiserver_flowcontrol_request_wait_duration_seconds_sum"), 3
+        ),
+    }
+
+
+def controller_requests(delta: Samples) -> dict[str, Any]:
+    by_method = metrics.by_label(delta, "rest_client_requests_total", "method")
+    return {
+        "by_method": {method: int(n) for method, n in sorted(by_method.items()) if n},
+        "pods_deleted": int(metrics.total(delta, "edgerollout_pods_deleted_total")),
+        "conditions_written": int(metrics.total(delta, "edgerollout_pod_conditions_written_total")),
+        "reconciles": int(metrics.total(delta, "reconcile_total")),
+    }
+
+
+def audit_deletes(log: Path, namespace: str, since: datetime) -> dict[str, int] | None:
+    """Pod deletions in `namespace` recorded by the API server's audit log since `since`, by
+    user; None when the lab keeps no audit log."""
+    if not log.exists():
+        return None
+    counts: dict[str, int] = {}
+    with log.open(errors="replace") as lines:
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            ref = event.get("objectRef") or {}
+            if event.get("verb") != "delete" or ref.get("resource") != "pods":
+                continue
+            if ref.get("namespace") != namespace or event.get("stage") != "ResponseComplete":
+                continue
+            stamp = datetime.fromisoformat(str(event.get("stageTimestamp")).replace("Z", "+00:00"))
+            if stamp < since:
+                continue
+            user = str((event.get("user") or {}).get("username", "?"))
+            counts[user] = counts.get(user, 0) + 1
+    return counts

@@ -1,0 +1,107 @@
+"""What a measurement ran on and what it cost: the machine, and CPU and memory of processes.
+
+The lab's programs (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, the link
+relay) are measured apart from edgerollout's controller, so that the lab's own overhead is never
+mistaken for edgerollout's.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from edgerollout.lab import processes
+from edgerollout.lab.cluster import COMPONENTS
+
+
+def machine() -> dict[str, Any]:
+    load1, load5, load15 = os.getloadavg()
+    memory = psutil.virtual_memory()
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_gib": round(memory.total / 2**30, 1),
+        "load_average": [round(load1, 2), round(load5, 2), round(load15, 2)],
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_now() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process and its children so far (0 if it is gone)."""
+    try:
+        process = psutil.Process(pid)
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system + times.children_user + times.children_system)
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.NoSuchProcess:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """CPU seconds per process at one moment, with the wall-clock (monotonic) time."""
+
+    at: float
+    cpu: dict[str, float]
+
+    @staticmethod
+    def of(pids: dict[str, int]) -> Usage:
+        return Usage(
+            at=time.monotonic(), cpu={name: cpu_seconds(pid) for name, pid in pids.items()}
+        )
+
+    def since_per_second(self, after: Usage) -> dict[str, float]:
+        """CPU seconds per second each process spent from this reading to `after`."""
+        elapsed = max(after.at - self.at, 1e-9)
+        return {
+            name: round((seconds - self.cpu.get(name, 0.0)) / elapsed, 3)
+            for name, seconds in after.cpu.items()
+        }
+
+    def since(self, before: Usage) -> dict[str, float]:
+        """CPU seconds each process spent between the two readings."""
+        return {
+            name: round(seconds - before.cpu.get(name, 0.0), 2)
+            for name, seconds in self.cpu.items()
+        }
+
+
+def lab_pids(folder: Path) -> dict[str, int]:
+    """The running programs of the lab's control plane, by component name."""
+    pids = {}
+    for name in COMPONENTS:
+        pid = processes.pid_of(folder, name)
+        if pid is not None:
+            pids[name] = pid
+    return pids
+
+
+def lab_rss_mb(folder: Path) -> dict[str, float]:
+    return {name: round(rss_bytes(pid) / 2**20, 1) for name, pid in lab_pids(folder).items()}

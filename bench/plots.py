@@ -1,0 +1,109 @@
+"""PNG plots of a results file: nodes updated over time (ours against native), and how the
+controller's memory grows with the number of pods it caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+DPI = 72
+SIZE = (7.0, 3.8)
+
+
+def _step(axes: Any, curve: list[list[float]], label: str, **style: Any) -> None:
+    if curve:
+        xs, ys = zip(*curve, strict=True)
+        axes.step(xs, ys, where="post", label=label, **style)
+
+
+def rolling(result: dict[str, Any], path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=SIZE)
+    _step(
+        axes,
+        result["native"]["curve"],
+        f"native RollingUpdate ({result['native']['seconds']:.1f} s)",
+    )
+    _step(
+        axes,
+        result["edgerollout"]["curve"],
+        f"edgerollout AdvancedRollingUpdate ({result['edgerollout']['seconds']:.1f} s)",
+    )
+    axes.set(
+        title=f"Scenario 1: {result['nodes']} nodes, max-unavailable {result['max_unavailable']}",
+        xlabel="seconds after the image change",
+        ylabel="nodes updated and Ready",
+    )
+    axes.legend(loc="lower right")
+    axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def disconnected(result: dict[str, Any], path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=SIZE)
+    ours, native = result["edgerollout"], result["native"]
+    _step(axes, native["curve"], "native RollingUpdate")
+    _step(axes, ours["curve"], "edgerollout AdvancedRollingUpdate")
+    axes.axvline(
+        ours["reconnected_at"], color="grey", linestyle="--", label="reconnect (edgerollout)"
+    )
+    axes.axvline(ours["ready_at"], color="grey", linestyle=":", label="reconnected nodes Ready")
+    axes.set(
+        title=f"Scenario 2: {result['disconnected']} of {result['nodes']} nodes disconnected",
+        xlabel="seconds after each rollout's image change",
+        ylabel="nodes updated and Ready",
+    )
+    axes.legend(loc="center right", fontsize="small")
+    axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def footprint(result: dict[str, Any], path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=SIZE)
+    points = result["points"]
+    axes.plot([p["pods"] for p in points], [p["rss_mb"] for p in points], marker="o", label="RSS")
+    axes.axhline(
+        result["target_rss_mb_at_10000"], color="red", linestyle="--", label="target at 10,000"
+    )
+    axes.set(
+        title="Scenario 5: controller memory by pods cached",
+        xlabel="nodes (one pod each) in the controller's caches",
+        ylabel="RSS, MB",
+    )
+    twin = axes.twinx()
+    twin.plot(
+        [p["pods"] for p in points],
+        [p["startup_cpu_seconds"] for p in points],
+        marker="s",
+        color="tab:green",
+        label="CPU s to list and cache",
+    )
+    twin.set_ylabel("CPU seconds at start-up")
+    handles = axes.get_legend_handles_labels()
+    twin_handles = twin.get_legend_handles_labels()
+    axes.legend(handles[0] + twin_handles[0], handles[1] + twin_handles[1], loc="upper left")
+    axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _save(figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def write_all(results: dict[str, Any], folder: Path, name: str) -> list[Path]:
+    scenarios = results.get("scenarios", {})
+    written = []
+    if "rolling" in scenarios:
+        written.append(rolling(scenarios["rolling"], folder / f"{name}-rolling.png"))
+    if "disconnected" in scenarios:
+        written.append(disconnected(scenarios["disconnected"], folder / f"{name}-disconnected.png"))
+    if "footprint" in scenarios:
+        written.append(footprint(scenarios["footprint"], folder / f"{name}-footprint.png"))
+    return written

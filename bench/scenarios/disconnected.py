@@ -1,0 +1,142 @@
+"""Scenario 2: a fifth of the nodes disconnected during a rollout.
+
+The native RollingUpdate is expected to stall (the disconnected nodes' pods are deleted, never
+confirmed, and hold the budget): it gets a fixed time and its share of updated nodes is reported.
+edgerollout is timed until every connected node is updated, then the disconnected nodes are
+reconnected and it is timed again from the moment the last of them is Ready until all are updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+from bench import workload
+from bench.machine import load_now
+from bench.rollout import Rollout, thin
+from bench.scenarios.rolling import NATIVE, OURS
+from bench.session import Session
+from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
+from edgerollout.kube.api import DAEMONSETS, NODES
+from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+
+SHARE = 0.2
+TARGET_RATIO = 1.1
+TARGET_AFTER_READY_SECONDS = 10.0
+
+
+async def run(
+    session: Session,
+    *,
+    nodes: int,
+    rolling_seconds: float | None,
+    wave_seconds: float | None,
+    native_seconds: float,
+    timeout: float,
+) -> dict[str, Any]:
+    names = session.node_names
+    cut = names[-math.ceil(nodes * SHARE) :]
+    connected = nodes - len(cut)
+    image = workload.IMAGES[2]
+    node_watch = ObjectWatch(session.api, NODES)
+    await node_watch.start()
+    ours = native = None
+    try:
+        down = node_watch.track(not_ready_among(set(cut)))
+        session.say(f"disconnected: cutting {len(cut)} of {nodes} nodes")
+        cut_at = time.monotonic()
+        await session.disconnect(cut)
+        await down.reach(
+            len(cut), timeout=NODE_MONITOR_GRACE_SECONDS + 60, what="disconnected nodes NotReady"
+        )
+        not_ready_seconds = round(time.monotonic() - cut_at, 1)
+        back = node_watch.track(ready_among(set(cut)))
+
+        ours = await Rollout.watching(session, workload.OURS_NAMESPACE, image)
+        # Old pods not yet deleted: what edgerollout itself still has to do (the replacements
+        # are then the lab's work: the native controller, the scheduler and KWOK).
+        old_left = ours.watch.track(
+            lambda pod: pod["metadata"]["name"] if live(pod) and pod_image(pod) != image else None
+        )
+        load = load_now()
+        start = time.monotonic()
+        await workload.set_image(session.api, workload.OURS_NAMESPACE, OURS, image)
+        ours_connected_done = await ours.progress.reach(
+            connected, timeout=timeout, what="edgerollout: connected nodes updated"
+        )
+        ours_connected = round(ours_connected_done - start, 3)
+        session.say(
+            f"disconnected: edgerollout updated {connected} nodes in {ours_connected:.1f} s"
+        )
+
+        native = await Rollout.watching(session, workload.NATIVE_NAMESPACE, image)
+        session.say(f"disconnected: native RollingUpdate, watched for {native_seconds:.0f} s")
+        native_start = time.monotonic()
+        await workload.set_image(session.api, workload.NATIVE_NAMESPACE, NATIVE, image)
+        await asyncio.sleep(native_seconds)
+        native_updated = native.progress.value
+        native_curve = native.progress.since(native_start)
+        # The native rollout stops here, so that its pods do not load the lab while edgerollout
+        # catches up; pods it already deleted are still replaced (OnDelete recreates them).
+        await session.api.patch(
+            DAEMONSETS,
+            NATIVE,
+            {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}},
+            namespace=workload.NATIVE_NAMESPACE,
+        )
+        session.say(f"disconnected: native updated {native_updated} of {nodes} nodes")
+
+        session.say(f"disconnected: reconnecting {len(cut)} nodes")
+        connect_at = time.monotonic()
+        await session.connect(cut)
+        ready_at = await back.reach(len(cut), timeout=timeout, what="reconnected nodes Ready")
+        deleted_at = await old_left.fall(
+            0, after=connect_at, timeout=timeout, what="edgerollout: old pods left"
+        )
+        done_at = await ours.progress.reach(
+            nodes, timeout=timeout, what="edgerollout: every node updated after reconnect"
+        )
+        ours_curve = ours.progress.since(start)
+    finally:
+        for rollout in (ours, native):
+            if rollout is not None:
+                await rollout.stop()
+        await node_watch.stop()
+    after_ready = round(done_at - ready_at, 3)
+    session.say(f"disconnected: all {nodes} updated {after_ready:.1f} s after the last was Ready")
+    result: dict[str, Any] = {
+        "nodes": nodes,
+        "disconnected": len(cut),
+        "not_ready_after_cut_seconds": not_ready_seconds,
+        "load_average_1m": load,
+        "native": {
+            "watched_seconds": native_seconds,
+            "updated": native_updated,
+            "share_updated": round(native_updated / nodes, 4),
+            "share_of_connected_updated": round(native_updated / connected, 4),
+            "curve": thin(native_curve),
+        },
+        "edgerollout": {
+            "connected_seconds": ours_connected,
+            "reconnect_to_ready_seconds": round(ready_at - connect_at, 3),
+            "after_ready_seconds": after_ready,
+            # Negative when the last old pod was deleted before the last node turned Ready.
+            "old_pods_deleted_after_ready_seconds": round(deleted_at - ready_at, 3),
+            "curve": thin(ours_curve),
+            "reconnected_at": round(connect_at - start, 3),
+            "ready_at": round(ready_at - start, 3),
+        },
+        "target_connected_ratio": TARGET_RATIO,
+        "target_after_ready_seconds": TARGET_AFTER_READY_SECONDS,
+    }
+    if rolling_seconds:
+        result["edgerollout"]["connected_ratio_to_rolling"] = round(
+            ours_connected / rolling_seconds, 3
+        )
+    if wave_seconds is not None:
+        result["target_after_ready_seconds_with_wave"] = round(
+            TARGET_AFTER_READY_SECONDS + wave_seconds, 2
+        )
+    return result

@@ -1,0 +1,70 @@
+"""Scenario 4: OTA on every node — from the image change until every pod carries
+`PodNeedUpgrade=True`, and how many API writes that took per pod."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from bench import metrics, workload
+from bench.api_load import controller_requests
+from bench.controller import Controller
+from bench.machine import load_now
+from bench.rollout import thin, wait_running
+from bench.session import Session
+from bench.watch import JSON, ObjectWatch, condition_true, live
+from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
+from edgerollout.kube.api import PODS
+
+NAME = "ota"
+TARGET_SECONDS = 10.0
+
+
+def _carries_condition(pod: JSON) -> str | None:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    if live(pod) and any(c.get("type") == POD_NEED_UPGRADE for c in conditions):
+        return str(pod["metadata"]["name"])
+    return None
+
+
+async def run(
+    session: Session, controller: Controller, *, nodes: int, timeout: float
+) -> dict[str, Any]:
+    namespace, first, second = workload.OURS_NAMESPACE, workload.IMAGES[0], workload.IMAGES[1]
+    session.say(f"ota: {nodes} pods")
+    await workload.create(session.api, namespace, workload.ota(NAME, image=first))
+    await wait_running(session, namespace, first, nodes, timeout=timeout)
+    watch = ObjectWatch(session.api, PODS, namespace=namespace)
+    await watch.start()
+    try:
+        marked = watch.track(_carries_condition)
+        # The controller first writes PodNeedUpgrade=False on every pod of a new OTA DaemonSet.
+        await marked.reach(nodes, timeout=timeout, what="pods with PodNeedUpgrade=False")
+        await asyncio.sleep(2)
+        before = controller.samples()
+        need = watch.track(condition_true(POD_NEED_UPGRADE))
+        load = load_now()
+        start = time.monotonic()
+        await workload.set_image(session.api, namespace, NAME, second)
+        done = await need.reach(nodes, timeout=timeout, what="pods with PodNeedUpgrade=True")
+        seconds = round(done - start, 3)
+        await asyncio.sleep(2)  # writes still under way would show here
+        requests = controller_requests(metrics.delta(controller.samples(), before))
+        curve = need.since(start)
+    finally:
+        await watch.stop()
+    await workload.delete_and_wait(session.api, namespace, NAME, timeout=timeout)
+    writes = sum(n for method, n in requests["by_method"].items() if method != "GET")
+    session.say(f"ota: every pod marked in {seconds:.1f} s, {writes} writes")
+    return {
+        "nodes": nodes,
+        "seconds": seconds,
+        "target_seconds": TARGET_SECONDS,
+        "load_average_1m": load,
+        "controller": requests,
+        "writes": writes,
+        "writes_per_pod": round(writes / nodes, 4),
+        "target_writes_per_pod": 1,
+        "curve": thin(curve),
+    }

@@ -1,0 +1,120 @@
+"""The benchmark suite still works: `python -m bench --smoke` on labs of its own (50 nodes).
+
+Only what must hold whatever the machine's speed is checked — every scenario is in the results,
+every pod was updated, each deletion and each OTA mark was one request per pod, the plots and the
+table were written — never a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NODES = 50
+DISCONNECTED = 10
+PNG = b"\x89PNG\r\n\x1a\n"
+
+# One smoke run (about three minutes) serves every test of this module.
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
+    out = tmp_path_factory.mktemp("bench")
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    return json.loads((out / "smoke.json").read_text()), result.stdout, out
+
+
+def _last(curve: list[list[float]]) -> float:
+    return curve[-1][1]
+
+
+def test_smoke_run_has_every_scenario(smoke: tuple[dict[str, Any], str, Path]) -> None:
+    results, _, _ = smoke
+    assert sorted(results["scenarios"]) == [
+        "agent",
+        "api_load",
+        "disconnected",
+        "footprint",
+        "ota",
+        "rolling",
+    ]
+    assert results["machine"]["cores"] >= 1
+    assert len(results["machine"]["load_average"]) == 3
+
+
+def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]) -> None:
+    rolling = smoke[0]["scenarios"]["rolling"]
+    assert rolling["nodes"] == NODES
+    assert rolling["budget"] == 5
+    assert _last(rolling["native"]["curve"]) == NODES
+    assert _last(rolling["edgerollout"]["curve"]) == NODES
+    assert rolling["edgerollout"]["controller"]["pods_deleted"] == NODES
+
+
+def test_each_pod_is_deleted_once_and_nothing_is_listed_or_polled(
+    smoke: tuple[dict[str, Any], str, Path],
+) -> None:
+    api = smoke[0]["scenarios"]["api_load"]
+    assert api["deletes"] == NODES
+    assert api["deletes_per_pod"] == 1.0
+    assert api["pods_deleted_metric"] == NODES
+    assert api["controller_gets_during_rollout"] == 0
+    assert api["audit_pod_deletes_by_user"]["lab-admin"] == NODES
+
+
+def test_ota_marks_every_pod_with_one_write_each(smoke: tuple[dict[str, Any], str, Path]) -> None:
+    ota = smoke[0]["scenarios"]["ota"]
+    assert _last(ota["curve"]) == NODES
+    assert ota["writes"] == NODES
+    assert ota["controller"]["by_method"] == {"PATCH": NODES}
+    assert ota["controller"]["pods_deleted"] == 0
+
+
+def test_disconnected_nodes_stall_native_but_not_edgerollout(
+    smoke: tuple[dict[str, Any], str, Path],
+) -> None:
+    gone = smoke[0]["scenarios"]["disconnected"]
+    assert gone["disconnected"] == DISCONNECTED
+    assert gone["native"]["updated"] < NODES - DISCONNECTED
+    curve = gone["edgerollout"]["curve"]
+    assert _last(curve) == NODES
+    connected_done = next(t for t, value in curve if value >= NODES - DISCONNECTED)
+    assert connected_done < gone["edgerollout"]["reconnected_at"]
+
+
+def test_footprint_and_agent_are_measured(smoke: tuple[dict[str, Any], str, Path]) -> None:
+    scenarios = smoke[0]["scenarios"]
+    points = scenarios["footprint"]["points"]
+    assert [point["pods"] for point in points] == [1, 51, 201]
+    assert all(point["rss_mb"] > 0 for point in points)
+    agent = scenarios["agent"]
+    assert agent["pods_served"] == 110
+    assert agent["get_pods"]["codes"] == {"200": 400}
+    assert len(agent["upgrade"]["attempts"]) == 1
+
+
+def test_plots_and_table_are_written(smoke: tuple[dict[str, Any], str, Path]) -> None:
+    _, stdout, out = smoke
+    for kind in ("rolling", "disconnected", "footprint"):
+        assert (out / f"smoke-{kind}.png").read_bytes()[:8] == PNG
+    lines = stdout.splitlines()
+    header = [cell.strip() for cell in lines[0].split(" · ")]
+    assert header == ["scenario", "edgerollout", "reference (native or target)", "ratio"]
+    scenarios = {line.split(" · ")[0].strip()[:1] for line in lines[1:] if " · " in line}
+    assert {"1", "2", "3", "4", "5", "6"} <= scenarios
+    assert f"results: {out / 'smoke.json'}" in stdout
