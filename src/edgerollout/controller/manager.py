@@ -214,6 +214,10 @@ class Controller:
             for task in (work, informers, stopper):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            # Events of deletions already made, before the Lease is released (a few seconds
+            # at most: each is one request).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.reconciler.reports_sent(), timeout=5)
             if self.elector is not None:
                 await self.elector.release()
             for runner in runners:

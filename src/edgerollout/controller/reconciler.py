@@ -84,6 +84,7 @@ class Reconciler:
         self.sent_conditions = sent_conditions or ConditionWrites()
         self._skipped: dict[str, int] = {}
         self._uid_by_key: dict[str, str] = {}
+        self._reports: set[asyncio.Task[None]] = set()
 
     def _guard(self) -> None:
         if not self.may_write():
@@ -107,6 +108,27 @@ class Reconciler:
         if await self.recorder.emit(ds, notice):
             metrics.EVENTS_EMITTED.labels(reason=notice.reason).inc()
             log.info("event %s on %s/%s: %s", notice.reason, ds.namespace, ds.name, notice.message)
+
+    def _report(self, ds: DaemonSetView, notice: Notice) -> None:
+        """Emit a deletion's Event without holding the reconcile until the API server answers.
+
+        The deletion is done and recorded; its Event is a report of it. Waiting for that second
+        round trip kept every deletion's slot busy twice as long and delayed the next plan, as
+        client-go's asynchronous event broadcaster avoids too. A report that finds this replica
+        no longer leading is dropped."""
+        task = asyncio.create_task(self._emit(ds, notice), name=f"event {notice.reason}")
+        self._reports.add(task)
+        task.add_done_callback(self._reported)
+
+    def _reported(self, task: asyncio.Task[None]) -> None:
+        self._reports.discard(task)
+        if not task.cancelled() and isinstance(task.exception(), NotLeader):
+            log.info("event not recorded: this replica no longer leads")
+
+    async def reports_sent(self) -> None:
+        """Wait until every Event reported so far has been sent (or dropped)."""
+        while self._reports:
+            await asyncio.wait(set(self._reports))
 
     async def reconcile(self, key: str) -> Outcome:
         cached = self.cache.daemonsets.get(key)
@@ -243,7 +265,7 @@ class Reconciler:
             rollout.unavailable if rollout else 0,
             budget,
         )
-        await self._emit(ds, deletion.notice)
+        self._report(ds, deletion.notice)
         return 1
 
     async def _prepull(

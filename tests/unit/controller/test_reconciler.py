@@ -6,6 +6,7 @@ controller's own writes exactly as it does between a request and its watch event
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from edgerollout.kube.api import (
     PODS,
     STRATEGIC_MERGE,
     ApiError,
+    Resource,
 )
 from edgerollout.kube.recorder import EventRecorder
 
@@ -65,7 +67,9 @@ class Controller:
     reconciler: Reconciler
 
     async def reconcile(self) -> Outcome:
-        return await self.reconciler.reconcile(KEY)
+        outcome = await self.reconciler.reconcile(KEY)
+        await self.reconciler.reports_sent()
+        return outcome
 
     def events(self) -> list[tuple[str, str, str]]:
         """(type, reason, message) of every Event sent."""
@@ -221,14 +225,41 @@ async def test_not_leader_raises_before_any_write() -> None:
         assert c.expectations.pending(WEB_UID) == 0
 
 
-async def test_leadership_lost_after_a_delete_stops_the_writes_that_follow() -> None:
-    answers = iter([True, False])
-    async with controller(ROLLING_ONE, outdated_rollout(), may_write=lambda: next(answers)) as c:
+async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next_write() -> None:
+    leading = iter([True, False, False])
+    async with controller(ROLLING_ONE, outdated_rollout(), may_write=lambda: next(leading)) as c:
+        outcome = await c.reconcile()
+
+        assert outcome.deleted == 1
+        assert [call.verb for call in c.api.writes] == ["delete"]
+        assert c.events() == []  # the deletion's report found this replica no longer leading
+        cached = c.cache.daemonsets.get(KEY)
+        assert cached is not None
+        c.expectations.forget(cached.view.uid)  # as if the replacement had been seen
         with pytest.raises(NotLeader):
             await c.reconcile()
-
         assert [call.verb for call in c.api.writes] == ["delete"]
+
+
+async def test_a_deletions_event_does_not_hold_the_reconcile() -> None:
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        answer = asyncio.Event()
+        create = c.api.create
+
+        async def slow_create(
+            resource: Resource, body: JSON, *, namespace: str | None = None
+        ) -> JSON:
+            await answer.wait()  # the API server has not answered the Event's POST yet
+            return await create(resource, body, namespace=namespace)
+
+        c.api.create = slow_create  # type: ignore[method-assign]
+        outcome = await asyncio.wait_for(c.reconciler.reconcile(KEY), timeout=5)
+
+        assert outcome.deleted == 1
         assert c.events() == []
+        answer.set()
+        await c.reconciler.reports_sent()
+        assert [reason for _, reason, _ in c.events()] == ["SuccessfulDelete"]
 
 
 async def test_ota_patches_pod_status_with_exactly_one_condition_per_pod() -> None:
