@@ -10,6 +10,7 @@ from typing import Any
 
 from bench import workload
 from bench.session import Session
+from bench.stages import StageLog
 from bench.watch import JSON, ObjectWatch, Progress, live, pod_ready, updated_ready
 from edgerollout.kube.api import PODS
 
@@ -33,13 +34,18 @@ class Rollout:
 
     watch: ObjectWatch
     progress: Progress
+    stages: StageLog
     image: str
 
     @staticmethod
     async def watching(session: Session, namespace: str, image: str) -> Rollout:
         watch = ObjectWatch(session.api, PODS, namespace=namespace)
         await watch.start()
-        return Rollout(watch=watch, progress=watch.track(updated_ready(image)), image=image)
+        stages = StageLog(image)
+        watch.listen(stages)
+        return Rollout(
+            watch=watch, progress=watch.track(updated_ready(image)), stages=stages, image=image
+        )
 
     async def stop(self) -> None:
         await self.watch.stop()
@@ -75,6 +81,7 @@ async def change_image(
         "seconds": round(done - start, 3),
         "nodes": nodes,
         "curve": thin(rollout.progress.since(start)),
+        "replacements": rollout.stages.summary(start),
     }
 
 

@@ -14,13 +14,21 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from edgerollout.kube.api import ApiError, KubeApi, Resource
 
 JSON = dict[str, Any]
 # What an object counts as (a node name, its own name), or None when it does not count.
 Key = Callable[[JSON], str | None]
+
+
+class Listener(Protocol):
+    """What an `ObjectWatch` tells: the objects after each (re)list, then every change."""
+
+    def reset(self, objects: dict[str, JSON], at: float) -> None: ...
+
+    def update(self, name: str, obj: JSON | None, at: float) -> None: ...
 
 
 @dataclass
@@ -110,15 +118,18 @@ class ObjectWatch:
         self.resource = resource
         self.namespace = namespace
         self.objects: dict[str, JSON] = {}
-        self.progress: list[Progress] = []
+        self.listeners: list[Listener] = []
         self._task: asyncio.Task[None] | None = None
         self._synced = asyncio.Event()
 
     def track(self, key: Key) -> Progress:
         progress = Progress(key)
-        progress.reset(self.objects, time.monotonic())
-        self.progress.append(progress)
+        self.listen(progress)
         return progress
+
+    def listen(self, listener: Listener) -> None:
+        listener.reset(self.objects, time.monotonic())
+        self.listeners.append(listener)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -132,8 +143,8 @@ class ObjectWatch:
 
     def _changed(self, name: str, obj: JSON | None) -> None:
         at = time.monotonic()
-        for progress in self.progress:
-            progress.update(name, obj, at)
+        for listener in self.listeners:
+            listener.update(name, obj, at)
 
     async def _list(self) -> str:
         objects: dict[str, JSON] = {}
@@ -149,8 +160,8 @@ class ObjectWatch:
                 break
         self.objects = objects
         at = time.monotonic()
-        for progress in self.progress:
-            progress.reset(objects, at)
+        for listener in self.listeners:
+            listener.reset(objects, at)
         return page.resource_version
 
     async def _run(self) -> None:
