@@ -28,7 +28,7 @@ from edgerollout.lab.agents import start_agents
 from edgerollout.lab.build import missing_components
 from edgerollout.lab.control_plane import Ports
 from edgerollout.lab.kubeconfig import write_kubeconfig
-from edgerollout.lab.kwok_stages import kwok_config
+from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS, kwok_config, node_monitor_grace_seconds
 from edgerollout.lab.pki import Identity, create_pki, new_identity
 
 LAB_FILE = "lab.json"
@@ -39,6 +39,8 @@ COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube
 Say = Callable[[str], None]
 # Ports are chosen free, but another program may bind one before our component does.
 PORT_ATTEMPTS = 3
+# KWOK renews a Lease every quarter of its duration, in whole seconds.
+MIN_NODE_LEASE_SECONDS = 4
 
 
 class LabError(RuntimeError):
@@ -63,6 +65,12 @@ class Lab:
     folder: Path
     kubeconfig: Path
     nodes: tuple[LabNode, ...]
+    node_lease_seconds: int = NODE_LEASE_SECONDS
+
+    @property
+    def node_monitor_grace_seconds(self) -> int:
+        """How long after its last Lease renewal a node is marked NotReady (Unknown)."""
+        return node_monitor_grace_seconds(self.node_lease_seconds)
 
     @staticmethod
     def load(folder: Path) -> Lab:
@@ -82,6 +90,7 @@ class Lab:
                 )
                 for node in data["nodes"]
             ),
+            node_lease_seconds=int(data.get("node_lease_seconds", NODE_LEASE_SECONDS)),
         )
 
     def node(self, name: str) -> LabNode:
@@ -102,10 +111,25 @@ def running_components(folder: Path) -> list[str]:
     return [name for name in processes.recorded_names(folder) if processes.is_running(folder, name)]
 
 
-def up(folder: Path, *, nodes: int, say: Say, agents: bool = False) -> Lab:
-    """Start a lab with `nodes` nodes in folder; on any failure stop what was started and raise."""
+def up(
+    folder: Path,
+    *,
+    nodes: int,
+    say: Say,
+    agents: bool = False,
+    node_lease_seconds: int = NODE_LEASE_SECONDS,
+) -> Lab:
+    """Start a lab with `nodes` nodes in folder; on any failure stop what was started and raise.
+
+    `node_lease_seconds` is the nodes' Lease duration (renewed every quarter of it); the node
+    lifecycle controller's grace period follows it (see `node_monitor_grace_seconds`)."""
     if nodes < 1:
         raise LabError(f"--nodes must be at least 1 (got {nodes})")
+    if node_lease_seconds < MIN_NODE_LEASE_SECONDS:
+        raise LabError(
+            f"--node-lease-seconds must be at least {MIN_NODE_LEASE_SECONDS} "
+            f"(got {node_lease_seconds})"
+        )
     missing = missing_components()
     if missing:
         raise LabError(
@@ -122,7 +146,9 @@ def up(folder: Path, *, nodes: int, say: Say, agents: bool = False) -> Lab:
     folder.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, PORT_ATTEMPTS + 1):
         try:
-            return _up(folder, nodes=nodes, say=say, agents=agents)
+            return _up(
+                folder, nodes=nodes, say=say, agents=agents, lease_seconds=node_lease_seconds
+            )
         except processes.ComponentError as error:
             down(folder, say=lambda _: None)
             if "address already in use" not in str(error) or attempt == PORT_ATTEMPTS:
@@ -135,7 +161,7 @@ def up(folder: Path, *, nodes: int, say: Say, agents: bool = False) -> Lab:
     raise AssertionError("unreachable")
 
 
-def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:
+def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int) -> Lab:
     started = time.monotonic()
     for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE):
         path = folder / stale
@@ -204,7 +230,13 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:
     processes.start(
         folder,
         "kube-controller-manager",
-        control_plane.controller_manager_argv(folder, ports, pki, kcm_kubeconfig),
+        control_plane.controller_manager_argv(
+            folder,
+            ports,
+            pki,
+            kcm_kubeconfig,
+            node_monitor_grace=node_monitor_grace_seconds(lease_seconds),
+        ),
     )
     processes.start(
         folder,
@@ -212,7 +244,7 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:
         control_plane.scheduler_argv(folder, ports, kubeconfig("kube-scheduler", scheduler)),
     )
     kwok_config_path = folder / "kwok.yaml"
-    kwok_config_path.write_text(kwok_config())
+    kwok_config_path.write_text(kwok_config(lease_seconds))
     say("starting kwok (the nodes' simulated kubelets)")
     processes.start(
         folder,
@@ -260,7 +292,12 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool) -> Lab:
     ]
     _write_json(
         folder / LAB_FILE,
-        {"kubeconfig": str(admin_kubeconfig), "server": server, "nodes": lab_nodes},
+        {
+            "kubeconfig": str(admin_kubeconfig),
+            "server": server,
+            "node_lease_seconds": lease_seconds,
+            "nodes": lab_nodes,
+        },
     )
     say(
         f"lab ready in {time.monotonic() - started:.1f} s: {nodes} node(s), kubeconfig {admin_kubeconfig}"

@@ -18,20 +18,30 @@ from __future__ import annotations
 LINK_LABEL = "lab.edgerollout.io/link"
 # An image the lab's nodes can never pull: a pre-pull Job of it fails; a pod of it stays Pending.
 UNPULLABLE_IMAGE = "lab.invalid/unpullable:1.0"
+# The nodes' Lease duration; KWOK renews each Lease every quarter of it, as the kubelet does.
 NODE_LEASE_SECONDS = 8
+# What a kubelet uses in a production cluster (and kube-controller-manager's grace period then).
+PRODUCTION_NODE_LEASE_SECONDS = 40
 
-KWOK_CONFIGURATION = f"""\
+_KWOK_CONFIGURATION = """\
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
   manageAllNodes: false
-  manageNodesWithLabelSelector: {LINK_LABEL}=up
-  nodeLeaseDurationSeconds: {NODE_LEASE_SECONDS}
+  manageNodesWithLabelSelector: {link_label}=up
+  nodeLeaseDurationSeconds: {lease_seconds}
   nodeLeaseParallelism: 16
   podPlayStageParallelism: 16
   nodePlayStageParallelism: 16
   cidr: 10.0.0.1/16
 """
+
+
+def node_monitor_grace_seconds(lease_seconds: int) -> int:
+    """kube-controller-manager's grace period for nodes renewing Leases of this duration: five
+    renewals (10 s for the lab's 8 s Leases, 50 s — the production default — for 40 s ones)."""
+    return lease_seconds * 5 // 4
+
 
 _NODE_STATUS = """\
       {{ $now := Now }}
@@ -257,6 +267,7 @@ spec:
 """
 
 
-def kwok_config() -> str:
+def kwok_config(lease_seconds: int = NODE_LEASE_SECONDS) -> str:
     """The whole `--config` file KWOK is started with."""
-    return KWOK_CONFIGURATION + "---\n" + STAGES
+    options = _KWOK_CONFIGURATION.format(link_label=LINK_LABEL, lease_seconds=lease_seconds)
+    return options + "---\n" + STAGES

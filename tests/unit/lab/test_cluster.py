@@ -11,12 +11,13 @@ from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab, LabError, LabNode, node_names
 
 
-def write_lab(folder: Path, nodes: list[str]) -> None:
+def write_lab(folder: Path, nodes: list[str], **extra: object) -> None:
     (folder / "lab.json").write_text(
         json.dumps(
             {
                 "kubeconfig": str(folder / "kubeconfigs" / "admin.kubeconfig"),
                 "server": "https://127.0.0.1:6443",
+                **extra,
                 "nodes": [
                     {
                         "name": name,
@@ -68,6 +69,18 @@ def test_load_reads_the_admin_kubeconfig_and_every_node(tmp_path: Path) -> None:
     )
 
 
+def test_load_reads_the_node_lease_duration_and_defaults_to_the_labs_own(
+    tmp_path: Path,
+) -> None:
+    write_lab(tmp_path, ["edge-1"])
+    default = Lab.load(tmp_path)
+    write_lab(tmp_path, ["edge-1"], node_lease_seconds=40)
+    production = Lab.load(tmp_path)
+
+    assert (default.node_lease_seconds, default.node_monitor_grace_seconds) == (8, 10)
+    assert (production.node_lease_seconds, production.node_monitor_grace_seconds) == (40, 50)
+
+
 def test_node_finds_a_node_by_name(tmp_path: Path) -> None:
     write_lab(tmp_path, ["edge-1", "edge-2"])
 
@@ -88,6 +101,16 @@ def test_up_refuses_a_lab_without_nodes_before_starting_anything(tmp_path: Path)
         cluster.up(tmp_path / "lab", nodes=0, say=lambda _: None)
 
     assert str(caught.value) == "--nodes must be at least 1 (got 0)"
+    assert not (tmp_path / "lab").exists()
+
+
+def test_up_refuses_a_lease_too_short_for_kwok_to_renew_before_starting_anything(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(LabError) as caught:
+        cluster.up(tmp_path / "lab", nodes=3, say=lambda _: None, node_lease_seconds=3)
+
+    assert str(caught.value) == "--node-lease-seconds must be at least 4 (got 3)"
     assert not (tmp_path / "lab").exists()
 
 

@@ -11,8 +11,10 @@ import yaml
 from edgerollout.lab.kwok_stages import (
     LINK_LABEL,
     NODE_LEASE_SECONDS,
+    PRODUCTION_NODE_LEASE_SECONDS,
     UNPULLABLE_IMAGE,
     kwok_config,
+    node_monitor_grace_seconds,
 )
 
 STAGE_NAMES = [
@@ -62,6 +64,15 @@ def test_kwok_manages_only_nodes_whose_link_is_up() -> None:
     assert options["manageAllNodes"] is False
     assert options["manageNodesWithLabelSelector"] == "lab.edgerollout.io/link=up"
     assert options["nodeLeaseDurationSeconds"] == NODE_LEASE_SECONDS
+
+
+def test_the_lease_duration_is_the_one_asked_for_and_the_grace_period_follows_it() -> None:
+    options = next(yaml.safe_load_all(kwok_config(PRODUCTION_NODE_LEASE_SECONDS)))["options"]
+
+    assert options["nodeLeaseDurationSeconds"] == 40
+    assert (NODE_LEASE_SECONDS, node_monitor_grace_seconds(NODE_LEASE_SECONDS)) == (8, 10)
+    # A production kubelet's Lease, and kube-controller-manager's default grace period.
+    assert node_monitor_grace_seconds(PRODUCTION_NODE_LEASE_SECONDS) == 50
 
 
 @pytest.mark.parametrize("name", STAGE_NAMES)
