@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.controller import Controller, start_controller
+from bench.controller import READY_TIMEOUT, Controller, start_controller
 from bench.machine import Usage, lab_pids
 from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
@@ -52,7 +52,7 @@ class Session:
         self.controllers.append(handle)
         if self.profile is not None:
             self.profilers.append(_profiler(handle, self.profile / f"{name}.speedscope.json"))
-        handle.ready_seconds = await handle.wait_ready()
+        handle.ready_seconds = await handle.wait_ready(timeout=READY_TIMEOUT)
         return handle
 
     async def disconnect(self, names: list[str]) -> None:

@@ -19,7 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.lab.api import node_manifest
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.controller_process import ControllerProcess, launch_controller, wait_ready_endpoint
+from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.support import (
     LabHandle,
     by_node,
@@ -184,7 +184,7 @@ async def test_standby_takes_over_after_leader_is_killed_and_budget_holds(
         f"--retry-period={RETRY_PERIOD}",
     ]
     replicas = {
-        identity: launch_controller(
+        identity: ControllerProcess.launch(
             kube.lab.kubeconfig,
             tmp_path / f"{identity}.log",
             f"--namespace={namespace}",
@@ -197,7 +197,7 @@ async def test_standby_takes_over_after_leader_is_killed_and_budget_holds(
     exit_codes: dict[str, int] = {}
     try:
         for replica in replicas.values():
-            await wait_ready_endpoint(replica)
+            await replica.wait_ready()
         leader = await wait_for(
             lambda: lease_holder(kube, namespace), timeout=20, what=f"a holder of Lease {LEASE}"
         )

@@ -23,7 +23,7 @@ import yaml
 
 from edgerollout.lab import link, processes
 from edgerollout.lab.kubeconfig import write_kubeconfig
-from tests.e2e.controller_process import ControllerProcess, launch_controller, wait_ready_endpoint
+from tests.e2e.controller_process import ControllerProcess
 
 LEASE = "edgerollout-chaos"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 4, 3, 1
@@ -69,7 +69,7 @@ class Fleet:
         return argv
 
     def launch(self, identity: str) -> None:
-        self.processes[identity] = launch_controller(
+        self.processes[identity] = ControllerProcess.launch(
             self.kubeconfig, self.logs / f"{identity}.log", *self._argv(identity)
         )
 
@@ -78,7 +78,7 @@ class Fleet:
         for index in range(self.replicas):
             self.launch(f"replica-{index}")
         for replica in self.processes.values():
-            await wait_ready_endpoint(replica)
+            await replica.wait_ready()
         self._supervisor = asyncio.create_task(self._supervise(), name="fleet")
 
     async def _supervise(self) -> None:
@@ -116,7 +116,7 @@ class Fleet:
         for identity, replica in self.processes.items():
             if identity not in self._killed:
                 # A replica started moments ago has no SIGTERM handler yet: let it get there.
-                await wait_ready_endpoint(replica)
+                await replica.wait_ready()
                 codes[identity] = await asyncio.to_thread(replica.stop)
         return codes
 

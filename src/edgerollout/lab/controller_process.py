@@ -1,0 +1,127 @@
+"""edgerollout's controller as a process beside the lab, exactly as it runs in a cluster.
+
+The end-to-end tests and the benchmark both start the real `edgerollout controller` against a lab:
+on free loopback ports for its metrics and health checks, logging to a file, waited for until its
+`/readyz` answers 200 (its caches have listed), and stopped as Kubernetes stops a pod: SIGTERM, a
+grace period, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from edgerollout.lab.control_plane import free_port
+
+HOST = "127.0.0.1"
+PROGRAM = (sys.executable, "-m", "edgerollout")
+STOP_GRACE = 20.0
+READY_POLL = 0.1
+# How much of the end of its log an error about the controller carries.
+LOG_TAIL_CHARS = 3000
+
+
+def controller_argv(
+    kubeconfig: Path, *, metrics_port: int, health_port: int, extra: Sequence[str] = ()
+) -> list[str]:
+    """The command line of a controller serving metrics and health checks on loopback ports."""
+    return [
+        *PROGRAM,
+        "controller",
+        f"--kubeconfig={kubeconfig}",
+        f"--metrics-address={HOST}:{metrics_port}",
+        f"--health-address={HOST}:{health_port}",
+        *extra,
+    ]
+
+
+def _status(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback
+        return int(response.status)
+
+
+@dataclass
+class ControllerProcess:
+    """One running controller: its process, its log, and where it serves metrics and health."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    metrics_url: str
+    health_url: str
+
+    @classmethod
+    def launch(cls, kubeconfig: Path, log: Path, *extra: str) -> Self:
+        """Start `edgerollout controller` in the background (not waiting), appending to `log`."""
+        metrics_port, health_port = free_port(), free_port()
+        argv = controller_argv(
+            kubeconfig, metrics_port=metrics_port, health_port=health_port, extra=extra
+        )
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)
+            )
+        return cls(
+            process=process,
+            log=log,
+            metrics_url=f"http://{HOST}:{metrics_port}/metrics",
+            health_url=f"http://{HOST}:{health_port}",
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def log_tail(self) -> str:
+        return self.log_text()[-LOG_TAIL_CHARS:]
+
+    async def wait_ready(self, timeout: float = 30) -> float:
+        """Wait until /readyz answers 200 (its caches have listed); the seconds it took.
+
+        Raises RuntimeError if the process exits first, TimeoutError if `timeout` runs out; both
+        carry the end of the log."""
+        started = time.monotonic()
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"controller exited ({self.process.returncode}):\n{self.log_tail()}"
+                )
+            try:
+                ready = await asyncio.to_thread(_status, f"{self.health_url}/readyz") == 200
+            except (OSError, http.client.HTTPException):
+                ready = False  # not listening yet, or answering 503 (urllib raises on it)
+            if ready:
+                return time.monotonic() - started
+            if time.monotonic() - started > timeout:
+                raise TimeoutError(
+                    f"controller not ready within {timeout} s (log: {self.log}):\n{self.log_tail()}"
+                )
+            await asyncio.sleep(READY_POLL)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self, grace: float = STOP_GRACE) -> int:
+        """SIGTERM, then SIGKILL if it is still running after `grace` seconds; its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return int(self.process.returncode)
