@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import hypothesis
@@ -34,10 +33,10 @@ from edgerollout.lab.cluster import Lab
 from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.agent_support import (
     OTA,
-    AgentClient,
     Answer,
+    agent_lab_fixtures,
+    agent_of,
     bare_pod,
-    lab_with_agents,
     listed_condition,
     refusal,
     running,
@@ -45,7 +44,7 @@ from tests.e2e.agent_support import (
     snapshot,
     terminating_pod,
 )
-from tests.e2e.controller_process import ControllerProcess, controller_for
+from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.seed import (
     NAME,
     NEW,
@@ -61,46 +60,14 @@ from tests.e2e.support import (
     by_node,
     condition,
     daemonset,
-    fresh_namespace,
     hold_for,
     images,
-    lab_handle,
     pod_ready,
     set_image,
     wait_for,
 )
 
-
-@pytest.fixture(scope="module")
-def agents_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with lab_with_agents(tmp_path_factory.mktemp("agents") / "lab") as lab:
-        yield lab
-
-
-@pytest.fixture
-async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
-    async with lab_handle(agents_lab) as handle:
-        yield handle
-
-
-@pytest.fixture
-async def ns(cloud: LabHandle) -> AsyncIterator[str]:
-    async with fresh_namespace(cloud, prefix="a") as name:
-        yield name
-
-
-@pytest.fixture
-async def ota_controller(
-    agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> AsyncIterator[ControllerProcess]:
-    async with controller_for(agents_lab.kubeconfig, ns, tmp_path / "controller.log", request) as c:
-        yield c
-
-
-def agent_of(lab: Lab, node: str) -> AgentClient:
-    url = lab.node(node).agent_url
-    assert url is not None, f"the lab runs no agent on {node}"
-    return AgentClient(url)
+agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(folder="agents", namespace_prefix="a")
 
 
 async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,8 +26,8 @@ import pytest
 
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.control_plane import audit_log_path
-from tests.e2e.agent_support import AgentClient, lab_with_agents, snapshot
-from tests.e2e.controller_process import ControllerProcess, controller_for
+from tests.e2e.agent_support import agent_lab_fixtures, agent_of, snapshot
+from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.reliability.conftest import Plan
 from tests.e2e.reliability.test_bad_input_corpus import audited_pod_deletions
 from tests.e2e.seed import NAME, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
@@ -37,8 +36,6 @@ from tests.e2e.support import (
     by_node,
     condition,
     daemonset,
-    fresh_namespace,
-    lab_handle,
     set_image,
     wait_for,
 )
@@ -50,36 +47,9 @@ NOTHING_CHANGED = "nothing was changed"
 SENT = "was sent but not confirmed"
 
 
-@pytest.fixture(scope="module")
-def agents_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with lab_with_agents(tmp_path_factory.mktemp("agents-chaos") / "lab") as lab:
-        yield lab
-
-
-@pytest.fixture
-async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
-    async with lab_handle(agents_lab) as handle:
-        yield handle
-
-
-@pytest.fixture
-async def ns(cloud: LabHandle) -> AsyncIterator[str]:
-    async with fresh_namespace(cloud, prefix="ac") as name:
-        yield name
-
-
-@pytest.fixture
-async def ota_controller(
-    agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> AsyncIterator[ControllerProcess]:
-    async with controller_for(agents_lab.kubeconfig, ns, tmp_path / "controller.log", request) as c:
-        yield c
-
-
-def agent(lab: Lab, node: str = NODE) -> AgentClient:
-    url = lab.node(node).agent_url
-    assert url is not None
-    return AgentClient(url)
+agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(
+    folder="agents-chaos", namespace_prefix="ac"
+)
 
 
 async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
@@ -112,7 +82,7 @@ async def test_agent_cut_off_mid_upgrade_tells_the_truth_and_upgrades_once_back(
         ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
     )
     await running_everywhere(cloud, ns, OLD, NODES)
-    edge2 = agent(agents_lab)
+    edge2 = agent_of(agents_lab, NODE)
     outcomes: dict[str, int] = {}
     deleted: list[str] = []
     for attempt in range(attempts):
@@ -208,7 +178,7 @@ async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
     pod = await outdated_pod(cloud, ns, "nginx:1.19.5")
     state = await snapshot(cloud, ns)
     agents = await snapshot(cloud, "edgerollout-system")
-    edge2 = agent(agents_lab)
+    edge2 = agent_of(agents_lab, NODE)
     assert edge2.url is not None
     answers: list[tuple[str, int]] = []
     for entry in corpus_requests():
