@@ -78,6 +78,19 @@ def _helm_template(*args: str) -> subprocess.CompletedProcess[str]:
     return _helm("template", RELEASE, str(CHART), *args)
 
 
+def _helm_install(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`helm install` of the chart, its release recorded in RELEASE_NAMESPACE."""
+    return _helm(
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        *args,
+        kubeconfig=kubeconfig,
+    )
+
+
 def _charted(*args: str) -> list[dict[str, Any]]:
     result = _helm_template(*args)
     assert result.returncode == 0, result.stderr
@@ -140,9 +153,7 @@ def _install_with_helm(lab: Lab) -> Installed:
     # The release creates and owns the Namespace: remove the one made for the dry run.
     deleted = _kubectl(lab.kubeconfig, "delete", "namespace", NAMESPACE, "--wait=true")
     assert deleted.returncode == 0, deleted.stderr
-    installed = _helm(
-        "install", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE, kubeconfig=lab.kubeconfig
-    )
+    installed = _helm_install(lab.kubeconfig)
     assert installed.returncode == 0, installed.stderr
     return Installed(lab.kubeconfig, objects, dry_run)
 
@@ -589,16 +600,7 @@ def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"agent": {"maxUnavailable": "150%"}}))
 
-    result = _helm(
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        "--values",
-        str(values),
-        kubeconfig=bare_lab.kubeconfig,
-    )
+    result = _helm_install(bare_lab.kubeconfig, "--values", str(values))
 
     assert result.returncode == 1
     assert _schema_errors(result.stderr, command="INSTALLATION FAILED: ") == [
@@ -639,14 +641,7 @@ def _present(lab: Lab, objects: list[dict[str, Any]]) -> list[str]:
 
 def test_helm_uninstall_removes_everything_it_installed(bare_lab: Lab) -> None:
     objects = _charted()
-    installed = _helm(
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        kubeconfig=bare_lab.kubeconfig,
-    )
+    installed = _helm_install(bare_lab.kubeconfig)
     assert installed.returncode == 0, installed.stderr
     manifest = _helm(
         "get", "manifest", RELEASE, "--namespace", RELEASE_NAMESPACE, kubeconfig=bare_lab.kubeconfig
