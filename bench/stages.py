@@ -7,14 +7,15 @@ For each node whose pod is replaced, the times the watch first saw:
 - `bound`: the replacement bound to the node (the scheduler);
 - `ready`: the replacement Ready (KWOK started it).
 
-The summary gives each stage's median, 90th percentile and maximum, and the nodes held
-unavailable on average between the first decision and the last replacement Ready: the share of
-the budget a controller keeps busy. Together they tell a controller that decides late (few slots
+The summary gives each stage's median, 90th percentile and maximum, the nodes held unavailable
+on average between the first decision and the last replacement Ready (the share of the budget a
+controller keeps busy), and how soon after a replacement turns Ready the next deletion comes. Together they tell a controller that decides late (few slots
 busy) from a lab that replaces slowly (long stages).
 """
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,24 @@ class StageLog:
             result["deletions_per_second"] = (
                 round(len(decided) / (max(decided) - first), 1) if max(decided) > first else 0.0
             )
+            reuse = _reuse_delays(sorted(decided), sorted(finished))
+            if reuse:
+                result["slot_reuse_seconds"] = _spread(reuse)
         return result
+
+
+def _reuse_delays(decided: list[float], finished: list[float]) -> list[float]:
+    """For each deletion made after some replacement was Ready: the time since the latest one.
+
+    Once the budget is full, a deletion can only follow a replacement turning Ready (a slot
+    freed), so this is how long a controller takes to use a freed slot: the watch event, its
+    decision, and the request until the API server has marked the pod."""
+    delays = []
+    for at in decided:
+        index = bisect.bisect_right(finished, at)
+        if index:
+            delays.append(at - finished[index - 1])
+    return sorted(delays)
 
 
 def _spread(spans: list[float]) -> dict[str, float]:

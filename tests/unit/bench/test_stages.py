@@ -108,6 +108,16 @@ def test_summary_spreads_stages_and_counts_nodes_held_unavailable() -> None:
     }
 
 
+def test_slot_reuse_is_the_time_from_the_latest_replacement_ready_to_each_later_deletion() -> None:
+    log = StageLog(NEW)
+    replace(log, "edge-1", "old-1", "new-1", 0.0)  # Ready at 10
+    replace(log, "edge-2", "old-2", "new-2", 1.0)  # Ready at 11
+    replace(log, "edge-3", "old-3", "new-3", 10.5)  # 0.5 s after edge-1's
+    replace(log, "edge-4", "old-4", "new-4", 11.25)  # 0.25 s after edge-2's
+    summary = log.summary(start=0.0)
+    assert summary["slot_reuse_seconds"] == {"median": 0.375, "p90": 0.5, "max": 0.5}
+
+
 def test_summary_of_a_rollout_that_replaced_nothing() -> None:
     assert StageLog(NEW).summary(start=0.0) == {"replaced": 0, "stages_seconds": {}}
 
