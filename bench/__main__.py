@@ -20,6 +20,8 @@ from bench import plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine
 from bench.scenarios import agent, disconnected, footprint, ota, rolling
 from bench.session import lab_session
+from edgerollout.lab.cluster import MIN_NODE_LEASE_SECONDS
+from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS, PRODUCTION_NODE_LEASE_SECONDS
 
 SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent")
 RESULTS = Path(__file__).parent / "results"
@@ -33,7 +35,11 @@ def _say(message: str) -> None:
 async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str, Any]) -> None:
     nodes, timeout = options["nodes"], options["timeout"]
     async with lab_session(
-        nodes=nodes, say=_say, profile=options["profile"], keep_logs=options["keep_logs"]
+        nodes=nodes,
+        say=_say,
+        profile=options["profile"],
+        keep_logs=options["keep_logs"],
+        node_lease_seconds=options["node_lease_seconds"],
     ) as session:
         results["lab"] = {"nodes": nodes, "rss_mb_idle": lab_rss_mb(session.folder)}
         _say("preparing the native and edgerollout DaemonSets")
@@ -151,6 +157,15 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     help="Where NAME.json and the plots go.",
 )
 @click.option("--timeout", type=click.FloatRange(min=10), default=900, show_default=True)
+@click.option(
+    "--node-lease-seconds",
+    type=click.IntRange(min=MIN_NODE_LEASE_SECONDS),
+    default=None,
+    help="The Lease duration of the lab of scenarios 1-4 (lab up --node-lease-seconds): a "
+    "production kubelet's, so that heartbeats cost the lab what they cost a cluster; the smoke "
+    "run keeps the lab's short one, so that a cut link shows at once.  "
+    f"[default: {PRODUCTION_NODE_LEASE_SECONDS}; smoke: {NODE_LEASE_SECONDS}]",
+)
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown.")
 @click.option(
     "--profile",
@@ -175,6 +190,7 @@ def main(
     name: str | None,
     out: Path,
     timeout: float,
+    node_lease_seconds: int | None,
     markdown: bool,
     profile: Path | None,
     keep_logs: Path | None,
@@ -191,6 +207,8 @@ def main(
         "agent_seconds": agent_seconds or (2.0 if smoke else 30.0),
         "upgrades": upgrades or (1 if smoke else 5),
         "timeout": timeout,
+        "node_lease_seconds": node_lease_seconds
+        or (NODE_LEASE_SECONDS if smoke else PRODUCTION_NODE_LEASE_SECONDS),
         "out": out,
         "profile": profile,
         "keep_logs": keep_logs,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from bench.machine import Usage, lab_pids
 from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
 from edgerollout.lab import cluster
+from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS
 
 Say = Callable[[str], None]
 
@@ -103,6 +105,7 @@ async def lab_session(
     parent: Path | None = None,
     profile: Path | None = None,
     keep_logs: Path | None = None,
+    node_lease_seconds: int = NODE_LEASE_SECONDS,
 ) -> AsyncIterator[Session]:
     """A fresh lab of `nodes` nodes for the duration of the block; stopped and removed after."""
     folder = Path(tempfile.mkdtemp(prefix="edgerollout-bench-", dir=parent))
@@ -110,7 +113,14 @@ async def lab_session(
     try:
         # The lab's own functions run their own event loops: give them a thread.
         lab = await asyncio.to_thread(
-            cluster.up, folder, nodes=nodes, say=lambda _: None, agents=agents
+            functools.partial(
+                cluster.up,
+                folder,
+                nodes=nodes,
+                say=lambda _: None,
+                agents=agents,
+                node_lease_seconds=node_lease_seconds,
+            )
         )
         api = await KubeApi.connect(str(lab.kubeconfig))
         session = Session(

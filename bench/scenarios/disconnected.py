@@ -20,7 +20,6 @@ from bench.scenarios.rolling import NATIVE, OURS
 from bench.session import Session
 from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
 from edgerollout.kube.api import DAEMONSETS, NODES
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 
 SHARE = 0.2
 TARGET_RATIO = 1.1
@@ -49,7 +48,9 @@ async def run(
         cut_at = time.monotonic()
         await session.disconnect(cut)
         await down.reach(
-            len(cut), timeout=NODE_MONITOR_GRACE_SECONDS + 60, what="disconnected nodes NotReady"
+            len(cut),
+            timeout=session.lab.node_monitor_grace_seconds + 60,
+            what="disconnected nodes NotReady",
         )
         not_ready_seconds = round(time.monotonic() - cut_at, 1)
         back = node_watch.track(ready_among(set(cut)))
