@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.model import PodView
+from edgerollout.domain.model import InFlightDeletion, PodView
 from edgerollout.domain.vocabulary import (
     DEFAULT_MAX_UNAVAILABLE,
     INVALID_MAX_UNAVAILABLE,
@@ -87,6 +87,20 @@ def parse_max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | Inv
     return MaxUnavailable(value=min(value, base), base=base, written=written)
 
 
-def budget_base(pods: Iterable[PodView]) -> int:
-    """The number of distinct nodes holding at least one pod (terminating pods included)."""
-    return len({pod.node_name for pod in pods if pod.node_name is not None})
+def budget_base(
+    pods: Iterable[PodView],
+    *,
+    in_flight: Iterable[InFlightDeletion] = (),
+    desired_nodes: int | None = None,
+) -> int:
+    """The number of distinct nodes holding at least one pod (terminating pods included).
+
+    A node whose pod is being replaced still counts between the old pod's removal and the new
+    one's creation: the node of a deletion still in flight, and every node the native controller
+    counts in `desired_nodes` (`status.desiredNumberScheduled`) beyond those holding a pod. They
+    are the nodes the planner counts as unavailable for having no pod; leaving them out of the
+    base would shrink the budget by as many nodes as are between two pods at that moment — from
+    100 to 96 of 1,000 nodes at 10 % during a rollout."""
+    nodes = {pod.node_name for pod in pods if pod.node_name is not None}
+    nodes.update(deletion.node_name for deletion in in_flight)
+    return max(len(nodes), desired_nodes or 0)

@@ -89,6 +89,7 @@ def plan_reconcile(
         return Plan(strategy=None, notices=choice.notices)
 
     pods = tuple(pods)
+    in_flight = tuple(in_flight)
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     if choice.strategy is UpdateStrategy.OTA:
         return Plan(
@@ -99,7 +100,8 @@ def plan_reconcile(
         )
 
     budget = parse_max_unavailable(
-        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=budget_base(pods)
+        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
+        base=budget_base(pods, in_flight=in_flight, desired_nodes=daemonset.desired_nodes),
     )
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(

@@ -209,7 +209,8 @@ def _strategy_status(daemonset: DaemonSetView, pods: tuple[PodView, ...]) -> Str
     if choice.strategy is UpdateStrategy.OTA:
         return StrategyStatus(strategy=choice.strategy)
     budget = parse_max_unavailable(
-        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=budget_base(pods)
+        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
+        base=budget_base(pods, desired_nodes=daemonset.desired_nodes),
     )
     if isinstance(budget, InvalidMaxUnavailable):
         return StrategyStatus(strategy=choice.strategy, max_unavailable=budget.raw)

@@ -87,6 +87,7 @@ def daemonset(
     *,
     update_strategy_type: str = "OnDelete",
     min_ready_seconds: int = 0,
+    desired_nodes: int | None = None,
 ) -> DaemonSetView:
     return DaemonSetView(
         namespace=NAMESPACE,
@@ -95,4 +96,5 @@ def daemonset(
         annotations={} if annotations is None else annotations,
         update_strategy_type=update_strategy_type,
         min_ready_seconds=min_ready_seconds,
+        desired_nodes=desired_nodes,
     )

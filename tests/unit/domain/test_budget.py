@@ -15,7 +15,7 @@ from edgerollout.domain.budget import (
 )
 from edgerollout.domain.events import EventType, Notice
 
-from .builders import old_pod, pod
+from .builders import in_flight, old_pod, pod
 
 
 @pytest.mark.parametrize(
@@ -121,6 +121,20 @@ def test_base_counts_distinct_nodes_holding_any_pod() -> None:
 
 def test_base_of_no_pod_is_zero() -> None:
     assert budget_base([]) == 0
+
+
+def test_base_counts_the_nodes_of_deletions_in_flight() -> None:
+    pods = [pod("a1", "edge-1")]
+    assert budget_base(pods, in_flight=[in_flight("b1", "edge-2"), in_flight("a0", "edge-1")]) == 2
+
+
+def test_base_counts_the_nodes_the_native_controller_wants_a_pod_on_but_that_hold_none() -> None:
+    pods = [pod("a1", "edge-1"), pod("b1", "edge-2")]
+    # Between an old pod's removal and the new one's creation, 1,000 nodes hold 996 pods.
+    assert budget_base(pods, desired_nodes=3) == 3
+    # Nodes the native controller leaves out (unreachable) still count while they hold a pod.
+    assert budget_base(pods, desired_nodes=1) == 2
+    assert budget_base(pods, desired_nodes=None) == 2
 
 
 @settings(max_examples=500, deadline=None)

@@ -217,3 +217,27 @@ def test_ota_uses_the_template_generation_when_pods_lack_the_hash() -> None:
         ("a", "False"),
         ("b", "True"),
     ]
+
+
+def test_a_node_between_two_pods_stays_in_the_budgets_base() -> None:
+    # Ten nodes at 50%: two nodes' pods are gone and their replacements not created yet, one
+    # deletion is in flight. Counting only the seven nodes holding a pod, the budget would be 4;
+    # the native controller wants a pod on all ten, so it is 5 (and three are unavailable).
+    ten = [node(f"edge-{index:02d}") for index in range(1, 11)]
+    pods = [old_pod(f"web-{index:02d}", f"edge-{index:02d}") for index in range(4, 11)]
+    plan = plan_reconcile(
+        daemonset=daemonset(
+            {
+                "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+                "apps.openyurt.io/max-unavailable": "50%",
+            },
+            desired_nodes=10,
+        ),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=ten,
+        now=NOW,
+        in_flight=[in_flight("web-03", "edge-03")],
+    )
+    assert plan.budget == MaxUnavailable(value=5, base=10, written="50%")
+    assert names(plan) == ["web-04", "web-05"]
