@@ -1,0 +1,112 @@
+"""The benchmark's table: one row per measurement, edgerollout beside its reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report import Row, render, rows
+
+
+def replacements(median: float, reuse: float, unavailable: float) -> dict[str, Any]:
+    spread = {"median": median, "p90": median, "max": median}
+    return {
+        "replaced": 1000,
+        "stages_seconds": {"deleting_to_ready": spread},
+        "mean_unavailable": unavailable,
+        "slot_reuse_seconds": {"median": reuse, "p90": reuse, "max": reuse},
+    }
+
+
+ROLLING: dict[str, Any] = {
+    "nodes": 1000,
+    "budget": 100,
+    "native": {
+        "seconds": 20.0,
+        "lab_cpu_seconds": {"kube-controller-manager": 8.0},
+        "replacements": replacements(2.0, 0.1, 90.0),
+    },
+    "edgerollout": {
+        "seconds": 16.0,
+        "controller_cpu_seconds": 4.0,
+        "replacements": replacements(1.5, 0.05, 95.0),
+    },
+    "lab": {
+        "wave_seconds": 2.5,
+        "idle_cpu_seconds_per_second": {"kube-apiserver": 0.2, "kwok": 0.05},
+        "edgerollout_cpu_seconds": 30.0,
+        "native_cpu_seconds": 40.0,
+    },
+}
+
+
+def test_rolling_rows_compare_with_the_native_controller_of_the_same_run() -> None:
+    assert rows({"scenarios": {"rolling": ROLLING}}) == [
+        Row(
+            "1 rollout, 1000 nodes Ready, max-unavailable 10%",
+            "16.0 s",
+            "native 20.0 s (target ≤ 1.0x)",
+            "0.80x",
+        ),
+        Row("  a replacement: deletion → new pod Ready (median)", "1.5 s", "native 2.0 s", "0.75x"),
+        Row(
+            "  a freed slot used: replacement Ready → next deletion (median)",
+            "50 ms",
+            "native 100 ms",
+            "0.50x",
+        ),
+        Row("  nodes unavailable on average (budget 100)", "95", "native 90", "1.06x"),
+        Row(
+            "5 CPU seconds per 1000-node rollout",
+            "4.0 s",
+            "native: kube-controller-manager 8.0 s",
+            "0.50x",
+        ),
+        Row("  lab: one batch of 100 pods deleted by hand → Ready", "-", "2.5 s", "-"),
+        Row("  lab: CPU of the idle lab (heartbeats, Leases), per second", "-", "0.25 s/s", "-"),
+        Row(
+            "  lab: CPU seconds of the lab's programs during the rollout",
+            "30.0 s",
+            "native 40.0 s",
+            "0.75x",
+        ),
+    ]
+
+
+def test_targets_are_upper_bounds_with_their_unit() -> None:
+    results = {
+        "scenarios": {
+            "api_load": {
+                "deletes_per_pod": 1.0,
+                "target_deletes_per_pod": 1.05,
+                "controller_gets_during_rollout": 0,
+                "apiserver_pods_by_verb": {"DELETE": 3000, "POST": 1000},
+                "native_apiserver_pods_by_verb": {"DELETE": 3000, "POST": 1000},
+            },
+            "footprint": {
+                "target_rss_mb_at_10000": 150,
+                "points": [{"pods": 10001, "rss_mb": 93.4}],
+            },
+        }
+    }
+    assert rows(results) == [
+        Row("3 deletes per pod", "1.000", "target ≤ 1.05", "0.95x"),
+        Row(
+            "3 LISTs / GETs by the controller during the rollout",
+            "0",
+            "target 0 (watches only, no polling)",
+            "-",
+        ),
+        Row(
+            "3 pod requests served by the API server (all clients)", "4000", "native 4000", "1.00x"
+        ),
+        Row("5 controller RSS, 10001 pods cached", "93 MB", "target ≤ 150 MB at 10,000", "0.62x"),
+    ]
+
+
+def test_rendered_as_markdown() -> None:
+    table = [Row("1 rollout", "16.0 s", "native 20.0 s", "0.80x")]
+    assert render(table, markdown=True) == (
+        "| scenario | edgerollout | reference (native or target) | ratio |\n"
+        "|---|---|---|---|\n"
+        "| 1 rollout | 16.0 s | native 20.0 s | 0.80x |"
+    )
