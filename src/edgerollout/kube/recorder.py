@@ -4,14 +4,24 @@ Reconciles repeat; an Event per reconcile would bury the one that matters. A not
 only if its key (reason + the value it is about) has not been emitted for that DaemonSet yet by
 this process. A restarted controller reports a still-present problem once more, which is what
 `kubectl describe` readers expect after a restart.
+
+Distinct notices can still come in floods: a rollout of 1,000 nodes makes 1,000 `SuccessfulDelete`
+notices. Like client-go's event recorder (its `EventSourceObjectSpamFilter`), each DaemonSet gets a
+token bucket — 25 Events at once, then one more every 5 minutes — and a notice beyond it is dropped
+(and not marked as emitted: a problem still present is reported when a token is back). Unlike
+client-go, Warnings and Normal Events have a bucket each, so a flood of deletions never hides a
+Warning. Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import DaemonSetView
@@ -19,24 +29,58 @@ from edgerollout.kube.api import EVENTS, Api, ApiError
 
 COMPONENT = "edgerollout-controller"
 
+# client-go's defaults for its spam filter: a burst of 25, then one Event every 5 minutes.
+BURST = 25
+REFILL_SECONDS = 300.0
+
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(float(BURST), self.tokens + (now - self.updated) / REFILL_SECONDS)
+        self.updated = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+
 class EventRecorder:
-    def __init__(self, api: Api, *, instance: str) -> None:
+    def __init__(
+        self, api: Api, *, instance: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.api = api
         self.instance = instance
+        self.clock = clock
         self._emitted: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
+        self._buckets: dict[tuple[str, str], _Bucket] = {}
 
     def forget(self, daemonset_uid: str) -> None:
         self._emitted.pop(daemonset_uid, None)
+        for key in [key for key in self._buckets if key[0] == daemonset_uid]:
+            del self._buckets[key]
+
+    def _allowed(self, daemonset: DaemonSetView, notice: Notice) -> bool:
+        now = self.clock()
+        key = (daemonset.uid, notice.type.value)
+        bucket = self._buckets.setdefault(key, _Bucket(tokens=float(BURST), updated=now))
+        return bucket.take(now)
 
     def is_new(self, daemonset: DaemonSetView, notice: Notice) -> bool:
         return notice.key not in self._emitted[daemonset.uid]
 
     async def emit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        """Create the Event unless this notice was emitted before; True if it was created."""
+        """Create the Event unless this notice was emitted before or the DaemonSet's Events of
+        this type are over their rate; True if it was created."""
         if not self.is_new(daemonset, notice):
+            return False
+        if not self._allowed(daemonset, notice):
+            log.debug("event %s on %s dropped: over the rate", notice.reason, daemonset.name)
             return False
         now = datetime.datetime.now(datetime.UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -116,3 +116,54 @@ async def test_forgotten_daemonset_gets_its_notices_again() -> None:
     assert await recorder.emit(WEB, INVALID_ABC) is True
     assert await recorder.emit(API, INVALID_ABC) is False
     assert [name for name, _, _ in recorded(api)] == ["web", "api", "web"]
+
+
+def deleted(index: int) -> Notice:
+    return Notice(
+        type=EventType.NORMAL,
+        reason="SuccessfulDelete",
+        message=f"Deleted pod: web-{index}",
+        subject=f"uid-web-{index}",
+    )
+
+
+async def test_a_flood_is_cut_after_25_events_then_one_every_5_minutes_per_daemonset() -> None:
+    api = FakeApi()
+    now = [0.0]
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: now[0])
+
+    first = [await recorder.emit(WEB, deleted(index)) for index in range(30)]
+    other = await recorder.emit(API, deleted(0))
+    now[0] = 299.0
+    too_soon = await recorder.emit(WEB, deleted(30))
+    now[0] = 300.0
+    refilled = [await recorder.emit(WEB, deleted(index)) for index in (31, 32)]
+
+    assert first == [True] * 25 + [False] * 5
+    assert other is True  # each DaemonSet has its own bucket
+    assert (too_soon, refilled) == (False, [True, False])
+    assert len(recorded(api)) == 25 + 1 + 1
+    # A dropped notice is not marked as emitted: still present later, it is reported then.
+    assert recorder.is_new(WEB, deleted(29))
+
+
+async def test_a_flood_of_normal_events_never_holds_back_a_warning() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
+    for index in range(40):
+        await recorder.emit(WEB, deleted(index))
+
+    assert await recorder.emit(WEB, INVALID_ABC) is True
+    assert recorded(api)[-1] == ("web", "InvalidMaxUnavailable", INVALID_ABC.message)
+
+
+async def test_forgetting_a_daemonset_refills_its_buckets() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
+    for index in range(25):
+        await recorder.emit(WEB, deleted(index))
+    assert await recorder.emit(WEB, deleted(25)) is False
+
+    recorder.forget(WEB.uid)
+
+    assert await recorder.emit(WEB, deleted(25)) is True
