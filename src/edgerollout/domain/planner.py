@@ -69,7 +69,10 @@ class NodeVerdict(Enum):
     @property
     def unavailable(self) -> bool:
         """Whether the node counts against max-unavailable."""
-        return self not in (NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED)
+        return self not in _AVAILABLE
+
+
+_AVAILABLE = frozenset({NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED})
 
 
 class DeletionReason(Enum):
@@ -162,10 +165,11 @@ def plan_deletions(
     readiness = {node.name: node.readiness for node in nodes}
     in_flight = tuple(in_flight)
     pods_by_node = _pods_by_node(pods, in_flight)
+    ready = NodeReadiness.READY
     skipped = tuple(
         name
         for name in sorted(pods_by_node)
-        if readiness.get(name, NodeReadiness.MISSING) is not NodeReadiness.READY
+        if readiness.get(name, NodeReadiness.MISSING) is not ready
     )
     if not target.known:
         return DeletionPlan(
@@ -179,25 +183,33 @@ def plan_deletions(
     being_deleted = {deletion.uid for deletion in in_flight}
     verdicts: dict[NodeName, NodeVerdict] = {}
     replacements: list[Deletion] = []
-    candidates: list[Deletion] = []
-    for name in sorted(pods_by_node.keys() - set(skipped)):
+    candidates: list[tuple[PodView, NodeName]] = []
+    unavailable = 0
+    skip = set(skipped)
+    for name in sorted(pods_by_node):
+        if name in skip:
+            continue
         live = [
             pod for pod in pods_by_node[name] if not pod.deleting and pod.uid not in being_deleted
         ]
         verdict, outdated = _judge(live, target, min_ready_seconds=min_ready_seconds, now=now)
         verdicts[name] = verdict
+        if verdict is not NodeVerdict.UP_TO_DATE and verdict is not NodeVerdict.OUTDATED:
+            unavailable += 1  # verdict.unavailable, without an Enum hash per node
         if outdated is None:
             continue
         if verdict is NodeVerdict.OUTDATED_UNAVAILABLE:
             replacements.append(_deletion(outdated, name, DeletionReason.OUTDATED_UNAVAILABLE))
         else:
-            candidates.append(_deletion(outdated, name, DeletionReason.OUTDATED_WITHIN_BUDGET))
+            candidates.append((outdated, name))
 
-    unavailable = sum(1 for verdict in verdicts.values() if verdict.unavailable)
     if desired_nodes is not None:
         unavailable += max(0, desired_nodes - len(verdicts))
     room = max(0, max_unavailable - unavailable)
-    chosen = replacements + candidates[:room]
+    chosen = replacements + [
+        _deletion(pod, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
+        for pod, name in candidates[:room]
+    ]
     return DeletionPlan(
         deletions=tuple(sorted(chosen, key=lambda d: (d.node_name, d.name, d.uid))),
         max_unavailable=max_unavailable,
@@ -212,8 +224,13 @@ def _pods_by_node(
 ) -> dict[NodeName, list[PodView]]:
     by_node: dict[NodeName, list[PodView]] = {}
     for pod in pods:
-        if pod.node_name is not None:
-            by_node.setdefault(pod.node_name, []).append(pod)
+        node_name = pod.node_name
+        if node_name is not None:
+            held = by_node.get(node_name)
+            if held is None:
+                by_node[node_name] = [pod]
+            else:
+                held.append(pod)
     for deletion in in_flight:
         # The node of a deletion is considered even when its pod is gone from the cache.
         by_node.setdefault(deletion.node_name, [])
@@ -224,21 +241,20 @@ def _judge(
     live: Sequence[PodView], target: TargetRevision, *, min_ready_seconds: int, now: datetime
 ) -> tuple[NodeVerdict, PodView | None]:
     """The verdict for a Ready node from its live pods, and its outdated pod if it may go."""
+    if len(live) == 1:  # the common case, without the lists below
+        only = live[0]
+        available = is_available(only, min_ready_seconds=min_ready_seconds, now=now)
+        if is_current(only, target):
+            return (NodeVerdict.UP_TO_DATE if available else NodeVerdict.STARTING), None
+        return (NodeVerdict.OUTDATED if available else NodeVerdict.OUTDATED_UNAVAILABLE), only
+    if not live:
+        return NodeVerdict.EMPTY, None
     current = [pod for pod in live if is_current(pod, target)]
     outdated = [pod for pod in live if not is_current(pod, target)]
     if len(current) > 1 or len(outdated) > 1:
         return NodeVerdict.EXCESS, None
-    if current and outdated:
-        return NodeVerdict.OLD_AND_NEW, None
-    if current:
-        if is_available(current[0], min_ready_seconds=min_ready_seconds, now=now):
-            return NodeVerdict.UP_TO_DATE, None
-        return NodeVerdict.STARTING, None
-    if outdated:
-        if is_available(outdated[0], min_ready_seconds=min_ready_seconds, now=now):
-            return NodeVerdict.OUTDATED, outdated[0]
-        return NodeVerdict.OUTDATED_UNAVAILABLE, outdated[0]
-    return NodeVerdict.EMPTY, None
+    # Two pods: one current, one outdated.
+    return NodeVerdict.OLD_AND_NEW, None
 
 
 def _deletion(pod: PodView, node_name: NodeName, reason: DeletionReason) -> Deletion:
