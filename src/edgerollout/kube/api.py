@@ -14,6 +14,9 @@ methods. Every request is counted in `rest_client_requests_total` (by code and m
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -167,10 +170,51 @@ def _error_from(status: int, body: bytes | str | None) -> ApiError:
     return ApiError(status, reason or "Error", message or "(no message)")
 
 
+WATCH_READ_BUFFER = 2**21
+
+
+def environment_proxy(host: str) -> str | None:
+    """The proxy the environment names for the API server at `host` (`HTTPS_PROXY`,
+    `HTTP_PROXY`, `NO_PROXY`), or None. As in client-go, a loopback server is never proxied."""
+    hostname = urllib.parse.urlsplit(host).hostname
+    if not hostname or hostname == "localhost":
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(hostname).is_loopback:
+            return None
+    if urllib.request.proxy_bypass(hostname):
+        return None
+    return urllib.request.getproxies().get(urllib.parse.urlsplit(host).scheme)
+
+
+def _read_environment_once(api_client: Any) -> None:
+    """Resolve the environment's proxy for the API server once, not on every request.
+
+    kubernetes_asyncio's session trusts the environment, so aiohttp looks up the proxy variables
+    and reads `~/.netrc` in a worker thread before each request: two thread hops per request,
+    about a tenth of the controller's CPU in a 1,000-node rollout. client-go reads the proxy
+    variables once per process and never reads `.netrc`; so does this, keeping the session's
+    connection pool and TLS settings."""
+    configuration = api_client.configuration
+    if configuration.proxy is None:
+        configuration.proxy = environment_proxy(str(configuration.host))
+    rest = api_client.rest_client
+    rest.proxy = configuration.proxy
+    trusting = rest.pool_manager
+    if not trusting.trust_env:
+        return
+    connector = trusting.connector
+    trusting.detach()
+    # The read buffer kubernetes_asyncio gives its session: a watch event may carry an object
+    # as large as etcd allows (1.5 MiB).
+    rest.pool_manager = aiohttp.ClientSession(connector=connector, read_bufsize=WATCH_READ_BUFFER)
+
+
 class KubeApi:
     """`Api` over a kubernetes_asyncio `ApiClient` (credentials, TLS and session come from it)."""
 
     def __init__(self, api_client: Any, *, observe: RequestObserver | None = None) -> None:
+        _read_environment_once(api_client)
         self._client = api_client
         self._observe = observe or (lambda method, code: None)
 

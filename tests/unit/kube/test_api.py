@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio import client
 
-from edgerollout.kube.api import LEASES, PODS, ApiError, KubeApi
+from edgerollout.kube.api import LEASES, PODS, ApiError, KubeApi, environment_proxy
 
 
 async def _truncating_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -63,3 +63,72 @@ async def test_delete_accepted_before_the_body_was_cut_off_is_a_deletion(
 ) -> None:
     # 200 came back: the API server deleted the pod. Losing the rest of the answer changes nothing.
     await cut_mid_body.delete(PODS, "web-x", namespace="default", uid="uid-1")
+
+
+@pytest.mark.parametrize(
+    ("environment", "host", "proxy"),
+    [
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://10.0.0.1:6443", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://10.0.0.1:8080", None),
+        ({"HTTP_PROXY": "http://proxy:3128"}, "http://10.0.0.1:8080", "http://proxy:3128"),
+        (
+            {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "10.0.0.1"},
+            "https://10.0.0.1:6443",
+            None,
+        ),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://127.0.0.1:6443", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://localhost:6443", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://[::1]:6443", None),
+        ({}, "https://10.0.0.1:6443", None),
+    ],
+)
+def test_environment_proxy_is_the_one_client_go_would_use(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], host: str, proxy: str | None
+) -> None:
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    assert environment_proxy(host) == proxy
+
+
+async def _proxy(
+    requests: list[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """A forward proxy that answers every request itself, and records its request line."""
+    requests.append(await reader.readline())
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass
+    body = b'{"kind": "Pod", "metadata": {"name": "web-x"}}'
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    writer.close()
+
+
+async def test_the_environment_is_read_once_when_the_client_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    requests: list[bytes] = []
+    server = await asyncio.start_server(lambda r, w: _proxy(requests, r, w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    api = KubeApi(client.ApiClient(client.Configuration(host="http://apiserver.invalid:8080")))
+    # Changed afterwards: not looked at again (no lookups per request, as with client-go).
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
+    try:
+        pod = await api.get(PODS, "web-x", namespace="default")
+    finally:
+        await api.close()
+        server.close()
+
+    assert pod["metadata"]["name"] == "web-x"
+    assert requests == [
+        b"GET http://apiserver.invalid:8080/api/v1/namespaces/default/pods/web-x HTTP/1.1\r\n"
+    ]
