@@ -12,10 +12,10 @@ own objects. Changes are turned into DaemonSet keys for the work queue:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from edgerollout.domain.model import NodeView
+from edgerollout.domain.model import NodeName, NodeReadiness, NodeView, PodView
 from edgerollout.domain.prepull import JobView
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
@@ -144,6 +144,21 @@ class ClusterCache:
 
     def pods_of(self, owner_uid: str) -> list[CachedPod]:
         return list(self.pods_by_owner.get(owner_uid, {}).values())
+
+    def pod_views_of(self, owner_uid: str) -> list[PodView]:
+        """The views of the pods `owner_uid` controls (what a reconcile plans with)."""
+        return [pod.view for pod in self.pods_by_owner.get(owner_uid, {}).values()]
+
+    def node_views(self, names: Iterable[NodeName]) -> list[NodeView]:
+        """The cached Nodes of these names, in name order; a node not in the cache is MISSING."""
+        store = self.nodes.store
+        missing = NodeReadiness.MISSING
+        return [
+            node
+            if (node := store.get(name)) is not None
+            else NodeView(name=name, readiness=missing)
+            for name in sorted(names)
+        ]
 
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:
         return list(self.revisions_by_owner.get(owner_uid, {}).values())

@@ -22,7 +22,7 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.expectations import ConditionWrites, Expectations
 from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.model import DaemonSetView, NodeName, NodeReadiness, NodeView, PodView
+from edgerollout.domain.model import DaemonSetView, PodView
 from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
 from edgerollout.domain.prepull import plan_prepulls
 from edgerollout.domain.reconcile import Plan, plan_reconcile
@@ -141,13 +141,12 @@ class Reconciler:
             self._forget(key)  # deleted and recreated under the same name
         self._uid_by_key[key] = ds.uid
 
-        owned = self.cache.pods_of(ds.uid)
-        pods = [pod.view for pod in owned]
+        pods = self.cache.pod_views_of(ds.uid)
         in_flight = self.expectations.settle(ds.uid, pods)
         node_names = {pod.node_name for pod in pods if pod.node_name} | {
             d.node_name for d in in_flight
         }
-        nodes = [self._node(name) for name in sorted(node_names)]
+        nodes = self.cache.node_views(node_names)
         plan = plan_reconcile(
             daemonset=ds,
             revisions=[revision.view for revision in self.cache.revisions_of(ds.uid)],
@@ -188,10 +187,12 @@ class Reconciler:
         requeue = None
         if self.expectations.pending(ds.uid):
             requeue = 5.0  # re-check from the cache even if no event arrives (never a LIST)
-        starting = rollout is not None and any(
-            v is NodeVerdict.STARTING for v in rollout.verdicts.values()
+        starting = (
+            ds.min_ready_seconds > 0
+            and rollout is not None
+            and any(v is NodeVerdict.STARTING for v in rollout.verdicts.values())
         )
-        if starting and ds.min_ready_seconds > 0:
+        if starting:
             # A pod becomes available minReadySeconds after turning Ready: no event says so.
             requeue = min(requeue or float(ds.min_ready_seconds), float(ds.min_ready_seconds))
         unechoed = self.sent_conditions.next_expiry(ds.uid)
@@ -324,10 +325,6 @@ class Reconciler:
                     if not error.not_found:
                         raise
         return written
-
-    def _node(self, name: NodeName) -> NodeView:
-        node = self.cache.nodes.get(name)
-        return node if node is not None else NodeView(name=name, readiness=NodeReadiness.MISSING)
 
 
 async def _concurrently(send: Callable[[Item], Awaitable[int]], items: Sequence[Item]) -> list[int]:

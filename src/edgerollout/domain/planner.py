@@ -165,12 +165,9 @@ def plan_deletions(
     readiness = {node.name: node.readiness for node in nodes}
     in_flight = tuple(in_flight)
     pods_by_node = _pods_by_node(pods, in_flight)
-    ready = NodeReadiness.READY
-    skipped = tuple(
-        name
-        for name in sorted(pods_by_node)
-        if readiness.get(name, NodeReadiness.MISSING) is not ready
-    )
+    ready, missing = NodeReadiness.READY, NodeReadiness.MISSING
+    names = sorted(pods_by_node)
+    skipped = tuple(name for name in names if readiness.get(name, missing) is not ready)
     if not target.known:
         return DeletionPlan(
             deletions=(),
@@ -186,15 +183,18 @@ def plan_deletions(
     candidates: list[tuple[PodView, NodeName]] = []
     unavailable = 0
     skip = set(skipped)
-    for name in sorted(pods_by_node):
+    up_to_date, outdated_available = NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED
+    for name in names:
         if name in skip:
             continue
-        live = [
-            pod for pod in pods_by_node[name] if not pod.deleting and pod.uid not in being_deleted
-        ]
-        verdict, outdated = _judge(live, target, min_ready_seconds=min_ready_seconds, now=now)
+        held = pods_by_node[name]
+        if len(held) == 1 and not held[0].deleting and held[0].uid not in being_deleted:
+            live: Sequence[PodView] = held  # the common case: one pod, not going away
+        else:
+            live = [pod for pod in held if not pod.deleting and pod.uid not in being_deleted]
+        verdict, outdated = _judge(live, target, min_ready_seconds, now)
         verdicts[name] = verdict
-        if verdict is not NodeVerdict.UP_TO_DATE and verdict is not NodeVerdict.OUTDATED:
+        if verdict is not up_to_date and verdict is not outdated_available:
             unavailable += 1  # verdict.unavailable, without an Enum hash per node
         if outdated is None:
             continue
@@ -238,7 +238,7 @@ def _pods_by_node(
 
 
 def _judge(
-    live: Sequence[PodView], target: TargetRevision, *, min_ready_seconds: int, now: datetime
+    live: Sequence[PodView], target: TargetRevision, min_ready_seconds: int, now: datetime
 ) -> tuple[NodeVerdict, PodView | None]:
     """The verdict for a Ready node from its live pods, and its outdated pod if it may go."""
     if len(live) == 1:  # the common case, without the lists below
