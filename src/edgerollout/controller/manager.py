@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -135,6 +136,10 @@ class Controller:
         self.leading = True
         for informer in self.cache.informers:
             await informer.synced.wait()
+        # Everything listed so far lives as long as the process: keep the cyclic garbage
+        # collector from scanning it on every full collection (a tenth of a reconcile's time at
+        # 1,000 pods, more with more). Objects made later are collected as usual.
+        gc.freeze()
         log.info(
             "caches synced; reconciling %d opted-in DaemonSet(s)", len(self.cache.opted_in_keys())
         )

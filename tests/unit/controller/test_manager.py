@@ -32,3 +32,29 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
     with pytest.raises(LeadershipLost, match="stopped writing: this replica is not the leader"):
         await asyncio.wait_for(controller.lead(), timeout=5)
     assert sorted(reconciled) == ["ns/a", "ns/b"]
+
+
+async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    controller = Controller(ControllerOptions(workers=1), FakeApi())  # type: ignore[arg-type]
+    frozen_when_synced: list[bool] = []
+    monkeypatch.setattr(
+        "edgerollout.controller.manager.gc.freeze",
+        lambda: frozen_when_synced.append(controller.cache.synced),
+    )
+
+    async def done(key: str) -> Outcome:
+        controller.queue.shut_down()
+        return Outcome(plan=None)
+
+    controller.reconciler.reconcile = done  # type: ignore[method-assign]
+    leading = asyncio.create_task(controller.lead())
+    await asyncio.sleep(0.05)
+    assert frozen_when_synced == []  # nothing listed yet
+    for informer in controller.cache.informers:
+        informer.synced.set()
+    controller.queue.add("ns/a")
+    await asyncio.wait_for(leading, timeout=5)
+
+    assert frozen_when_synced == [True]
