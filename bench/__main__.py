@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from bench import plots, report, workload
-from bench.machine import lab_rss_mb, load_now, machine
+from bench.machine import lab_rss_mb, load_now, machine, source_commit
 from bench.scenarios import agent, disconnected, footprint, ota, rolling
 from bench.session import lab_session
 from edgerollout.lab.cluster import MIN_NODE_LEASE_SECONDS
@@ -88,6 +88,7 @@ async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
         "name": options["name"],
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
+        "commit": source_commit(),
         "options": {k: v for k, v in options.items() if k not in ("out", "profile", "keep_logs")},
         "scenarios": {},
     }
