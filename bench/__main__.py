@@ -178,7 +178,7 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     "--keep-logs",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Copy the controller's log of scenarios 1-4 into this folder.",
+    help="Copy the controller's log and the API server's audit log of pod deletions of scenarios 1-4 into this folder.",
 )
 def main(
     scenarios: tuple[str, ...],

@@ -20,6 +20,7 @@ from bench.machine import Usage, lab_pids
 from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
 from edgerollout.lab import cluster
+from edgerollout.lab.control_plane import audit_log_path
 from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS
 
 Say = Callable[[str], None]
@@ -90,10 +91,12 @@ def _profiler(controller: Controller, output: Path) -> subprocess.Popen[bytes]:
 
 
 def _copy_logs(folder: Path, into: Path) -> None:
-    """The controllers' logs (what each decision was and when), kept past the lab."""
+    """The controllers' logs (what each decision was and when) and the API server's audit log
+    of pod deletions (who deleted which pod), kept past the lab."""
     into.mkdir(parents=True, exist_ok=True)
-    for log in (folder / "logs").glob("controller*.log"):
-        shutil.copy(log, into / f"{folder.name}-{log.name}")
+    for log in [*(folder / "logs").glob("controller*.log"), audit_log_path(folder)]:
+        if log.exists():
+            shutil.copy(log, into / f"{folder.name}-{log.name}")
 
 
 @contextlib.asynccontextmanager
