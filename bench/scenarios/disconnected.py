@@ -92,6 +92,11 @@ async def run(
         session.say(f"disconnected: reconnecting {len(cut)} nodes")
         connect_at = time.monotonic()
         await session.connect(cut)
+        # A cut node seen Ready before the reconnection (heartbeats through a link that is down)
+        # would let any controller act on it: recorded, it explains a straggler.
+        seen_ready_while_cut = max(
+            (value for at, value in back.changes if at < connect_at), default=0
+        )
         ready_at = await back.reach(len(cut), timeout=timeout, what="reconnected nodes Ready")
         deleted_at = await old_left.fall(
             0, after=connect_at, timeout=timeout, what="edgerollout: old pods left"
@@ -122,6 +127,7 @@ async def run(
         "edgerollout": {
             "connected_seconds": ours_connected,
             "reconnect_to_ready_seconds": round(ready_at - connect_at, 3),
+            "cut_nodes_seen_ready_while_cut": seen_ready_while_cut,
             "after_ready_seconds": after_ready,
             # Negative when the last old pod was deleted before the last node turned Ready.
             "old_pods_deleted_after_ready_seconds": round(deleted_at - ready_at, 3),
