@@ -6,11 +6,12 @@ this process. A restarted controller reports a still-present problem once more, 
 `kubectl describe` readers expect after a restart.
 
 Distinct notices can still come in floods: a rollout of 1,000 nodes makes 1,000 `SuccessfulDelete`
-notices. Like client-go's event recorder (its `EventSourceObjectSpamFilter`), each DaemonSet gets a
-token bucket — 25 Events at once, then one more every 5 minutes — and a notice beyond it is dropped
-(and not marked as emitted: a problem still present is reported when a token is back). Unlike
-client-go, Warnings and Normal Events have a bucket each, so a flood of deletions never hides a
-Warning. Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
+notices. Like client-go's event recorder (its `EventSourceObjectSpamFilter`), each DaemonSet's
+Normal Events go through a token bucket — 25 at once, then one more every 5 minutes — and a notice
+beyond it is dropped (and not marked as emitted). Unlike client-go, Warnings are not rate-limited:
+each is already reported once per distinct problem, and a user who set a bad value must see it
+named, whatever routine Events came before. Each deletion stays in the controller's log and in
+`edgerollout_pods_deleted_total`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgerollout.domain.events import Notice
+from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.kube.api import EVENTS, Api, ApiError
 
@@ -58,25 +59,25 @@ class EventRecorder:
         self.instance = instance
         self.clock = clock
         self._emitted: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
-        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._buckets: dict[str, _Bucket] = {}
 
     def forget(self, daemonset_uid: str) -> None:
         self._emitted.pop(daemonset_uid, None)
-        for key in [key for key in self._buckets if key[0] == daemonset_uid]:
-            del self._buckets[key]
+        self._buckets.pop(daemonset_uid, None)
 
     def _allowed(self, daemonset: DaemonSetView, notice: Notice) -> bool:
+        if notice.type is not EventType.NORMAL:
+            return True
         now = self.clock()
-        key = (daemonset.uid, notice.type.value)
-        bucket = self._buckets.setdefault(key, _Bucket(tokens=float(BURST), updated=now))
+        bucket = self._buckets.setdefault(daemonset.uid, _Bucket(tokens=float(BURST), updated=now))
         return bucket.take(now)
 
     def is_new(self, daemonset: DaemonSetView, notice: Notice) -> bool:
         return notice.key not in self._emitted[daemonset.uid]
 
     async def emit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        """Create the Event unless this notice was emitted before or the DaemonSet's Events of
-        this type are over their rate; True if it was created."""
+        """Create the Event unless this notice was emitted before or, a Normal one, the
+        DaemonSet's Normal Events are over their rate; True if it was created."""
         if not self.is_new(daemonset, notice):
             return False
         if not self._allowed(daemonset, notice):

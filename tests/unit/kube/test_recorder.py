@@ -147,14 +147,23 @@ async def test_a_flood_is_cut_after_25_events_then_one_every_5_minutes_per_daemo
     assert recorder.is_new(WEB, deleted(29))
 
 
-async def test_a_flood_of_normal_events_never_holds_back_a_warning() -> None:
+async def test_warnings_are_never_rate_limited() -> None:
     api = FakeApi()
     recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
     for index in range(40):
         await recorder.emit(WEB, deleted(index))
+    invalid = [
+        Notice(
+            type=EventType.WARNING,
+            reason="InvalidMaxUnavailable",
+            message=f'apps.openyurt.io/max-unavailable is "x{index}"',
+            subject=f"x{index}",
+        )
+        for index in range(30)
+    ]
 
-    assert await recorder.emit(WEB, INVALID_ABC) is True
-    assert recorded(api)[-1] == ("web", "InvalidMaxUnavailable", INVALID_ABC.message)
+    assert [await recorder.emit(WEB, notice) for notice in invalid] == [True] * 30
+    assert recorded(api)[25:] == [("web", "InvalidMaxUnavailable", n.message) for n in invalid]
 
 
 async def test_forgetting_a_daemonset_refills_its_buckets() -> None:
