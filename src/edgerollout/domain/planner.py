@@ -69,10 +69,7 @@ class NodeVerdict(Enum):
     @property
     def unavailable(self) -> bool:
         """Whether the node counts against max-unavailable."""
-        return self not in _AVAILABLE
-
-
-_AVAILABLE = frozenset({NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED})
+        return self is not NodeVerdict.UP_TO_DATE and self is not NodeVerdict.OUTDATED
 
 
 class DeletionReason(Enum):
@@ -183,7 +180,6 @@ def plan_deletions(
     candidates: list[tuple[PodView, NodeName]] = []
     unavailable = 0
     skip = set(skipped)
-    up_to_date, outdated_available = NodeVerdict.UP_TO_DATE, NodeVerdict.OUTDATED
     for name in names:
         if name in skip:
             continue
@@ -194,8 +190,8 @@ def plan_deletions(
             live = [pod for pod in held if not pod.deleting and pod.uid not in being_deleted]
         verdict, outdated = _judge(live, target, min_ready_seconds, now)
         verdicts[name] = verdict
-        if verdict is not up_to_date and verdict is not outdated_available:
-            unavailable += 1  # verdict.unavailable, without an Enum hash per node
+        if verdict.unavailable:
+            unavailable += 1
         if outdated is None:
             continue
         if verdict is NodeVerdict.OUTDATED_UNAVAILABLE:
