@@ -176,7 +176,8 @@ WATCH_READ_BUFFER = 2**21
 def environment_proxy(host: str) -> str | None:
     """The proxy the environment names for the API server at `host` (`HTTPS_PROXY`,
     `HTTP_PROXY`, `NO_PROXY`), or None. As in client-go, a loopback server is never proxied."""
-    hostname = urllib.parse.urlsplit(host).hostname
+    url = urllib.parse.urlsplit(host)
+    hostname = url.hostname
     if not hostname or hostname == "localhost":
         return None
     with contextlib.suppress(ValueError):
@@ -184,7 +185,7 @@ def environment_proxy(host: str) -> str | None:
             return None
     if urllib.request.proxy_bypass(hostname):
         return None
-    return urllib.request.getproxies().get(urllib.parse.urlsplit(host).scheme)
+    return urllib.request.getproxies().get(url.scheme)
 
 
 def _read_environment_once(api_client: Any) -> None:
