@@ -41,6 +41,11 @@ def _target(
     )
 
 
+def _within(scenario: str, seconds: float, limit: float, limit_is: str) -> Row:
+    """A time against a limit derived from something else: "target <how> = <limit>", ratio."""
+    return Row(scenario, _s(seconds), f"target {limit_is} = {_s(limit)}", _ratio(seconds, limit))
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
@@ -149,22 +154,21 @@ def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> 
         )
     ]
     if rolling:
-        limit = rolling["edgerollout"]["seconds"] * gone["target_connected_ratio"]
+        ratio = gone["target_connected_ratio"]
         table.append(
-            Row(
+            _within(
                 f"2 time to update the {connected} Ready nodes",
-                _s(ours["connected_seconds"]),
-                f"target 1.1 x scenario 1 = {_s(limit)}",
-                _ratio(ours["connected_seconds"], limit),
+                ours["connected_seconds"],
+                rolling["edgerollout"]["seconds"] * ratio,
+                f"{ratio:g} x scenario 1",
             )
         )
-    limit = gone.get("target_after_ready_seconds_with_wave", gone["target_after_ready_seconds"])
     table.append(
-        Row(
+        _within(
             f"2 reconnected {cut}: all updated, after Ready",
-            _s(ours["after_ready_seconds"]),
-            f"target 10 s + one wave = {_s(limit)}",
-            _ratio(ours["after_ready_seconds"], limit),
+            ours["after_ready_seconds"],
+            gone.get("target_after_ready_seconds_with_wave", gone["target_after_ready_seconds"]),
+            "10 s + one wave",
         )
     )
     if "old_pods_deleted_after_ready_seconds" in ours:

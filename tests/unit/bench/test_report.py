@@ -110,3 +110,45 @@ def test_rendered_as_markdown() -> None:
         "|---|---|---|---|\n"
         "| 1 rollout | 16.0 s | native 20.0 s | 0.80x |"
     )
+
+
+def test_disconnected_rows_measure_against_limits_derived_from_the_run() -> None:
+    gone = {
+        "nodes": 1000,
+        "disconnected": 200,
+        "target_connected_ratio": 1.1,
+        "target_after_ready_seconds": 10.0,
+        "target_after_ready_seconds_with_wave": 14.0,
+        "native": {"updated": 0, "watched_seconds": 300},
+        "edgerollout": {
+            "connected_seconds": 22.0,
+            "after_ready_seconds": 7.0,
+            "old_pods_deleted_after_ready_seconds": 0.25,
+        },
+    }
+    assert rows({"scenarios": {"rolling": ROLLING, "disconnected": gone}})[-4:] == [
+        Row(
+            "2 200 of 1000 disconnected: share updated",
+            "800/1000 in 22.0 s",
+            "native 0/1000 after 300 s",
+            "-",
+        ),
+        Row(
+            "2 time to update the 800 Ready nodes",
+            "22.0 s",
+            "target 1.1 x scenario 1 = 17.6 s",
+            "1.25x",
+        ),
+        Row(
+            "2 reconnected 200: all updated, after Ready",
+            "7.0 s",
+            "target 10 s + one wave = 14.0 s",
+            "0.50x",
+        ),
+        Row(
+            "  of which edgerollout: last of the 200 old pods deleted, after Ready",
+            "0.2 s",
+            "-",
+            "-",
+        ),
+    ]
