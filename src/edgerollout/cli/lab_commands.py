@@ -8,7 +8,7 @@ import click
 
 from edgerollout.lab import build, cluster
 from edgerollout.lab.build import BuildError
-from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS
+from edgerollout.lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
 from edgerollout.lab.processes import ComponentError
 
 DEFAULT_DIR = Path(".edgerollout-lab")
@@ -56,7 +56,7 @@ def build_command() -> None:
 )
 @click.option(
     "--node-lease-seconds",
-    type=click.IntRange(min=cluster.MIN_NODE_LEASE_SECONDS),
+    type=click.IntRange(min=MIN_NODE_LEASE_SECONDS),
     default=NODE_LEASE_SECONDS,
     show_default=True,
     help="The nodes' Lease duration, renewed every quarter of it; a node is NotReady 5/4 of it "

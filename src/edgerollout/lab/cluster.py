@@ -28,7 +28,12 @@ from edgerollout.lab.agents import start_agents
 from edgerollout.lab.build import missing_components
 from edgerollout.lab.control_plane import Ports
 from edgerollout.lab.kubeconfig import write_kubeconfig
-from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS, kwok_config, node_monitor_grace_seconds
+from edgerollout.lab.kwok_stages import (
+    MIN_NODE_LEASE_SECONDS,
+    NODE_LEASE_SECONDS,
+    kwok_config,
+    node_monitor_grace_seconds,
+)
 from edgerollout.lab.pki import Identity, create_pki, new_identity
 
 LAB_FILE = "lab.json"
@@ -39,8 +44,6 @@ COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube
 Say = Callable[[str], None]
 # Ports are chosen free, but another program may bind one before our component does.
 PORT_ATTEMPTS = 3
-# KWOK renews a Lease every quarter of its duration, in whole seconds.
-MIN_NODE_LEASE_SECONDS = 4
 
 
 class LabError(RuntimeError):

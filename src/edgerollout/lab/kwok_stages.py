@@ -20,6 +20,8 @@ LINK_LABEL = "lab.edgerollout.io/link"
 UNPULLABLE_IMAGE = "lab.invalid/unpullable:1.0"
 # The nodes' Lease duration; KWOK renews each Lease every quarter of it, as the kubelet does.
 NODE_LEASE_SECONDS = 8
+# KWOK renews a Lease every quarter of its duration, in whole seconds.
+MIN_NODE_LEASE_SECONDS = 4
 # What a kubelet uses in a production cluster (and kube-controller-manager's grace period then).
 PRODUCTION_NODE_LEASE_SECONDS = 40
 
