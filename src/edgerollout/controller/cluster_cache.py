@@ -2,7 +2,9 @@
 
 DaemonSets, their pods and ControllerRevisions (optionally one namespace), and all Nodes. Pods and
 revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches only its
-own objects. Changes are turned into DaemonSet keys for the work queue:
+own objects; pods also by node, and the nodes where something changed since a DaemonSet's last
+reconcile are kept for it (`take_changed_nodes`), so that its plan judges only those again (see
+`domain.rollout_book`). Changes are turned into DaemonSet keys for the work queue:
 - a DaemonSet that carries the update-strategy annotation (or just lost it) -> itself;
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
@@ -12,7 +14,7 @@ own objects. Changes are turned into DaemonSet keys for the work queue:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from edgerollout.domain.model import NodeName, NodeReadiness, NodeView, PodView
@@ -57,6 +59,9 @@ class ClusterCache:
         self.jobs: Informer[JobView] = Informer(api, JOBS, job_from_api, namespace=namespace)
         self.key_by_uid: dict[str, str] = {}
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
+        self.pods_by_owner_node: dict[str, dict[NodeName, dict[str, CachedPod]]] = {}
+        # Per DaemonSet UID whose changes are followed: the nodes changed since it last asked.
+        self._changed_nodes: dict[str, set[NodeName]] = {}
         self.revisions_by_owner: dict[str, dict[str, CachedRevision]] = {}
         self.daemonsets.subscribe(self._on_daemonset)
         self.pods.subscribe(self._on_pod)
@@ -115,9 +120,51 @@ class ClusterCache:
             return  # never a DaemonSet's pod
         # A pod released by its DaemonSet (or adopted by another) leaves the old owner's index.
         self._index(self.pods_by_owner, key, old_owner, kept)
+        old_node = old.view.node_name if old is not None and old_owner is not None else None
+        new_node = kept.view.node_name if kept is not None else None
+        self._index_by_node(key, old_owner, old_node, kept, new_node)
         self._enqueue_owner(old_owner)
         if kept is not None and kept.owner_uid != old_owner:
             self._enqueue_owner(kept.owner_uid)
+
+    def _index_by_node(
+        self,
+        key: str,
+        old_owner: str | None,
+        old_node: NodeName | None,
+        new: CachedPod | None,
+        new_node: NodeName | None,
+    ) -> None:
+        if old_owner is not None and old_node is not None:
+            by_node = self.pods_by_owner_node.get(old_owner, {})
+            held = by_node.get(old_node)
+            if held is not None:
+                held.pop(key, None)
+                if not held:
+                    del by_node[old_node]
+                    if not by_node:
+                        del self.pods_by_owner_node[old_owner]
+            self._changed(old_owner, old_node)
+        if new is not None and new.owner_uid is not None and new_node is not None:
+            by_node = self.pods_by_owner_node.setdefault(new.owner_uid, {})
+            by_node.setdefault(new_node, {})[key] = new
+            self._changed(new.owner_uid, new_node)
+
+    def _changed(self, owner_uid: str, node: NodeName) -> None:
+        changed = self._changed_nodes.get(owner_uid)
+        if changed is not None:
+            changed.add(node)
+
+    def take_changed_nodes(self, owner_uid: str) -> set[NodeName]:
+        """The nodes where a pod of `owner_uid` or the node's readiness changed since the previous
+        call (the first call starts following the owner and returns nothing)."""
+        changed = self._changed_nodes.get(owner_uid, set())
+        self._changed_nodes[owner_uid] = set()
+        return changed
+
+    def stop_following(self, owner_uid: str) -> None:
+        """Stop keeping changed nodes for `owner_uid`."""
+        self._changed_nodes.pop(owner_uid, None)
 
     def _on_revision(self, old: CachedRevision | None, new: CachedRevision | None) -> None:
         current = new or old
@@ -128,6 +175,10 @@ class ClusterCache:
     def _on_node(self, old: NodeView | None, new: NodeView | None) -> None:
         if old is not None and new is not None and old.readiness == new.readiness:
             return
+        current = new or old
+        assert current is not None
+        for changed in self._changed_nodes.values():
+            changed.add(current.name)
         for key in self.opted_in_keys():
             self.enqueue(key)
 
@@ -149,16 +200,40 @@ class ClusterCache:
         """The views of the pods `owner_uid` controls (what a reconcile plans with)."""
         return [pod.view for pod in self.pods_by_owner.get(owner_uid, {}).values()]
 
-    def node_views(self, names: Iterable[NodeName]) -> list[NodeView]:
-        """The cached Nodes of these names, in name order; a node not in the cache is MISSING."""
-        store = self.nodes.store
-        missing = NodeReadiness.MISSING
-        return [
-            node
-            if (node := store.get(name)) is not None
-            else NodeView(name=name, readiness=missing)
-            for name in sorted(names)
-        ]
+    def pod_views_on(self, owner_uid: str, node: NodeName) -> list[PodView]:
+        """The views of the pods `owner_uid` controls on `node`."""
+        held = self.pods_by_owner_node.get(owner_uid, {}).get(node)
+        return [pod.view for pod in held.values()] if held else []
+
+    def nodes_of(self, owner_uid: str) -> list[NodeName]:
+        """The nodes holding a pod `owner_uid` controls (terminating pods included)."""
+        return list(self.pods_by_owner_node.get(owner_uid, {}))
+
+    def readiness(self, node: NodeName) -> NodeReadiness:
+        """The cached node's readiness; MISSING if it is not in the cache."""
+        cached = self.nodes.store.get(node)
+        return cached.readiness if cached is not None else NodeReadiness.MISSING
+
+    def node_source(self, owner_uid: str) -> OwnerNodes:
+        """The pods of `owner_uid` by node and the nodes' readiness, for a `RolloutBook`."""
+        return OwnerNodes(self, owner_uid)
 
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:
         return list(self.revisions_by_owner.get(owner_uid, {}).values())
+
+
+class OwnerNodes:
+    """One DaemonSet's pods by node, and the nodes' readiness, read from the cache when asked."""
+
+    def __init__(self, cache: ClusterCache, owner_uid: str) -> None:
+        self.cache = cache
+        self.owner_uid = owner_uid
+
+    def node_names(self) -> list[NodeName]:
+        return self.cache.nodes_of(self.owner_uid)
+
+    def pods_on(self, node: NodeName) -> Sequence[PodView]:
+        return self.cache.pod_views_on(self.owner_uid, node)
+
+    def readiness(self, node: NodeName) -> NodeReadiness:
+        return self.cache.readiness(node)

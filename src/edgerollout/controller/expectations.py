@@ -12,7 +12,7 @@ Terminating, or a live pod is seen on that node again, or the entry is older tha
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from edgerollout.domain.conditions import ConditionWrite
@@ -43,18 +43,22 @@ class Expectations:
     def pending(self, owner_uid: str) -> int:
         return len(self._by_owner.get(owner_uid, {}))
 
-    def settle(self, owner_uid: str, pods: Iterable[PodView]) -> tuple[InFlightDeletion, ...]:
-        """Drop the entries the cache now reflects; return the rest for the planner."""
+    def settle(
+        self, owner_uid: str, pods_on: Callable[[NodeName], Iterable[PodView]]
+    ) -> tuple[InFlightDeletion, ...]:
+        """Drop the entries the cache now reflects; return the rest for the planner.
+
+        `pods_on(node)` gives the owner's pods the cache shows on a node: only the nodes of the
+        entries are looked at."""
         entries = self._by_owner.get(owner_uid)
         if not entries:
             return ()
-        by_uid = {pod.uid: pod for pod in pods}
-        live_nodes = {pod.node_name for pod in by_uid.values() if not pod.deleting}
         now = time.monotonic()
         for entry in list(entries.values()):
-            pod = by_uid.get(entry.uid)
+            on_node = list(pods_on(entry.node))
+            pod = next((pod for pod in on_node if pod.uid == entry.uid), None)
             caught_up = (pod is not None and pod.deleting) or (
-                pod is None and entry.node in live_nodes
+                pod is None and any(not other.deleting for other in on_node)
             )
             if caught_up or now - entry.since > self.timeout:
                 del entries[entry.uid]

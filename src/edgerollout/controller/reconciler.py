@@ -26,6 +26,7 @@ from edgerollout.domain.model import DaemonSetView, PodView
 from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
 from edgerollout.domain.prepull import plan_prepulls
 from edgerollout.domain.reconcile import Plan, plan_reconcile
+from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import FAILED_DELETE, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import JOBS, PODS, Api, ApiError
@@ -84,6 +85,7 @@ class Reconciler:
         self.sent_conditions = sent_conditions or ConditionWrites()
         self._skipped: dict[str, int] = {}
         self._uid_by_key: dict[str, str] = {}
+        self._books: dict[str, RolloutBook] = {}
         self._reports: set[asyncio.Task[None]] = set()
 
     def _guard(self) -> None:
@@ -94,6 +96,8 @@ class Reconciler:
         """Drop what is remembered about a DaemonSet (and, unless told otherwise, its Events)."""
         uid = self._uid_by_key.pop(key, None)
         if uid is not None:
+            self._books.pop(uid, None)
+            self.cache.stop_following(uid)
             self.expectations.forget(uid)
             self.sent_conditions.forget(uid)
             if notices:
@@ -142,19 +146,25 @@ class Reconciler:
         self._uid_by_key[key] = ds.uid
 
         pods = self.cache.pod_views_of(ds.uid)
-        in_flight = self.expectations.settle(ds.uid, pods)
-        node_names = {pod.node_name for pod in pods if pod.node_name} | {
-            d.node_name for d in in_flight
-        }
-        nodes = self.cache.node_views(node_names)
-        plan = plan_reconcile(
-            daemonset=ds,
-            revisions=[revision.view for revision in self.cache.revisions_of(ds.uid)],
-            pods=pods,
-            nodes=nodes,
-            now=self.clock(),
-            in_flight=in_flight,
-        )
+        book = self._books.get(ds.uid)
+        if book is None:
+            book = self._books[ds.uid] = RolloutBook(self.cache.node_source(ds.uid))
+        book.touch(self.cache.take_changed_nodes(ds.uid))
+        in_flight = self.expectations.settle(ds.uid, book.source.pods_on)
+        try:
+            plan = plan_reconcile(
+                daemonset=ds,
+                revisions=[revision.view for revision in self.cache.revisions_of(ds.uid)],
+                pods=pods,
+                now=self.clock(),
+                in_flight=in_flight,
+                book=book,
+            )
+        except BaseException:
+            book.reset()  # the changes it was told of may not all be judged: judge all next time
+            raise
+        if plan.rollout is None:
+            book.reset()  # not planned from the book: it was told of changes it did not judge
         if plan.strategy is None:
             # Not ours (any more): nothing in flight to track. A problem already reported stays
             # reported until the annotation is gone, so a bad value warns once, not per reconcile.

@@ -105,7 +105,7 @@ class DeletionPlan:
     """The deletions to make now, and the facts that led to them (for logs and metrics).
 
     - `unavailable`: Ready nodes unavailable before these deletions.
-    - `verdicts`: every Ready node considered, with its state.
+    - `verdicts`: every Ready node considered, with its state (in no particular order).
     - `skipped_nodes`: nodes holding a pod of the DaemonSet that are not Ready, in name order.
     - `newest_known`: False when there was no newest revision to compare pods with; then nothing
       is judged and nothing deleted.
@@ -128,12 +128,14 @@ class DeletionPlan:
 
     @property
     def waiting_for_budget(self) -> tuple[NodeName, ...]:
-        """Ready nodes with an available outdated pod that this plan leaves for later."""
+        """Ready nodes with an available outdated pod that this plan leaves for later, by name."""
         deleted = {d.node_name for d in self.deletions}
         return tuple(
-            name
-            for name, verdict in self.verdicts.items()
-            if verdict is NodeVerdict.OUTDATED and name not in deleted
+            sorted(
+                name
+                for name, verdict in self.verdicts.items()
+                if verdict is NodeVerdict.OUTDATED and name not in deleted
+            )
         )
 
 
@@ -188,14 +190,14 @@ def plan_deletions(
             live: Sequence[PodView] = held  # the common case: one pod, not going away
         else:
             live = [pod for pod in held if not pod.deleting and pod.uid not in being_deleted]
-        verdict, outdated = _judge(live, target, min_ready_seconds, now)
+        verdict, outdated = judge_node(live, target, min_ready_seconds, now)
         verdicts[name] = verdict
         if verdict.unavailable:
             unavailable += 1
         if outdated is None:
             continue
         if verdict is NodeVerdict.OUTDATED_UNAVAILABLE:
-            replacements.append(_deletion(outdated, name, DeletionReason.OUTDATED_UNAVAILABLE))
+            replacements.append(deletion_of(outdated, name, DeletionReason.OUTDATED_UNAVAILABLE))
         else:
             candidates.append((outdated, name))
 
@@ -203,7 +205,7 @@ def plan_deletions(
         unavailable += max(0, desired_nodes - len(verdicts))
     room = max(0, max_unavailable - unavailable)
     chosen = replacements + [
-        _deletion(pod, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
+        deletion_of(pod, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
         for pod, name in candidates[:room]
     ]
     return DeletionPlan(
@@ -233,7 +235,7 @@ def _pods_by_node(
     return by_node
 
 
-def _judge(
+def judge_node(
     live: Sequence[PodView], target: TargetRevision, min_ready_seconds: int, now: datetime
 ) -> tuple[NodeVerdict, PodView | None]:
     """The verdict for a Ready node from its live pods, and its outdated pod if it may go."""
@@ -253,7 +255,8 @@ def _judge(
     return NodeVerdict.OLD_AND_NEW, None
 
 
-def _deletion(pod: PodView, node_name: NodeName, reason: DeletionReason) -> Deletion:
+def deletion_of(pod: PodView, node_name: NodeName, reason: DeletionReason) -> Deletion:
+    """The deletion of `pod` on `node_name`, for `reason`."""
     return Deletion(
         namespace=pod.namespace,
         name=pod.name,

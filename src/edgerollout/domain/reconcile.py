@@ -37,6 +37,7 @@ from edgerollout.domain.model import (
 )
 from edgerollout.domain.planner import Deletion, DeletionPlan, plan_deletions
 from edgerollout.domain.revisions import TargetRevision, target_revision
+from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION
 
@@ -71,15 +72,20 @@ def plan_reconcile(
     daemonset: DaemonSetView,
     revisions: Iterable[RevisionView],
     pods: Iterable[PodView],
-    nodes: Iterable[NodeView],
+    nodes: Iterable[NodeView] = (),
     now: datetime,
     in_flight: Iterable[InFlightDeletion] = (),
+    book: RolloutBook | None = None,
 ) -> Plan:
     """Decide one reconcile of `daemonset` (see the module docstring).
 
     `pods` are the pods controlled by the DaemonSet (owner reference with its UID), terminating
     ones included; `revisions` its ControllerRevisions; `nodes` at least the nodes those pods are
     on (a pod's node absent from `nodes` is treated as missing).
+
+    With a `book`, an AdvancedRollingUpdate is planned from the book's verdicts (judged again
+    where they changed, read through the book's own source) instead of from `pods` and `nodes`:
+    the same plan, at the cost of what changed since the previous one.
     """
     choice = choose_strategy(
         annotations=daemonset.annotations,
@@ -99,26 +105,36 @@ def plan_reconcile(
             target=target,
         )
 
-    budget = parse_max_unavailable(
-        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
-        base=budget_base(pods, in_flight=in_flight, desired_nodes=daemonset.desired_nodes),
-    )
+    if book is not None:
+        book.refresh(
+            target=target,
+            min_ready_seconds=daemonset.min_ready_seconds,
+            now=now,
+            in_flight=in_flight,
+        )
+        base = max(book.base, daemonset.desired_nodes or 0)
+    else:
+        base = budget_base(pods, in_flight=in_flight, desired_nodes=daemonset.desired_nodes)
+    budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(
             strategy=choice.strategy,
             notices=(*choice.notices, budget.notice),
             target=target,
         )
-    rollout = plan_deletions(
-        pods=pods,
-        nodes=nodes,
-        target=target,
-        max_unavailable=budget.value,
-        min_ready_seconds=daemonset.min_ready_seconds,
-        now=now,
-        in_flight=in_flight,
-        desired_nodes=daemonset.desired_nodes,
-    )
+    if book is not None:
+        rollout = book.plan(max_unavailable=budget.value, desired_nodes=daemonset.desired_nodes)
+    else:
+        rollout = plan_deletions(
+            pods=pods,
+            nodes=nodes,
+            target=target,
+            max_unavailable=budget.value,
+            min_ready_seconds=daemonset.min_ready_seconds,
+            now=now,
+            in_flight=in_flight,
+            desired_nodes=daemonset.desired_nodes,
+        )
     return Plan(
         strategy=choice.strategy,
         notices=choice.notices,

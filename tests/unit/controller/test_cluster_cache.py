@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from edgerollout.controller.cluster_cache import ClusterCache
+from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
 
 from ..kube.fake_api import FakeApi
@@ -268,3 +269,85 @@ async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(
 
     assert cluster.enqueued == []
     assert cluster.cache.jobs_in("default") == {}
+
+
+def by_node(cache: ClusterCache, owner_uid: str) -> dict[str, list[str]]:
+    return {
+        node: sorted(pod.name for pod in cache.pod_views_on(owner_uid, node))
+        for node in sorted(cache.nodes_of(owner_uid))
+    }
+
+
+async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster) -> None:
+    cache = cluster.cache
+    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a"], "edge-2": ["web-b"]}
+    assert by_node(cache, API_UID) == {"edge-1": ["api-a"]}
+
+    added = cluster.api.publish(PODS, "ADDED", pod_json("web-c", node="edge-1"))
+    await caught_up(cache.pods, added)
+    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a", "web-c"], "edge-2": ["web-b"]}
+
+    adopted = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID)
+    )
+    await caught_up(cache.pods, adopted)
+    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a", "web-c"]}
+    assert by_node(cache, API_UID) == {"edge-1": ["api-a"], "edge-2": ["web-b"]}
+
+    for name, node in (("web-a", "edge-1"), ("web-c", "edge-1"), ("web-b", "edge-2")):
+        gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node=node))
+        await caught_up(cache.pods, gone)
+    assert by_node(cache, WEB_UID) == {}
+    assert WEB_UID not in cache.pods_by_owner_node
+    assert by_node(cache, API_UID) == {"edge-1": ["api-a"]}
+    assert cache.pod_views_on(WEB_UID, NodeName("edge-1")) == []
+
+
+async def test_changed_nodes_are_kept_only_once_asked_for_and_handed_over_once(
+    cluster: Cluster,
+) -> None:
+    cache = cluster.cache
+    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
+    await caught_up(cache.pods, changed)
+    # Not followed yet: the first call starts following and has nothing to report.
+    assert cache.take_changed_nodes(WEB_UID) == set()
+
+    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", ready=False))
+    await caught_up(cache.pods, changed)
+    other = cluster.api.publish(
+        PODS, "MODIFIED", pod_json("api-a", node="edge-1", owner_uid=API_UID, ready=False)
+    )
+    await caught_up(cache.pods, other)
+    assert cache.take_changed_nodes(WEB_UID) == {"edge-2"}
+    assert cache.take_changed_nodes(WEB_UID) == set()
+
+    cache.stop_following(WEB_UID)
+    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2"))
+    await caught_up(cache.pods, changed)
+    assert cache.take_changed_nodes(WEB_UID) == set()
+
+
+async def test_a_node_whose_readiness_changes_is_a_changed_node_of_every_followed_owner(
+    cluster: Cluster,
+) -> None:
+    cache = cluster.cache
+    cache.take_changed_nodes(WEB_UID)
+    cache.take_changed_nodes(API_UID)
+
+    heartbeat = cluster.api.publish(
+        NODES, "MODIFIED", node_json("edge-1", heartbeat="2025-03-01T12:00:40Z")
+    )
+    await caught_up(cache.nodes, heartbeat)
+    unknown = cluster.api.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
+    await caught_up(cache.nodes, unknown)
+    removed = cluster.api.publish(NODES, "DELETED", node_json("edge-1"))
+    await caught_up(cache.nodes, removed)
+
+    assert cache.take_changed_nodes(WEB_UID) == {"edge-1", "edge-2"}
+    assert cache.take_changed_nodes(API_UID) == {"edge-1", "edge-2"}
+    assert cache.readiness(NodeName("edge-2")) is NodeReadiness.UNKNOWN
+    assert cache.readiness(NodeName("edge-1")) is NodeReadiness.MISSING
+    source = cache.node_source(WEB_UID)
+    assert sorted(source.node_names()) == ["edge-1", "edge-2"]
+    assert [pod.name for pod in source.pods_on(NodeName("edge-2"))] == ["web-b"]
+    assert source.readiness(NodeName("edge-2")) is NodeReadiness.UNKNOWN

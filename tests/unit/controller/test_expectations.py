@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -23,6 +24,11 @@ def pod(name: str, node: str, *, deleting: bool = False) -> PodView:
     )
 
 
+def on_nodes(*pods: PodView) -> Callable[[NodeName], list[PodView]]:
+    """The cache's pods-on-a-node lookup, over these pods."""
+    return lambda node: [pod for pod in pods if pod.node_name == node]
+
+
 def expecting(deleted: str, node: str, *, timeout: float = 300.0) -> Expectations:
     expectations = Expectations(timeout=timeout)
     expectations.expect(OWNER, PodUID(f"uid-{deleted}"), NodeName(node))
@@ -35,14 +41,14 @@ IN_FLIGHT = (InFlightDeletion(uid=PodUID("uid-web-a"), node_name=NodeName("edge-
 def test_deletion_is_dropped_once_the_pod_is_seen_terminating() -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, [pod("web-a", "edge-1", deleting=True)]) == ()
+    assert expectations.settle(OWNER, on_nodes(pod("web-a", "edge-1", deleting=True))) == ()
     assert expectations.pending(OWNER) == 0
 
 
 def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node() -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, [pod("web-new", "edge-1")]) == ()
+    assert expectations.settle(OWNER, on_nodes(pod("web-new", "edge-1"))) == ()
     assert expectations.pending(OWNER) == 0
 
 
@@ -61,8 +67,8 @@ def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node(
 def test_deletion_the_cache_does_not_show_yet_is_kept_and_handed_on(pods: list[PodView]) -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, pods) == IN_FLIGHT
-    assert expectations.settle(OWNER, pods) == IN_FLIGHT
+    assert expectations.settle(OWNER, on_nodes(*pods)) == IN_FLIGHT
+    assert expectations.settle(OWNER, on_nodes(*pods)) == IN_FLIGHT
     assert expectations.pending(OWNER) == 1
 
 
@@ -72,9 +78,9 @@ def test_deletion_older_than_the_timeout_is_dropped(monkeypatch: pytest.MonkeyPa
     expectations = expecting("web-a", "edge-1", timeout=300.0)
 
     clock[0] = 1300.0
-    assert expectations.settle(OWNER, []) == IN_FLIGHT
+    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
     clock[0] = 1300.5
-    assert expectations.settle(OWNER, []) == ()
+    assert expectations.settle(OWNER, on_nodes()) == ()
     assert expectations.pending(OWNER) == 0
 
 
@@ -82,11 +88,11 @@ def test_entries_of_other_owners_are_untouched() -> None:
     expectations = expecting("web-a", "edge-1")
     expectations.expect("uid-ds-api", PodUID("uid-api-a"), NodeName("edge-1"))
 
-    assert expectations.settle("uid-ds-api", [pod("web-a", "edge-1", deleting=True)]) == (
+    assert expectations.settle("uid-ds-api", on_nodes(pod("web-a", "edge-1", deleting=True))) == (
         InFlightDeletion(uid=PodUID("uid-api-a"), node_name=NodeName("edge-1")),
     )
-    assert expectations.settle(OWNER, []) == IN_FLIGHT
-    assert expectations.settle("uid-ds-unknown", []) == ()
+    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
+    assert expectations.settle("uid-ds-unknown", on_nodes()) == ()
 
 
 def test_drop_and_forget_remove_entries() -> None:
@@ -94,8 +100,8 @@ def test_drop_and_forget_remove_entries() -> None:
     expectations.expect(OWNER, PodUID("uid-web-b"), NodeName("edge-2"))
 
     expectations.drop(OWNER, PodUID("uid-web-b"))
-    assert expectations.settle(OWNER, []) == IN_FLIGHT
+    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
 
     expectations.forget(OWNER)
     assert expectations.pending(OWNER) == 0
-    assert expectations.settle(OWNER, []) == ()
+    assert expectations.settle(OWNER, on_nodes()) == ()

@@ -1,0 +1,256 @@
+"""A RolloutBook plans as `plan_deletions` does, judging again only the nodes that changed."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgerollout.domain.budget import budget_base
+from edgerollout.domain.model import (
+    InFlightDeletion,
+    NodeName,
+    NodeReadiness,
+    PodUID,
+    PodView,
+)
+from edgerollout.domain.planner import DeletionPlan, DeletionReason, NodeVerdict, plan_deletions
+from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.rollout_book import RolloutBook
+
+from .builders import NEW, NOW, OLD, TARGET, pod, uid
+from .test_planner_properties import Cluster, clusters, pods_on
+
+READY = NodeReadiness.READY
+OLD_TARGET = TargetRevision(hash=OLD, template_generation=None)
+UNKNOWN = TargetRevision(hash=None, template_generation=None)
+
+
+class ClusterSource:
+    """What the caches would show: the cluster's pods by node and its nodes' readiness."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.looked_at: list[NodeName] = []
+
+    def node_names(self) -> list[NodeName]:
+        return sorted({p.node_name for p in self.cluster.pods if p.node_name is not None})
+
+    def pods_on(self, node: NodeName) -> Sequence[PodView]:
+        self.looked_at.append(node)
+        return [p for p in self.cluster.pods if p.node_name == node]
+
+    def readiness(self, node: NodeName) -> NodeReadiness:
+        return self.cluster.readiness.get(node, NodeReadiness.MISSING)
+
+
+def changed_nodes(before: Cluster, after: Cluster) -> set[NodeName]:
+    """The nodes whose pods or readiness differ (what the cache's events would report)."""
+    names = set(before.readiness) | set(after.readiness)
+    names |= {p.node_name for p in before.pods + after.pods if p.node_name is not None}
+    return {
+        name
+        for name in names
+        if before.readiness.get(name) != after.readiness.get(name)
+        or [p for p in before.pods if p.node_name == name]
+        != [p for p in after.pods if p.node_name == name]
+    }
+
+
+@dataclass(frozen=True)
+class Step:
+    cluster: Cluster
+    target: TargetRevision
+    desired_nodes: int | None
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Step]:
+    cluster = draw(clusters())
+    steps = [Step(cluster, TARGET, None)]
+    for _ in range(draw(st.integers(1, 8))):
+        previous = steps[-1]
+        cluster, target, desired = previous.cluster, previous.target, previous.desired_nodes
+        names = sorted(cluster.readiness)
+        change = draw(
+            st.sampled_from(
+                ["pods", "pods", "pods", "readiness", "in_flight", "budget", "target", "desired"]
+            )
+        )
+        if change == "pods" and names:
+            name = draw(st.sampled_from(names))
+            fresh = [replace(p, uid=PodUID(f"{p.uid}-{len(steps)}")) for p in draw(pods_on(name))]
+            kept = [p for p in cluster.pods if p.node_name != name]
+            cluster = replace(cluster, pods=kept + fresh)
+        elif change == "readiness" and names:
+            name = draw(st.sampled_from(names))
+            readiness = dict(cluster.readiness)
+            readiness[name] = draw(st.sampled_from(list(NodeReadiness)))
+            cluster = replace(cluster, readiness=readiness)
+        elif change == "in_flight":
+            candidates = [
+                InFlightDeletion(uid=p.uid, node_name=p.node_name)
+                for p in cluster.pods
+                if p.node_name is not None
+            ]
+            chosen = draw(st.lists(st.sampled_from(candidates), unique=True)) if candidates else []
+            cluster = replace(cluster, in_flight=chosen)
+        elif change == "budget":
+            cluster = replace(cluster, max_unavailable=draw(st.integers(0, 5)))
+        elif change == "target":
+            target = draw(st.sampled_from([TARGET, OLD_TARGET, UNKNOWN]))
+        elif change == "desired":
+            desired = draw(st.none() | st.integers(0, 15))
+        else:
+            cluster = replace(cluster, min_ready_seconds=draw(st.sampled_from([0, 30])))
+        steps.append(Step(cluster, target, desired))
+    return steps
+
+
+def full_plan(step: Step) -> DeletionPlan:
+    cluster = step.cluster
+    return plan_deletions(
+        pods=cluster.pods,
+        nodes=cluster.nodes,
+        target=step.target,
+        max_unavailable=cluster.max_unavailable,
+        min_ready_seconds=cluster.min_ready_seconds,
+        now=NOW,
+        in_flight=cluster.in_flight,
+        desired_nodes=step.desired_nodes,
+    )
+
+
+def book_plan(book: RolloutBook, step: Step) -> DeletionPlan:
+    book.refresh(
+        target=step.target,
+        min_ready_seconds=step.cluster.min_ready_seconds,
+        now=NOW,
+        in_flight=step.cluster.in_flight,
+    )
+    return book.plan(max_unavailable=step.cluster.max_unavailable, desired_nodes=step.desired_nodes)
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_a_book_told_of_every_change_plans_exactly_as_the_full_planner(
+    history: list[Step],
+) -> None:
+    source = ClusterSource(history[0].cluster)
+    book = RolloutBook(source)
+    previous: Cluster | None = None
+    for step in history:
+        source.cluster = step.cluster
+        if previous is not None:
+            book.touch(changed_nodes(previous, step.cluster))
+        ours = book_plan(book, step)
+
+        assert ours == full_plan(step)
+        assert ours.waiting_for_budget == full_plan(step).waiting_for_budget
+        assert max(book.base, step.desired_nodes or 0) == budget_base(
+            step.cluster.pods,
+            in_flight=step.cluster.in_flight,
+            desired_nodes=step.desired_nodes,
+        )
+        previous = step.cluster
+
+
+def cluster_of(*pods: PodView, max_unavailable: int = 1) -> Cluster:
+    names = {p.node_name for p in pods if p.node_name is not None}
+    return Cluster(
+        readiness=dict.fromkeys(sorted(names), READY),
+        pods=list(pods),
+        in_flight=[],
+        max_unavailable=max_unavailable,
+        min_ready_seconds=0,
+    )
+
+
+def test_a_plan_after_one_change_looks_only_at_the_node_that_changed() -> None:
+    cluster = cluster_of(*(pod(f"web-{i}", f"edge-{i}", revision=OLD) for i in range(1, 6)))
+    source = ClusterSource(cluster)
+    book = RolloutBook(source)
+    step = Step(cluster, TARGET, None)
+
+    first = book_plan(book, step)
+    assert [d.node_name for d in first.deletions] == ["edge-1"]
+    assert sorted(source.looked_at) == [f"edge-{i}" for i in range(1, 6)]
+
+    # edge-1's old pod is replaced by a Ready current one: only edge-1 is read again.
+    source.looked_at.clear()
+    replaced = [p for p in cluster.pods if p.node_name != "edge-1"] + [pod("web-1b", "edge-1")]
+    source.cluster = replace(cluster, pods=replaced)
+    book.touch([NodeName("edge-1")])
+    second = book_plan(book, Step(source.cluster, TARGET, None))
+
+    assert source.looked_at == ["edge-1"]
+    assert [d.node_name for d in second.deletions] == ["edge-2"]
+    assert second.verdicts[NodeName("edge-1")] is NodeVerdict.UP_TO_DATE
+
+
+def test_in_flight_deletions_that_come_and_go_are_judged_again_without_being_touched() -> None:
+    cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), pod("web-2", "edge-2", revision=OLD))
+    source = ClusterSource(cluster)
+    book = RolloutBook(source)
+    book_plan(book, Step(cluster, TARGET, None))
+
+    source.looked_at.clear()
+    flying = replace(
+        cluster, in_flight=[InFlightDeletion(uid=uid("web-1"), node_name=NodeName("edge-1"))]
+    )
+    during = book_plan(book, Step(flying, TARGET, None))
+    assert source.looked_at == ["edge-1"]
+    assert during.deletions == ()
+    assert during.unavailable == 1
+
+    source.looked_at.clear()
+    after = book_plan(book, Step(cluster, TARGET, None))
+    assert source.looked_at == ["edge-1"]
+    assert [d.name for d in after.deletions] == ["web-1"]
+    assert after.deletions[0].reason is DeletionReason.OUTDATED_WITHIN_BUDGET
+
+
+def test_a_change_nobody_touched_is_not_seen_until_the_node_is_touched() -> None:
+    cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), max_unavailable=0)
+    source = ClusterSource(cluster)
+    book = RolloutBook(source)
+    assert book_plan(book, Step(cluster, TARGET, None)).deletions == ()
+
+    # The pod turns NotReady: an outdated unavailable pod is replaced at once, once touched.
+    source.cluster = replace(cluster, pods=[pod("web-1", "edge-1", revision=OLD, ready=False)])
+    assert book_plan(book, Step(source.cluster, TARGET, None)).deletions == ()
+    book.touch([NodeName("edge-1")])
+    seen = book_plan(book, Step(source.cluster, TARGET, None))
+    assert [(d.name, d.reason) for d in seen.deletions] == [
+        ("web-1", DeletionReason.OUTDATED_UNAVAILABLE)
+    ]
+
+
+def test_a_new_target_or_a_reset_judges_every_node_again() -> None:
+    cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), pod("web-2", "edge-2", revision=NEW))
+    source = ClusterSource(cluster)
+    book = RolloutBook(source)
+    book_plan(book, Step(cluster, TARGET, None))
+
+    source.looked_at.clear()
+    back = book_plan(book, Step(cluster, OLD_TARGET, None))
+    assert sorted(source.looked_at) == ["edge-1", "edge-2"]
+    assert [d.name for d in back.deletions] == ["web-2"]
+
+    source.looked_at.clear()
+    book.reset()
+    book_plan(book, Step(cluster, OLD_TARGET, None))
+    assert sorted(source.looked_at) == ["edge-1", "edge-2"]
+
+
+def test_with_min_ready_seconds_every_plan_judges_every_node() -> None:
+    cluster = replace(
+        cluster_of(pod("web-1", "edge-1"), pod("web-2", "edge-2")), min_ready_seconds=30
+    )
+    source = ClusterSource(cluster)
+    book = RolloutBook(source)
+    book_plan(book, Step(cluster, TARGET, None))
+
+    source.looked_at.clear()
+    book_plan(book, Step(cluster, TARGET, None))
+    assert sorted(source.looked_at) == ["edge-1", "edge-2"]
