@@ -63,6 +63,8 @@ def test_kwok_manages_only_nodes_whose_link_is_up() -> None:
     assert LINK_LABEL == "lab.edgerollout.io/link"
     assert options["manageAllNodes"] is False
     assert options["manageNodesWithLabelSelector"] == "lab.edgerollout.io/link=up"
+    # A cut node KWOK reads again by name, whatever its labels, is still left alone.
+    assert options["disregardStatusWithLabelSelector"] == "lab.edgerollout.io/link=down"
     assert options["nodeLeaseDurationSeconds"] == NODE_LEASE_SECONDS
 
 
