@@ -180,6 +180,15 @@ def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> 
                 "-",
             )
         )
+    if "kwok_writes_refused_while_cut" in ours:
+        table.append(
+            Row(
+                "  lab: cut nodes seen Ready during the cut / KWOK writes refused",
+                f"{ours['cut_nodes_seen_ready_while_cut']} / {ours['kwok_writes_refused_while_cut']}",
+                "-",
+                "-",
+            )
+        )
     return table
 
 

@@ -13,13 +13,14 @@ import math
 import time
 from typing import Any
 
-from bench import workload
+from bench import metrics, workload
 from bench.machine import load_now
 from bench.rollout import Rollout, thin
 from bench.scenarios.rolling import NATIVE, OURS
 from bench.session import Session
 from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
 from edgerollout.kube.api import DAEMONSETS, NODES
+from edgerollout.lab.api import CUT_LINKS_POLICY
 
 SHARE = 0.2
 TARGET_RATIO = 1.1
@@ -45,6 +46,7 @@ async def run(
     try:
         down = node_watch.track(not_ready_among(set(cut)))
         session.say(f"disconnected: cutting {len(cut)} of {nodes} nodes")
+        refused_before = await asyncio.to_thread(session.apiserver_samples)
         cut_at = time.monotonic()
         await session.disconnect(cut)
         await down.reach(
@@ -90,6 +92,9 @@ async def run(
         session.say(f"disconnected: native updated {native_updated} of {nodes} nodes")
 
         session.say(f"disconnected: reconnecting {len(cut)} nodes")
+        refused = kwok_writes_refused(
+            metrics.delta(await asyncio.to_thread(session.apiserver_samples), refused_before)
+        )
         connect_at = time.monotonic()
         await session.connect(cut)
         # A cut node seen Ready before the reconnection (heartbeats through a link that is down)
@@ -128,6 +133,8 @@ async def run(
             "connected_seconds": ours_connected,
             "reconnect_to_ready_seconds": round(ready_at - connect_at, 3),
             "cut_nodes_seen_ready_while_cut": seen_ready_while_cut,
+            # Writes KWOK attempted for cut nodes during the cut, refused by the lab's policy.
+            "kwok_writes_refused_while_cut": refused,
             "after_ready_seconds": after_ready,
             # Negative when the last old pod was deleted before the last node turned Ready.
             "old_pods_deleted_after_ready_seconds": round(deleted_at - ready_at, 3),
@@ -149,3 +156,15 @@ async def run(
             TARGET_AFTER_READY_SECONDS + wave_seconds, 2
         )
     return result
+
+
+def kwok_writes_refused(delta: metrics.Samples) -> int:
+    """The writes the lab's cut-links admission policy refused in this interval."""
+    return int(
+        metrics.total(
+            delta,
+            "apiserver_validating_admission_policy_check_total",
+            policy=CUT_LINKS_POLICY,
+            enforcement_action="deny",
+        )
+    )

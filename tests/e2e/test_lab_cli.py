@@ -90,6 +90,16 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
         assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
         status = _run("lab", "status", "--dir", str(folder))
         assert "edge-2       Unknown  cut" in status.stdout
+        # The simulated kubelets (KWOK) may write for the other nodes, but not for a cut one.
+        kwok = str(folder / "kubeconfigs" / "kwok.kubeconfig")
+        _kubectl(kwok, "annotate", "node", "edge-1", "lab.test/probe=1")
+        for refused_write in (
+            ["node", "edge-2"],
+            ["lease", "-n", "kube-node-lease", "edge-2"],
+        ):
+            with pytest.raises(subprocess.CalledProcessError) as refused:
+                _kubectl(kwok, "annotate", *refused_write, "lab.test/probe=1")
+            assert "the link of node edge-2 is cut" in refused.value.stderr
 
         unknown = _run("lab", "disconnect", "edge-9", "--dir", str(folder))
         assert unknown.returncode == 1
@@ -100,6 +110,8 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
         assert restored.returncode == 0, restored.stderr
         _wait_state(kubeconfig, "edge-2", "True", within=20)
         assert "edge-2" in _kubectl(edge2, "get", "node", "edge-2", "-o", "name")
+        _kubectl(kwok, "annotate", "node", "edge-2", "lab.test/probe=1")
+        _kubectl(kwok, "annotate", "lease", "-n", "kube-node-lease", "edge-2", "lab.test/probe=1")
         pids = {name: processes.pid_of(folder, name) for name in COMPONENTS}
         assert all(pids.values()), pids
     finally:

@@ -1,4 +1,5 @@
-"""The few API calls the lab makes itself: create its nodes, flip their link label, read their state.
+"""The few API calls the lab makes itself: create its nodes, cut and restore their links, read their
+state.
 
 Patches here send plain dicts, which the client sends as strategic-merge patches: for labels and
 annotations that is the same as a merge patch.
@@ -20,6 +21,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from edgerollout.lab.kwok_stages import LINK_LABEL
 
 RECONNECTED_ANNOTATION = "lab.edgerollout.io/link-restored"
+# The simulated kubelets' user, and the admission policy that refuses their writes for cut nodes.
+KWOK_USER = "kwok"
+CUT_LINKS_POLICY = "lab.edgerollout.io-cut-links"
+NO_NODE_IS_CUT = "lab.edgerollout.io-no-node-is-cut"
 
 
 @asynccontextmanager
@@ -67,6 +72,105 @@ async def create_nodes(kubeconfig: Path, names: list[str], *, parallel: int = 32
                         raise
 
         await asyncio.gather(*(create(name) for name in names))
+
+
+def cut_links_policy(cut: list[str]) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy (and its binding) refusing every write KWOK makes for the nodes
+    in `cut`: the Node, its status, its Lease.
+
+    The node's kubelet is behind the cut link and cannot reach the API server; KWOK, one process for
+    every node, is not. It stops acting for a node once the node leaves its watch, yet at 1,000
+    nodes cut nodes were seen reporting Ready minutes into a cut. The cut nodes are the rules'
+    `resourceNames`, so that the API server looks at nothing else: a rule over every Lease renewal
+    (500 a second at 1,000 nodes) cost the idle lab a tenth of its API server's CPU. A rule whose
+    list is empty would match every name, so an empty cut is a name no node has.
+    """
+    names = sorted(cut) or [NO_NODE_IS_CUT]
+    operations = ["CREATE", "UPDATE", "DELETE"]
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": CUT_LINKS_POLICY},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": operations,
+                        "resources": ["nodes", "nodes/status"],
+                        "resourceNames": names,
+                    },
+                    {
+                        "apiGroups": ["coordination.k8s.io"],
+                        "apiVersions": ["v1"],
+                        "operations": operations,
+                        "resources": ["leases"],
+                        "resourceNames": names,
+                    },
+                ]
+            },
+            "matchConditions": [
+                {
+                    "name": "from-the-simulated-kubelets",
+                    "expression": f"request.userInfo.username == '{KWOK_USER}'",
+                }
+            ],
+            "validations": [
+                {
+                    "expression": "false",
+                    "messageExpression": "'the link of node ' + request.name + ' is cut'",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": CUT_LINKS_POLICY},
+        "spec": {"policyName": CUT_LINKS_POLICY, "validationActions": ["Deny"]},
+    }
+    return [policy, binding]
+
+
+async def install_cut_links_policy(kubeconfig: Path) -> None:
+    """Create the policy of `cut_links_policy` with no node cut, and its binding."""
+    policy, binding = cut_links_policy([])
+    async with api_client(kubeconfig) as api:
+        admission = client.AdmissionregistrationV1Api(api)
+        await admission.create_validating_admission_policy(cast(Any, policy))
+        await admission.create_validating_admission_policy_binding(cast(Any, binding))
+
+
+def cut_nodes_of(policy: dict[str, Any]) -> set[str]:
+    """The nodes a policy of `cut_links_policy` names."""
+    names = set(policy["spec"]["matchConstraints"]["resourceRules"][0]["resourceNames"])
+    return names - {NO_NODE_IS_CUT}
+
+
+async def set_cut_links(kubeconfig: Path, names: list[str], *, cut: bool) -> None:
+    """Add the nodes to the policy's cut nodes (or take them off), keeping the others."""
+    async with api_client(kubeconfig) as api:
+        admission = client.AdmissionregistrationV1Api(api)
+        while True:
+            current = api.sanitize_for_serialization(
+                await admission.read_validating_admission_policy(CUT_LINKS_POLICY)
+            )
+            nodes = cut_nodes_of(current)
+            nodes = nodes | set(names) if cut else nodes - set(names)
+            policy, _ = cut_links_policy(sorted(nodes))
+            policy["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            try:
+                await admission.replace_validating_admission_policy(
+                    CUT_LINKS_POLICY, cast(Any, policy)
+                )
+            except ApiException as error:
+                if error.status != 409:  # 409: changed meanwhile; read it again
+                    raise
+            else:
+                return
 
 
 async def set_link_label(kubeconfig: Path, names: list[str], *, up: bool) -> None:

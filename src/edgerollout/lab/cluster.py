@@ -176,7 +176,7 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
     admin = new_identity("lab-admin", "system:masters")
     controller_manager = new_identity("system:kube-controller-manager")
     scheduler = new_identity("system:kube-scheduler")
-    kwok = new_identity("kwok", "system:masters")
+    kwok = new_identity(api.KWOK_USER, "system:masters")
     node_ids: dict[str, Identity] = {
         name: new_identity(f"system:node:{name}", "system:nodes") for name in names
     }
@@ -217,6 +217,8 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
         timeout=90,
         what="ready",
     )
+
+    asyncio.run(api.install_cut_links_policy(admin_kubeconfig))
 
     say(f"starting one network link per node ({nodes})")
     link.write_wanted(
@@ -334,6 +336,9 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     link.write_wanted(lab.folder, host=host, port=port, links=wanted)
     processes.signal_process(lab.folder, "link", signal.SIGHUP)
     since = datetime.datetime.now(datetime.UTC)
+    # Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them.
+    # Restoring: its writes are allowed first, then it takes the nodes over again.
+    asyncio.run(api.set_cut_links(lab.kubeconfig, names, cut=not up))
     asyncio.run(api.set_link_label(lab.kubeconfig, names, up=up))
     if up:
         asyncio.run(api.wake_pods_after_reconnect(lab.kubeconfig, names, since=since))

@@ -124,9 +124,11 @@ def test_disconnected_rows_measure_against_limits_derived_from_the_run() -> None
             "connected_seconds": 22.0,
             "after_ready_seconds": 7.0,
             "old_pods_deleted_after_ready_seconds": 0.25,
+            "cut_nodes_seen_ready_while_cut": 0,
+            "kwok_writes_refused_while_cut": 12,
         },
     }
-    assert rows({"scenarios": {"rolling": ROLLING, "disconnected": gone}})[-4:] == [
+    assert rows({"scenarios": {"rolling": ROLLING, "disconnected": gone}})[-5:] == [
         Row(
             "2 200 of 1000 disconnected: share updated",
             "800/1000 in 22.0 s",
@@ -151,4 +153,5 @@ def test_disconnected_rows_measure_against_limits_derived_from_the_run() -> None
             "-",
             "-",
         ),
+        Row("  lab: cut nodes seen Ready during the cut / KWOK writes refused", "0 / 12", "-", "-"),
     ]
