@@ -597,6 +597,7 @@ def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(
     bare_lab: Lab, tmp_path: Path
 ) -> None:
     namespaces = _namespaces(bare_lab)
+    cluster_scoped = {kind: _names(bare_lab, kind) for kind in CLUSTER_SCOPED_KINDS}
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"agent": {"maxUnavailable": "150%"}}))
 
@@ -611,9 +612,17 @@ def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(
     assert _release_records(bare_lab) == []
     assert _namespaces(bare_lab) == namespaces
     assert f"namespace/{NAMESPACE}" not in namespaces
-    for kind in ("clusterroles", "validatingadmissionpolicies"):
-        found = _kubectl(bare_lab.kubeconfig, "get", kind, "-o", "name")
-        assert [name for name in found.stdout.split() if "edgerollout" in name] == []
+    # Nothing cluster-wide either: the lab's own objects (its admission policy among them) only.
+    assert {kind: _names(bare_lab, kind) for kind in CLUSTER_SCOPED_KINDS} == cluster_scoped
+    assert not any("edgerollout-" in name for names in cluster_scoped.values() for name in names)
+
+
+CLUSTER_SCOPED_KINDS = ("clusterroles", "validatingadmissionpolicies")
+
+
+def _names(lab: Lab, kind: str) -> list[str]:
+    """The names (`kind/name`) of every object of a kind, sorted."""
+    return sorted(_kubectl(lab.kubeconfig, "get", kind, "-o", "name").stdout.split())
 
 
 def _reference(obj: dict[str, Any]) -> str:
