@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from typing import Self
 
 from edgerollout.domain.availability import is_available
 from edgerollout.domain.events import Notice, deletion_notice
@@ -118,6 +119,17 @@ class DeletionPlan:
     skipped_nodes: tuple[NodeName, ...] = ()
     newest_known: bool = True
 
+    @classmethod
+    def newest_unknown(cls, *, max_unavailable: int, skipped_nodes: tuple[NodeName, ...]) -> Self:
+        """The plan when there is no newest revision to judge pods by: nothing is deleted."""
+        return cls(
+            deletions=(),
+            max_unavailable=max_unavailable,
+            unavailable=0,
+            skipped_nodes=skipped_nodes,
+            newest_known=False,
+        )
+
     @property
     def unavailable_after(self) -> int:
         """Ready nodes unavailable once the deletions are made."""
@@ -168,13 +180,7 @@ def plan_deletions(
     names = sorted(pods_by_node)
     skipped = tuple(name for name in names if readiness.get(name, missing) is not ready)
     if not target.known:
-        return DeletionPlan(
-            deletions=(),
-            max_unavailable=max_unavailable,
-            unavailable=0,
-            skipped_nodes=skipped,
-            newest_known=False,
-        )
+        return DeletionPlan.newest_unknown(max_unavailable=max_unavailable, skipped_nodes=skipped)
 
     being_deleted = {deletion.uid for deletion in in_flight}
     verdicts: dict[NodeName, NodeVerdict] = {}

@@ -173,12 +173,8 @@ class RolloutBook:
         skipped = tuple(sorted(self._skipped))
         key = self._key
         if key is None or not key[0].known:
-            return DeletionPlan(
-                deletions=(),
-                max_unavailable=max_unavailable,
-                unavailable=0,
-                skipped_nodes=skipped,
-                newest_known=False,
+            return DeletionPlan.newest_unknown(
+                max_unavailable=max_unavailable, skipped_nodes=skipped
             )
         unavailable = self._unavailable
         if desired_nodes is not None:
