@@ -103,4 +103,10 @@ def budget_base(
     100 to 96 of 1,000 nodes at 10 % during a rollout."""
     nodes = {pod.node_name for pod in pods if pod.node_name is not None}
     nodes.update(deletion.node_name for deletion in in_flight)
-    return max(len(nodes), desired_nodes or 0)
+    return base_of(len(nodes), desired_nodes=desired_nodes)
+
+
+def base_of(nodes_held: int, *, desired_nodes: int | None = None) -> int:
+    """The base from the number of distinct nodes holding a pod or an in-flight deletion (see
+    `budget_base`, which counts them; a `RolloutBook` keeps the count)."""
+    return max(nodes_held, desired_nodes or 0)

@@ -23,6 +23,7 @@ from datetime import datetime
 from edgerollout.domain.budget import (
     InvalidMaxUnavailable,
     MaxUnavailable,
+    base_of,
     budget_base,
     parse_max_unavailable,
 )
@@ -112,7 +113,7 @@ def plan_reconcile(
             now=now,
             in_flight=in_flight,
         )
-        base = max(book.base, daemonset.desired_nodes or 0)
+        base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     else:
         base = budget_base(pods, in_flight=in_flight, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
