@@ -176,6 +176,15 @@ async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
     )
     await running_everywhere(cloud, ns, OLD, NODES)
     pod = await outdated_pod(cloud, ns, "nginx:1.19.5")
+
+    async def all_marked() -> bool:
+        pods = await cloud.pods(ns, SELECTOR)
+        marks = [condition(p, "PodNeedUpgrade") for p in pods]
+        return len(pods) == len(NODES) and all(m is not None and m.status == "True" for m in marks)
+
+    # The controller marks every node's pod, not only NODE's: the snapshot is taken once it has
+    # written them all, so that its last writes are not mistaken for the agent's.
+    await wait_for(all_marked, timeout=45, what="every pod marked PodNeedUpgrade=True")
     state = await snapshot(cloud, ns)
     agents = await snapshot(cloud, "edgerollout-system")
     edge2 = agent_of(agents_lab, NODE)
