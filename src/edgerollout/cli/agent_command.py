@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import click
+import uvloop
 
 from edgerollout.agent.runner import AgentOptions, run_agent
 from edgerollout.cli import logging_setup
@@ -56,6 +56,6 @@ def agent(
         cache_dir=cache_dir,
     )
     try:
-        asyncio.run(run_agent(options))
+        uvloop.run(run_agent(options))
     except ValueError as error:
         raise click.ClickException(str(error)) from error

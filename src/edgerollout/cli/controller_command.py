@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import click
+import uvloop
 
 from edgerollout.cli import logging_setup
 from edgerollout.controller.manager import ControllerOptions, run_controller
@@ -89,7 +89,7 @@ def controller(
         ),
     )
     try:
-        asyncio.run(run_controller(options))
+        uvloop.run(run_controller(options))
     except LeadershipLost as error:
         lost = error
     else:
