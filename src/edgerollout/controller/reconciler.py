@@ -27,7 +27,7 @@ from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
 from edgerollout.domain.prepull import plan_prepulls
 from edgerollout.domain.reconcile import Plan, plan_reconcile
 from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import FAILED_DELETE, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import JOBS, PODS, Api, ApiError
 from edgerollout.kube.recorder import EventRecorder
@@ -145,7 +145,15 @@ class Reconciler:
             self._forget(key)  # deleted and recreated under the same name
         self._uid_by_key[key] = ds.uid
 
-        pods = self.cache.pod_views_of(ds.uid)
+        # Only OTA plans read the pods themselves (conditions, pre-pulls); an AdvancedRollingUpdate
+        # is planned from its book, so the list of every pod is not built for it.
+        ota = (
+            choose_strategy(
+                annotations=ds.annotations, update_strategy_type=ds.update_strategy_type
+            ).strategy
+            is UpdateStrategy.OTA
+        )
+        pods = self.cache.pod_views_of(ds.uid) if ota else []
         book = self._books.get(ds.uid)
         if book is None:
             book = self._books[ds.uid] = RolloutBook(self.cache.node_source(ds.uid))
