@@ -74,14 +74,25 @@ def _median(replacements: dict[str, Any], stage: str) -> float | None:
 def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
     ours, native = rolling["edgerollout"], rolling["native"]
     n = rolling["nodes"]
+    rounds = rolling.get("rounds", [])
+    mean = f" (mean of {len(rounds)} rounds)" if len(rounds) > 1 else ""
     table = [
         Row(
-            f"1 rollout, {n} nodes Ready, max-unavailable 10%",
+            f"1 rollout, {n} nodes Ready, max-unavailable 10%{mean}",
             _s(ours["seconds"]),
             f"native {_s(native['seconds'])} (target ≤ 1.0x)",
             _ratio(ours["seconds"], native["seconds"]),
         )
     ]
+    if len(rounds) > 1:
+        table.append(
+            Row(
+                "  each round (" + ", ".join(f"{r['first']} first" for r in rounds) + ")",
+                ", ".join(_s(r["edgerollout_seconds"]) for r in rounds),
+                "native " + ", ".join(_s(r["native_seconds"]) for r in rounds),
+                ", ".join(f"{r['ratio']:.2f}x" for r in rounds),
+            )
+        )
     ours_parts, native_parts = ours.get("replacements"), native.get("replacements")
     if ours_parts and native_parts:
         table.append(

@@ -111,10 +111,14 @@ async def prepare(session: Session, *, nodes: int, timeout: float) -> None:
 
 
 async def run(
-    session: Session, controller: Controller, *, nodes: int, timeout: float
+    session: Session, controller: Controller, *, nodes: int, rounds: int = 1, timeout: float
 ) -> dict[str, dict[str, Any]]:
-    """Scenarios 1 and 3; returns {"rolling": ..., "api_load": ...}."""
-    image = workload.IMAGES[1]
+    """Scenarios 1 and 3; returns {"rolling": ..., "api_load": ...}.
+
+    Each round rolls both DaemonSets to a new image, one after the other; the order alternates
+    (native first in odd rounds, edgerollout first in even ones), so that whatever the lab does
+    differently for the second rollout of a round (its state after the first, a neighbour still
+    settling) falls on both alike. The figures are the means over the rounds."""
     session.say(f"rolling: one lab wave ({budget(nodes)} pods deleted by hand)")
     wave = await lab_wave(
         session, workload.OURS_NAMESPACE, workload.IMAGES[0], pods=budget(nodes), timeout=timeout
@@ -122,27 +126,31 @@ async def run(
     idle_before = session.lab_usage()
     await asyncio.sleep(IDLE_SECONDS)
     idle = idle_before.since_per_second(session.lab_usage())
-    session.say(f"rolling: native RollingUpdate on {nodes} nodes")
-    native = await _measured(
-        session,
-        workload.NATIVE_NAMESPACE,
-        NATIVE,
-        image,
-        nodes=nodes,
-        controller=None,
-        timeout=timeout,
-    )
-    session.say(f"rolling: native took {native['seconds']:.1f} s; now edgerollout")
-    ours = await _measured(
-        session,
-        workload.OURS_NAMESPACE,
-        OURS,
-        image,
-        nodes=nodes,
-        controller=controller,
-        timeout=timeout,
-    )
-    session.say(f"rolling: edgerollout took {ours['seconds']:.1f} s")
+    played: list[dict[str, Any]] = []
+    for index in range(rounds):
+        image = workload.IMAGES[1] if index == 0 else workload.image(index)
+        order = (NATIVE, OURS) if index % 2 == 0 else (OURS, NATIVE)
+        measured: dict[str, Any] = {"first": order[0]}
+        for name in order:
+            mine = name == OURS
+            session.say(
+                f"rolling: round {index + 1} of {rounds}, "
+                f"{'edgerollout' if mine else 'native RollingUpdate'} on {nodes} nodes"
+            )
+            measured[name] = await _measured(
+                session,
+                workload.OURS_NAMESPACE if mine else workload.NATIVE_NAMESPACE,
+                name,
+                image,
+                nodes=nodes,
+                controller=controller if mine else None,
+                timeout=timeout,
+            )
+            session.say(f"rolling: {name} took {measured[name]['seconds']:.1f} s")
+        measured["ratio"] = round(measured[OURS]["seconds"] / measured[NATIVE]["seconds"], 3)
+        played.append(measured)
+    native = mean_of([measured[NATIVE] for measured in played])
+    ours = mean_of([measured[OURS] for measured in played])
     waves = math.ceil(nodes / budget(nodes))
     rolling = {
         "nodes": nodes,
@@ -151,6 +159,15 @@ async def run(
         "native": native,
         "edgerollout": ours,
         "ratio": round(ours["seconds"] / native["seconds"], 3),
+        "rounds": [
+            {
+                "first": measured["first"],
+                "native_seconds": measured[NATIVE]["seconds"],
+                "edgerollout_seconds": measured[OURS]["seconds"],
+                "ratio": measured["ratio"],
+            }
+            for measured in played
+        ],
         "target_ratio": 1.0,
         "aim_ratio": 0.8,
         "lab": {
@@ -183,3 +200,26 @@ async def run(
         ),
     }
     return {"rolling": rolling, "api_load": api}
+
+
+def mean_of(rollouts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One rollout's record from several: every number the mean over them (a count missing from
+    one of them counts 0 there), curves and other values those of the first."""
+    first = rollouts[0]
+    merged: dict[str, Any] = {}
+    for key, value in first.items():
+        if isinstance(value, bool) or key == "curve":
+            merged[key] = value
+        elif isinstance(value, int | float):
+            merged[key] = _mean([float(r.get(key) or 0.0) for r in rollouts])
+        elif isinstance(value, dict):
+            keys = dict.fromkeys(k for r in rollouts for k in r.get(key, {}))
+            merged[key] = mean_of([{k: r.get(key, {}).get(k, 0) for k in keys} for r in rollouts])
+        else:
+            merged[key] = value
+    return merged
+
+
+def _mean(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return int(mean) if mean.is_integer() else round(mean, 3)

@@ -64,6 +64,10 @@ def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]
     assert _last(rolling["native"]["curve"]) == NODES
     assert _last(rolling["edgerollout"]["curve"]) == NODES
     assert rolling["edgerollout"]["controller"]["pods_deleted"] == NODES
+    # Two rounds by default, in alternating order; the record is their mean.
+    assert [r["first"] for r in rolling["rounds"]] == ["native", "edgerollout"]
+    seconds = [r["edgerollout_seconds"] for r in rolling["rounds"]]
+    assert rolling["edgerollout"]["seconds"] == round(sum(seconds) / 2, 3)
 
 
 def test_each_pod_is_deleted_once_and_nothing_is_listed_or_polled(
