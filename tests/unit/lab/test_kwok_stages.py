@@ -66,6 +66,8 @@ def test_kwok_manages_only_nodes_whose_link_is_up() -> None:
     # A cut node KWOK reads again by name, whatever its labels, is still left alone.
     assert options["disregardStatusWithLabelSelector"] == "lab.edgerollout.io/link=down"
     assert options["nodeLeaseDurationSeconds"] == NODE_LEASE_SECONDS
+    # Enough workers for pod stages that KWOK does not hold a 1,000-node rollout back.
+    assert options["podPlayStageParallelism"] == 64
 
 
 def test_the_lease_duration_is_the_one_asked_for_and_the_grace_period_follows_it() -> None:
