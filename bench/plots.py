@@ -22,16 +22,17 @@ def _step(axes: Any, curve: list[list[float]], label: str, **style: Any) -> None
 
 
 def rolling(result: dict[str, Any], path: Path) -> Path:
+    """The first round's curves (a record of several rounds keeps those), timed as that round."""
     figure, axes = plt.subplots(figsize=SIZE)
-    _step(
-        axes,
-        result["native"]["curve"],
-        f"native RollingUpdate ({result['native']['seconds']:.1f} s)",
-    )
+    rounds = result.get("rounds") or []
+    native = rounds[0]["native_seconds"] if rounds else result["native"]["seconds"]
+    ours = rounds[0]["edgerollout_seconds"] if rounds else result["edgerollout"]["seconds"]
+    when = ", round 1" if len(rounds) > 1 else ""
+    _step(axes, result["native"]["curve"], f"native RollingUpdate ({native:.1f} s{when})")
     _step(
         axes,
         result["edgerollout"]["curve"],
-        f"edgerollout AdvancedRollingUpdate ({result['edgerollout']['seconds']:.1f} s)",
+        f"edgerollout AdvancedRollingUpdate ({ours:.1f} s{when})",
     )
     axes.set(
         title=f"Scenario 1: {result['nodes']} nodes, max-unavailable {result['max_unavailable']}",
