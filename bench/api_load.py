@@ -43,6 +43,24 @@ def controller_requests(delta: Samples) -> dict[str, Any]:
     }
 
 
+def daemonset_controller(delta: Samples) -> dict[str, Any]:
+    """What kube-controller-manager's DaemonSet controller did in a phase (for every DaemonSet:
+    the idle neighbour adds next to nothing). A sync is skipped, and retried with backoff, when
+    its cache has not yet seen its own last write (StaleControllerConsistencyDaemonSet)."""
+    queue = {"name": "daemonset"}
+    syncs = metrics.total(delta, "workqueue_work_duration_seconds_count", **queue)
+    seconds = metrics.total(delta, "workqueue_work_duration_seconds_sum", **queue)
+    return {
+        "syncs": int(syncs),
+        "stale_skips": int(metrics.total(delta, "daemon_controller_stale_sync_skips_total")),
+        "retries": int(metrics.total(delta, "workqueue_retries_total", **queue)),
+        "sync_seconds": round(seconds, 2),
+        "queue_wait_seconds": round(
+            metrics.total(delta, "workqueue_queue_duration_seconds_sum", **queue), 2
+        ),
+    }
+
+
 def audit_deletes(log: Path, namespace: str, since: datetime) -> dict[str, int] | None:
     """Pod deletions in `namespace` recorded by the API server's audit log since `since`, by
     user; None when the lab keeps no audit log."""

@@ -1,7 +1,8 @@
 """Prometheus text read into samples, and the difference between two readings.
 
 The API server's `/metrics` (reached with the lab's admin token) counts every request by verb and
-resource; the controller's counts its own requests by method. Taking one reading before and one
+resource; the controller's counts its own requests by method; kube-controller-manager's counts
+what its DaemonSet controller did (syncs, and syncs skipped because its cache was behind). Taking one reading before and one
 after a measured phase and subtracting gives what the phase cost.
 """
 
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from edgerollout.lab.cluster import lab_ports
+from edgerollout.lab.control_plane import controller_manager_cert
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[tuple[str, Labels], float]
@@ -52,7 +56,7 @@ def _split_labels(part: str) -> list[str]:
     return items
 
 
-def total(samples: Samples, name: str, **labels: str) -> float:
+def total(samples: Samples, name: str, /, **labels: str) -> float:
     """The sum of every sample of `name` whose labels include `labels`."""
     return sum(
         value
@@ -61,7 +65,7 @@ def total(samples: Samples, name: str, **labels: str) -> float:
     )
 
 
-def by_label(samples: Samples, name: str, label: str, **labels: str) -> dict[str, float]:
+def by_label(samples: Samples, name: str, label: str, /, **labels: str) -> dict[str, float]:
     """`name` summed per value of `label` (among samples whose labels include `labels`)."""
     sums: dict[str, float] = {}
     for (sample_name, sample_labels), value in samples.items():
@@ -92,6 +96,17 @@ class Endpoint:
             url=f"{cluster['server']}/metrics",
             token=str(config["users"][0]["user"]["token"]),
             ca_file=Path(cluster["certificate-authority"]),
+        )
+
+    @staticmethod
+    def controller_manager(folder: Path, kubeconfig: Path) -> Endpoint:
+        """kube-controller-manager's metrics (its secure port takes the admin's token)."""
+        admin = Endpoint.apiserver(kubeconfig)
+        port = lab_ports(folder).controller_manager
+        return Endpoint(
+            url=f"https://127.0.0.1:{port}/metrics",
+            token=admin.token,
+            ca_file=controller_manager_cert(folder),
         )
 
     def read(self) -> Samples:

@@ -118,6 +118,16 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
                 _count,
             )
         )
+    ours_ds, native_ds = ours.get("daemonset_controller"), native.get("daemonset_controller")
+    if ours_ds and native_ds:
+        table.append(
+            Row(
+                "  kube-controller-manager's DaemonSet syncs: skipped as stale / all",
+                f"{_count(ours_ds['stale_skips'])} / {_count(ours_ds['syncs'])}",
+                f"native {_count(native_ds['stale_skips'])} / {_count(native_ds['syncs'])}",
+                _ratio(ours_ds["stale_skips"], native_ds["stale_skips"]),
+            )
+        )
     if "controller_cpu_seconds" in ours:
         kcm = native["lab_cpu_seconds"].get("kube-controller-manager")
         table.append(

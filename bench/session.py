@@ -32,6 +32,7 @@ class Session:
     lab: cluster.Lab
     api: KubeApi
     apiserver: Endpoint
+    controller_manager: Endpoint
     say: Say
     profile: Path | None = None
     controllers: list[Controller] = field(default_factory=list)
@@ -131,6 +132,7 @@ async def lab_session(
             lab=lab,
             api=api,
             apiserver=Endpoint.apiserver(lab.kubeconfig),
+            controller_manager=Endpoint.controller_manager(folder, lab.kubeconfig),
             say=say,
             profile=profile,
         )

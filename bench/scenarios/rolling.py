@@ -61,6 +61,7 @@ async def _timed(
     await asyncio.sleep(SETTLE_SECONDS)
     own = os.getpid()
     api_before = session.apiserver_samples()
+    kcm_before = session.controller_manager.read()
     ctl_before = controller.samples() if controller else None
     ctl_cpu_before = controller.cpu_seconds() if controller else 0.0
     lab_before = session.lab_usage()
@@ -72,7 +73,9 @@ async def _timed(
     bench_cpu = cpu_seconds(own) - bench_before
     ctl_cpu = controller.cpu_seconds() - ctl_cpu_before if controller else None
     api_delta = metrics.delta(session.apiserver_samples(), api_before)
+    kcm_delta = metrics.delta(session.controller_manager.read(), kcm_before)
     result.update(
+        daemonset_controller=api_load.daemonset_controller(kcm_delta),
         load_average_1m=load,
         apiserver=api_load.apiserver_requests(api_delta),
         audit_pod_deletes_by_user=api_load.audit_deletes(

@@ -64,6 +64,12 @@ def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]
     assert _last(rolling["native"]["curve"]) == NODES
     assert _last(rolling["edgerollout"]["curve"]) == NODES
     assert rolling["edgerollout"]["controller"]["pods_deleted"] == NODES
+    # kube-controller-manager's metrics were read: its DaemonSet controller created every
+    # replacement, so it synced at least once in each rollout, and never skipped more than it ran.
+    for name in ("native", "edgerollout"):
+        syncs = rolling[name]["daemonset_controller"]
+        assert syncs["syncs"] >= 1
+        assert 0 <= syncs["stale_skips"] <= syncs["syncs"]
     # Two rounds by default, in alternating order; the record is their mean.
     assert [r["first"] for r in rolling["rounds"]] == ["native", "edgerollout"]
     seconds = [r["edgerollout_seconds"] for r in rolling["rounds"]]

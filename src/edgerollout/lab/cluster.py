@@ -359,7 +359,7 @@ def restart(folder: Path, component: str) -> float:
             f"cannot restart {component!r}: restartable components are {', '.join(RESTARTABLE)}"
         )
     lab = Lab.load(folder)
-    ports = Ports(**json.loads((folder / STATE_FILE).read_text())["ports"])
+    ports = lab_ports(folder)
     started = time.monotonic()
     processes.restart(folder, component)
     if component == "etcd":
@@ -373,6 +373,11 @@ def restart(folder: Path, component: str) -> float:
         what = "ready"
     processes.wait_until(folder, component, check, timeout=90, what=what)
     return time.monotonic() - started
+
+
+def lab_ports(folder: Path) -> Ports:
+    """The ports the running lab's programs listen on (chosen free when it started)."""
+    return Ports(**json.loads((folder / STATE_FILE).read_text())["ports"])
 
 
 def _admin_credentials(lab: Lab) -> tuple[str, Path]:

@@ -166,6 +166,12 @@ def audit_flags(folder: Path) -> list[str]:
     ]
 
 
+def controller_manager_cert(folder: Path) -> Path:
+    """The certificate kube-controller-manager serves with (made by itself at its first start;
+    the file holds its self-signed CA too, so it also verifies the connection)."""
+    return folder / "pki" / "controller-manager" / "kube-controller-manager.crt"
+
+
 def controller_manager_argv(
     folder: Path,
     ports: Ports,
@@ -181,7 +187,7 @@ def controller_manager_argv(
         f"--authorization-kubeconfig={kubeconfig}",
         "--bind-address=127.0.0.1",
         f"--secure-port={ports.controller_manager}",
-        f"--cert-dir={folder / 'pki' / 'controller-manager'}",
+        f"--cert-dir={controller_manager_cert(folder).parent}",
         "--leader-elect=false",
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={pki.sa_private}",

@@ -24,11 +24,13 @@ ROLLING: dict[str, Any] = {
         "seconds": 20.0,
         "lab_cpu_seconds": {"kube-controller-manager": 8.0},
         "replacements": replacements(2.0, 0.1, 90.0),
+        "daemonset_controller": {"syncs": 200, "stale_skips": 150},
     },
     "edgerollout": {
         "seconds": 16.0,
         "controller_cpu_seconds": 4.0,
         "replacements": replacements(1.5, 0.05, 95.0),
+        "daemonset_controller": {"syncs": 400, "stale_skips": 300.5},
     },
     "lab": {
         "wave_seconds": 2.5,
@@ -55,6 +57,12 @@ def test_rolling_rows_compare_with_the_native_controller_of_the_same_run() -> No
             "0.50x",
         ),
         Row("  nodes unavailable on average (budget 100)", "95", "native 90", "1.06x"),
+        Row(
+            "  kube-controller-manager's DaemonSet syncs: skipped as stale / all",
+            "300.5 / 400",
+            "native 150 / 200",
+            "2.00x",
+        ),
         Row(
             "5 CPU seconds per 1000-node rollout",
             "4.0 s",
