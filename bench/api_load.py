@@ -52,7 +52,7 @@ def daemonset_controller(delta: Samples) -> dict[str, Any]:
     seconds = metrics.total(delta, "workqueue_work_duration_seconds_sum", **queue)
     return {
         "syncs": int(syncs),
-        "stale_skips": int(metrics.total(delta, "daemon_controller_stale_sync_skips_total")),
+        "stale_skips": int(metrics.total(delta, "daemonset_controller_stale_sync_skips_total")),
         "retries": int(metrics.total(delta, "workqueue_retries_total", **queue)),
         "sync_seconds": round(seconds, 2),
         "queue_wait_seconds": round(

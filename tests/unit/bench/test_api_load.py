@@ -10,7 +10,7 @@ workqueue_work_duration_seconds_sum{name="daemonset"} 1.5
 workqueue_work_duration_seconds_count{name="replicaset"} 7
 workqueue_retries_total{name="daemonset"} 4
 workqueue_queue_duration_seconds_sum{name="daemonset"} 0.25
-daemon_controller_stale_sync_skips_total{group="",resource="pods"} 3
+daemonset_controller_stale_sync_skips_total{group="",resource="pods"} 3
 """
 AFTER = """\
 workqueue_work_duration_seconds_count{name="daemonset"} 250
@@ -18,8 +18,8 @@ workqueue_work_duration_seconds_sum{name="daemonset"} 9.004
 workqueue_work_duration_seconds_count{name="replicaset"} 70
 workqueue_retries_total{name="daemonset"} 184
 workqueue_queue_duration_seconds_sum{name="daemonset"} 3.0
-daemon_controller_stale_sync_skips_total{group="",resource="pods"} 103
-daemon_controller_stale_sync_skips_total{group="apps",resource="daemonsets"} 60
+daemonset_controller_stale_sync_skips_total{group="",resource="pods"} 103
+daemonset_controller_stale_sync_skips_total{group="apps",resource="daemonsets"} 60
 """
 
 
