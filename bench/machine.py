@@ -69,6 +69,17 @@ def load_now() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds the machine's cores have spent busy (neither idle nor waiting for I/O) since
+    boot, summed over cores: over a phase, its growth divided by the phase's seconds is how many
+    cores were busy on average, whoever kept them busy."""
+    times = psutil.cpu_times()
+    busy = times.user + times.system
+    for extra in ("nice", "irq", "softirq", "steal"):
+        busy += getattr(times, extra, 0.0)
+    return float(busy)
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds of a process and its children so far (0 if it is gone)."""
     try:

@@ -159,6 +159,15 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
             lab["native_cpu_seconds"],
         ),
     ]
+    if "busy_cores" in ours and "busy_cores" in native:
+        table.append(
+            _versus(
+                f"  machine: cores busy during the rollout (of {lab.get('cores', '?')})",
+                ours["busy_cores"],
+                native["busy_cores"],
+                _count,
+            )
+        )
     return table
 
 

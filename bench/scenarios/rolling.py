@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from bench import api_load, metrics, workload
 from bench.controller import Controller
-from bench.machine import cpu_seconds, load_now
+from bench.machine import busy_cpu_seconds, cpu_seconds, load_now
 from bench.rollout import Rollout, change_image, lab_wave, wait_running
 from bench.session import Session
 from edgerollout.lab.control_plane import audit_log_path
@@ -23,12 +24,33 @@ from edgerollout.lab.control_plane import audit_log_path
 NATIVE, OURS = "native", "edgerollout"
 MAX_UNAVAILABLE = "10%"
 SETTLE_SECONDS = 2.0
+# Before each rollout the lab must be back to (about) its idle CPU: a rollout started while the
+# lab still works through the previous one's aftermath is slowed by it, and that would fall on
+# whichever controller happens to go second.
+QUIET_FACTOR = 1.5
+QUIET_LIMIT_SECONDS = 60.0
 # How long the idle lab is watched: its heartbeats and Lease renewals cost CPU all the time.
 IDLE_SECONDS = 10.0
 
 
 def budget(nodes: int) -> int:
     return max(1, math.ceil(nodes * 0.10))
+
+
+async def quiet(session: Session, *, idle: float) -> tuple[float, float]:
+    """Wait until the lab's programs spend at most QUIET_FACTOR times `idle` CPU seconds per
+    second over one second (or QUIET_LIMIT_SECONDS have passed); returns the seconds waited and
+    the last second's rate."""
+    started = time.monotonic()
+    before = session.lab_usage()
+    while True:
+        await asyncio.sleep(1.0)
+        after = session.lab_usage()
+        rate = sum(before.since_per_second(after).values())
+        before = after
+        waited = time.monotonic() - started
+        if rate <= idle * QUIET_FACTOR or waited >= QUIET_LIMIT_SECONDS:
+            return round(waited, 1), round(rate, 2)
 
 
 async def _measured(
@@ -40,13 +62,18 @@ async def _measured(
     nodes: int,
     controller: Controller | None,
     timeout: float,
+    idle: float,
 ) -> dict[str, Any]:
     """One rollout with everything it cost: seconds, curve, API requests, CPU of each process."""
+    waited, rate = await quiet(session, idle=idle)
+    session.say(f"rolling: lab quiet after {waited:.0f} s ({rate:.2f} CPU s/s)")
     rollout = await Rollout.watching(session, namespace, image)
     try:
-        return await _timed(session, rollout, namespace, name, nodes, controller, timeout)
+        result = await _timed(session, rollout, namespace, name, nodes, controller, timeout)
     finally:
         await rollout.stop()
+    result["quiet_wait_seconds"] = waited
+    return result
 
 
 async def _timed(
@@ -66,9 +93,11 @@ async def _timed(
     ctl_cpu_before = controller.cpu_seconds() if controller else 0.0
     lab_before = session.lab_usage()
     bench_before = cpu_seconds(own)
+    busy_before, busy_since = busy_cpu_seconds(), time.monotonic()
     since = datetime.now(UTC)
     load = load_now()
     result = await change_image(session, rollout, namespace, name, nodes=nodes, timeout=timeout)
+    busy = (busy_cpu_seconds() - busy_before) / (time.monotonic() - busy_since)
     lab_after = session.lab_usage()
     bench_cpu = cpu_seconds(own) - bench_before
     ctl_cpu = controller.cpu_seconds() - ctl_cpu_before if controller else None
@@ -83,6 +112,7 @@ async def _timed(
         ),
         lab_cpu_seconds=lab_after.since(lab_before),
         bench_cpu_seconds=round(bench_cpu, 2),
+        busy_cores=round(busy, 2),
     )
     if controller is not None and ctl_before is not None:
         result["controller"] = api_load.controller_requests(
@@ -148,6 +178,7 @@ async def run(
                 nodes=nodes,
                 controller=controller if mine else None,
                 timeout=timeout,
+                idle=sum(idle.values()),
             )
             session.say(f"rolling: {name} took {measured[name]['seconds']:.1f} s")
         measured["ratio"] = round(measured[OURS]["seconds"] / measured[NATIVE]["seconds"], 3)
@@ -179,6 +210,7 @@ async def run(
             "wave_seconds": wave,
             "waves": waves,
             "idle_cpu_seconds_per_second": idle,
+            "cores": os.cpu_count(),
             "native_cpu_seconds": round(sum(native["lab_cpu_seconds"].values()), 2),
             "edgerollout_cpu_seconds": round(sum(ours["lab_cpu_seconds"].values()), 2),
         },

@@ -70,7 +70,9 @@ def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]
         syncs = rolling[name]["daemonset_controller"]
         assert syncs["syncs"] >= 1
         assert 0 <= syncs["stale_skips"] <= syncs["syncs"]
-    # Two rounds by default, in alternating order; the record is their mean.
+        # The machine's busy cores were read around each rollout.
+        assert 0 < rolling[name]["busy_cores"] <= smoke[0]["machine"]["cores"]
+    # Two rounds in the smoke run, in alternating order; the record is their mean.
     assert [r["first"] for r in rolling["rounds"]] == ["native", "edgerollout"]
     seconds = [r["edgerollout_seconds"] for r in rolling["rounds"]]
     assert rolling["edgerollout"]["seconds"] == round(sum(seconds) / 2, 3)

@@ -25,18 +25,21 @@ ROLLING: dict[str, Any] = {
         "lab_cpu_seconds": {"kube-controller-manager": 8.0},
         "replacements": replacements(2.0, 0.1, 90.0),
         "daemonset_controller": {"syncs": 200, "stale_skips": 150},
+        "busy_cores": 1.9,
     },
     "edgerollout": {
         "seconds": 16.0,
         "controller_cpu_seconds": 4.0,
         "replacements": replacements(1.5, 0.05, 95.0),
         "daemonset_controller": {"syncs": 400, "stale_skips": 300.5},
+        "busy_cores": 1.95,
     },
     "lab": {
         "wave_seconds": 2.5,
         "idle_cpu_seconds_per_second": {"kube-apiserver": 0.2, "kwok": 0.05},
         "edgerollout_cpu_seconds": 30.0,
         "native_cpu_seconds": 40.0,
+        "cores": 2,
     },
 }
 
@@ -77,6 +80,7 @@ def test_rolling_rows_compare_with_the_native_controller_of_the_same_run() -> No
             "native 40.0 s",
             "0.75x",
         ),
+        Row("  machine: cores busy during the rollout (of 2)", "1.95", "native 1.9", "1.03x"),
     ]
 
 
