@@ -159,6 +159,15 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
             lab["native_cpu_seconds"],
         ),
     ]
+    if "controller_cpu_seconds" in ours:
+        # What a rollout costs the cluster as a whole (the native controller is part of the lab).
+        table.append(
+            _versus(
+                "  lab and controller: CPU seconds during the rollout",
+                round(lab["edgerollout_cpu_seconds"] + ours["controller_cpu_seconds"], 2),
+                lab["native_cpu_seconds"],
+            )
+        )
     if "busy_cores" in ours and "busy_cores" in native:
         table.append(
             _versus(

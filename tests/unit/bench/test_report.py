@@ -80,6 +80,12 @@ def test_rolling_rows_compare_with_the_native_controller_of_the_same_run() -> No
             "native 40.0 s",
             "0.75x",
         ),
+        Row(
+            "  lab and controller: CPU seconds during the rollout",
+            "34.0 s",
+            "native 40.0 s",
+            "0.85x",
+        ),
         Row("  machine: cores busy during the rollout (of 2)", "1.95", "native 1.9", "1.03x"),
     ]
 
