@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from edgerollout.lab.cluster import lab_ports
 from edgerollout.lab.control_plane import controller_manager_cert
@@ -23,37 +24,15 @@ Samples = dict[tuple[str, Labels], float]
 
 
 def parse(text: str) -> Samples:
-    samples: Samples = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        sample, _, value = line.rpartition(" ")
-        name, _, label_part = sample.partition("{")
-        labels: list[tuple[str, str]] = []
-        for item in _split_labels(label_part.rstrip("}")):
-            key, _, raw = item.partition("=")
-            labels.append((key, raw.strip('"')))
-        try:
-            samples[(name, tuple(sorted(labels)))] = float(value)
-        except ValueError:
-            continue
-    return samples
+    """Every sample of a Prometheus text exposition, by sample name and sorted labels.
 
-
-def _split_labels(part: str) -> list[str]:
-    """`a="x",b="y,z"` -> ['a="x"', 'b="y,z"'] (commas inside quotes are kept)."""
-    items, current, quoted = [], "", False
-    for char in part:
-        if char == '"':
-            quoted = not quoted
-        if char == "," and not quoted:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        items.append(current)
-    return items
+    prometheus_client's parser names a counter's samples with `_total` even where the exporter
+    left the suffix off (some of the API server's older counters do)."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def total(samples: Samples, name: str, /, **labels: str) -> float:

@@ -8,26 +8,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from edgerollout.lab import controller_process
 
 
 class ControllerProcess(controller_process.ControllerProcess):
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, name: str, /, **labels: str) -> float:
         """The current value of one sample from /metrics (0 if absent)."""
         with urllib.request.urlopen(self.metrics_url, timeout=5) as response:  # noqa: S310
             text = response.read().decode()
-        wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-        for line in text.splitlines():
-            if line.startswith("#"):
-                continue
-            sample, _, value = line.rpartition(" ")
-            name_part, _, label_part = sample.partition("{")
-            if name_part != name:
-                continue
-            seen = ",".join(sorted(label_part.rstrip("}").split(","))) if label_part else ""
-            if seen == wanted:
-                return float(value)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and sample.labels == labels:
+                    return float(sample.value)
         return 0.0
 
 

@@ -7,12 +7,12 @@ with the controller, so the controller's own bookkeeping never grades itself.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import time
 from pathlib import Path
 from typing import Any, cast
 
-import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -153,16 +153,7 @@ async def lease_holder(kube: LabHandle, namespace: str) -> str | None:
 
 async def leader_status(replica: ControllerProcess) -> float:
     """`leader_election_master_status{name="edgerollout-test"}` on that replica (0 if absent)."""
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(replica.metrics_url, timeout=aiohttp.ClientTimeout(5)) as response,
-    ):
-        text = await response.text()
-    for line in text.splitlines():
-        sample, _, value = line.rpartition(" ")
-        if sample == f'leader_election_master_status{{name="{LEASE}"}}':
-            return float(value)
-    return 0.0
+    return await asyncio.to_thread(replica.metric, "leader_election_master_status", name=LEASE)
 
 
 def second(at: float) -> datetime.datetime:
