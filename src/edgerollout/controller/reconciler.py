@@ -35,8 +35,11 @@ from edgerollout.kube.views import CachedDaemonSet
 
 log = logging.getLogger("edgerollout.controller")
 
-# Writes of one reconcile in flight at once (the API client's connection pool holds 100).
-WRITE_CONCURRENCY = 32
+# Writes of one reconcile in flight at once: as many as the API client's connection pool holds
+# (100), so that a whole wave of deletions (the first one of a rollout is the budget) leaves at
+# once, as the native DaemonSet controller sends its own. With 32, the first 100 deletions of a
+# 1,000-node rollout took four round trips on the loaded lab (0.6-1.0 s against its 0.3 s).
+WRITE_CONCURRENCY = 100
 Item = TypeVar("Item")
 
 
