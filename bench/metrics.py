@@ -2,8 +2,8 @@
 
 The API server's `/metrics` (reached with the lab's admin token) counts every request by verb and
 resource; the controller's counts its own requests by method; kube-controller-manager's counts
-what its DaemonSet controller did (syncs, and syncs skipped because its cache was behind). Taking one reading before and one
-after a measured phase and subtracting gives what the phase cost.
+what its DaemonSet controller did (syncs, and syncs skipped because its cache was behind). Taking
+one reading before and one after a measured phase and subtracting gives what the phase cost.
 """
 
 from __future__ import annotations
@@ -78,13 +78,12 @@ class Endpoint:
         )
 
     @staticmethod
-    def controller_manager(folder: Path, kubeconfig: Path) -> Endpoint:
+    def controller_manager(folder: Path, token: str | None) -> Endpoint:
         """kube-controller-manager's metrics (its secure port takes the admin's token)."""
-        admin = Endpoint.apiserver(kubeconfig)
         port = lab_ports(folder).controller_manager
         return Endpoint(
             url=f"https://127.0.0.1:{port}/metrics",
-            token=admin.token,
+            token=token,
             ca_file=controller_manager_cert(folder),
         )
 

@@ -127,12 +127,13 @@ async def lab_session(
             )
         )
         api = await KubeApi.connect(str(lab.kubeconfig))
+        apiserver = Endpoint.apiserver(lab.kubeconfig)
         session = Session(
             folder=folder,
             lab=lab,
             api=api,
-            apiserver=Endpoint.apiserver(lab.kubeconfig),
-            controller_manager=Endpoint.controller_manager(folder, lab.kubeconfig),
+            apiserver=apiserver,
+            controller_manager=Endpoint.controller_manager(folder, apiserver.token),
             say=say,
             profile=profile,
         )
