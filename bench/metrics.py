@@ -13,11 +13,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from edgerollout.lab.cluster import lab_ports
 from edgerollout.lab.control_plane import controller_manager_cert
+from edgerollout.lab.kubeconfig import read_kubeconfig
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[tuple[str, Labels], float]
@@ -69,13 +69,8 @@ class Endpoint:
 
     @staticmethod
     def apiserver(kubeconfig: Path) -> Endpoint:
-        config = yaml.safe_load(kubeconfig.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        return Endpoint(
-            url=f"{cluster['server']}/metrics",
-            token=str(config["users"][0]["user"]["token"]),
-            ca_file=Path(cluster["certificate-authority"]),
-        )
+        admin = read_kubeconfig(kubeconfig)
+        return Endpoint(url=f"{admin.server}/metrics", token=admin.token, ca_file=admin.ca_file)
 
     @staticmethod
     def controller_manager(folder: Path, token: str | None) -> Endpoint:

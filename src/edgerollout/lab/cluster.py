@@ -21,13 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from edgerollout.lab import api, control_plane, link, processes
 from edgerollout.lab.agents import start_agents
 from edgerollout.lab.build import missing_components
 from edgerollout.lab.control_plane import Ports
-from edgerollout.lab.kubeconfig import write_kubeconfig
+from edgerollout.lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from edgerollout.lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
@@ -366,9 +364,9 @@ def restart(folder: Path, component: str) -> float:
         check = functools.partial(control_plane.etcd_healthy, ports)
         what = "healthy"
     else:
-        token, ca_file = _admin_credentials(lab)
+        admin = read_kubeconfig(lab.kubeconfig)
         check = functools.partial(
-            control_plane.apiserver_ready, ports, token=token, ca_file=ca_file
+            control_plane.apiserver_ready, ports, token=admin.token, ca_file=admin.ca_file
         )
         what = "ready"
     processes.wait_until(folder, component, check, timeout=90, what=what)
@@ -378,14 +376,6 @@ def restart(folder: Path, component: str) -> float:
 def lab_ports(folder: Path) -> Ports:
     """The ports the running lab's programs listen on (chosen free when it started)."""
     return Ports(**json.loads((folder / STATE_FILE).read_text())["ports"])
-
-
-def _admin_credentials(lab: Lab) -> tuple[str, Path]:
-    """The admin's bearer token and the cluster CA, from the admin kubeconfig the lab wrote."""
-    config = yaml.safe_load(lab.kubeconfig.read_text())
-    user = config["users"][0]["user"]
-    cluster_entry = config["clusters"][0]["cluster"]
-    return str(user["token"]), Path(cluster_entry["certificate-authority"])
 
 
 def disconnect(folder: Path, names: list[str]) -> Lab:

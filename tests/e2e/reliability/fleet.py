@@ -19,10 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from edgerollout.lab import link, processes
-from edgerollout.lab.kubeconfig import write_kubeconfig
+from edgerollout.lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from tests.e2e.controller_process import ControllerProcess
 
 LEASE = "edgerollout-chaos"
@@ -151,13 +149,13 @@ class Relay:
                 break
             await asyncio.sleep(0.1)
         port = json.loads(ports_file.read_text())[self.NAME]
-        admin = yaml.safe_load(self.admin_kubeconfig.read_text())
+        admin = read_kubeconfig(self.admin_kubeconfig)
         write_kubeconfig(
             self.kubeconfig,
             server=f"https://127.0.0.1:{port}",
-            ca_file=Path(admin["clusters"][0]["cluster"]["certificate-authority"]),
-            user=admin["users"][0]["name"],
-            token=admin["users"][0]["user"]["token"],
+            ca_file=admin.ca_file,
+            user=admin.user,
+            token=admin.token,
         )
 
     def _set(self, up: bool) -> None:

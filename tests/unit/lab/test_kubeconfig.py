@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from edgerollout.lab.kubeconfig import write_kubeconfig
+from edgerollout.lab.kubeconfig import Access, read_kubeconfig, write_kubeconfig
 
 
 def test_kubeconfig_points_at_the_server_with_the_ca_and_the_identity_token(
@@ -73,3 +73,20 @@ def test_rewriting_a_kubeconfig_replaces_its_content(tmp_path: Path) -> None:
     assert yaml.safe_load(path.read_text())["users"] == [
         {"name": "u", "user": {"token": "new-token"}}
     ]
+
+
+def test_read_kubeconfig_returns_what_write_kubeconfig_wrote(tmp_path: Path) -> None:
+    path = write_kubeconfig(
+        tmp_path / "admin.kubeconfig",
+        server="https://127.0.0.1:6443",
+        ca_file=tmp_path / "pki" / "ca.crt",
+        user="lab-admin",
+        token="admin-token",
+    )
+
+    assert read_kubeconfig(path) == Access(
+        server="https://127.0.0.1:6443",
+        ca_file=tmp_path / "pki" / "ca.crt",
+        user="lab-admin",
+        token="admin-token",
+    )
