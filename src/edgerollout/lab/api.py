@@ -150,35 +150,46 @@ def cut_nodes_of(policy: dict[str, Any]) -> set[str]:
     return names - {NO_NODE_IS_CUT}
 
 
-async def set_cut_links(kubeconfig: Path, names: list[str], *, cut: bool) -> None:
+async def set_links(
+    kubeconfig: Path, names: list[str], *, up: bool, since: datetime.datetime
+) -> None:
+    """Cut the nodes' links at the API server (or restore them), through one client.
+
+    Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them.
+    Restoring: its writes are allowed first, then it takes the nodes over again, and their pods
+    are touched once it has (`since`: when the link came back)."""
+    async with api_client(kubeconfig) as api:
+        await _set_cut_links(api, names, cut=not up)
+        await _set_link_label(api, names, up=up)
+        if up:
+            await _wake_pods_after_reconnect(api, names, since=since)
+
+
+async def _set_cut_links(api: Any, names: list[str], *, cut: bool) -> None:
     """Add the nodes to the policy's cut nodes (or take them off), keeping the others."""
-    async with api_client(kubeconfig) as api:
-        admission = client.AdmissionregistrationV1Api(api)
-        while True:
-            current = api.sanitize_for_serialization(
-                await admission.read_validating_admission_policy(CUT_LINKS_POLICY)
-            )
-            nodes = cut_nodes_of(current)
-            nodes = nodes | set(names) if cut else nodes - set(names)
-            policy, _ = cut_links_policy(sorted(nodes))
-            policy["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            try:
-                await admission.replace_validating_admission_policy(
-                    CUT_LINKS_POLICY, cast(Any, policy)
-                )
-            except ApiException as error:
-                if error.status != 409:  # 409: changed meanwhile; read it again
-                    raise
-            else:
-                return
+    admission = client.AdmissionregistrationV1Api(api)
+    while True:
+        current = api.sanitize_for_serialization(
+            await admission.read_validating_admission_policy(CUT_LINKS_POLICY)
+        )
+        nodes = cut_nodes_of(current)
+        nodes = nodes | set(names) if cut else nodes - set(names)
+        policy, _ = cut_links_policy(sorted(nodes))
+        policy["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        try:
+            await admission.replace_validating_admission_policy(CUT_LINKS_POLICY, cast(Any, policy))
+        except ApiException as error:
+            if error.status != 409:  # 409: changed meanwhile; read it again
+                raise
+        else:
+            return
 
 
-async def set_link_label(kubeconfig: Path, names: list[str], *, up: bool) -> None:
+async def _set_link_label(api: Any, names: list[str], *, up: bool) -> None:
     body = {"metadata": {"labels": {LINK_LABEL: "up" if up else "down"}}}
-    async with api_client(kubeconfig) as api:
-        core = client.CoreV1Api(api)
-        for name in names:
-            await core.patch_node(name, body)
+    core = client.CoreV1Api(api)
+    for name in names:
+        await core.patch_node(name, body)
 
 
 def ready_status(node: Any) -> str:
@@ -242,8 +253,8 @@ async def _lease_renewed_since(coordination: Any, name: str, since: datetime.dat
     return renewed is not None and renewed > since
 
 
-async def wake_pods_after_reconnect(
-    kubeconfig: Path, names: list[str], *, since: datetime.datetime, timeout: float = 30
+async def _wake_pods_after_reconnect(
+    api: Any, names: list[str], *, since: datetime.datetime, timeout: float = 30
 ) -> None:
     """Once KWOK holds each node again, touch its pods so KWOK looks at them afresh.
 
@@ -252,20 +263,19 @@ async def wake_pods_after_reconnect(
     An annotation change is an event KWOK cannot miss, and it alters nothing a kubelet owns.
     """
     stamp = since.isoformat()
-    async with api_client(kubeconfig) as api:
-        core = client.CoreV1Api(api)
-        coordination = client.CoordinationV1Api(api)
-        deadline = time.monotonic() + timeout
-        for name in names:
-            while not await _lease_renewed_since(coordination, name, since):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"KWOK did not take node {name} back within {timeout:.0f} s")
-                await asyncio.sleep(0.2)
-            pods = await core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}")
-            for pod in pods.items:
-                body = {"metadata": {"annotations": {RECONNECTED_ANNOTATION: stamp}}}
-                try:
-                    await core.patch_namespaced_pod(pod.metadata.name, pod.metadata.namespace, body)
-                except ApiException as error:
-                    if error.status != 404:  # 404: the pod finished deleting meanwhile
-                        raise
+    core = client.CoreV1Api(api)
+    coordination = client.CoordinationV1Api(api)
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while not await _lease_renewed_since(coordination, name, since):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"KWOK did not take node {name} back within {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+        pods = await core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}")
+        for pod in pods.items:
+            body = {"metadata": {"annotations": {RECONNECTED_ANNOTATION: stamp}}}
+            try:
+                await core.patch_namespaced_pod(pod.metadata.name, pod.metadata.namespace, body)
+            except ApiException as error:
+                if error.status != 404:  # 404: the pod finished deleting meanwhile
+                    raise

@@ -334,12 +334,7 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     link.write_wanted(lab.folder, host=host, port=port, links=wanted)
     processes.signal_process(lab.folder, "link", signal.SIGHUP)
     since = datetime.datetime.now(datetime.UTC)
-    # Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them.
-    # Restoring: its writes are allowed first, then it takes the nodes over again.
-    asyncio.run(api.set_cut_links(lab.kubeconfig, names, cut=not up))
-    asyncio.run(api.set_link_label(lab.kubeconfig, names, up=up))
-    if up:
-        asyncio.run(api.wake_pods_after_reconnect(lab.kubeconfig, names, since=since))
+    asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since))
     return lab
 
 
