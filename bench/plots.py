@@ -21,6 +21,14 @@ def _step(axes: Any, curve: list[list[float]], label: str, **style: Any) -> None
         axes.step(xs, ys, where="post", label=label, **style)
 
 
+def held_until(curve: list[list[float]], end: float) -> list[list[float]]:
+    """The step curve drawn on to `end`: its last value holds until the watch ended (a curve
+    that never moved is a single point, which draws nothing)."""
+    if not curve or curve[-1][0] >= end:
+        return curve
+    return [*curve, [end, curve[-1][1]]]
+
+
 def rolling(result: dict[str, Any], path: Path) -> Path:
     """The first round's curves (a record of several rounds keeps those), timed as that round."""
     figure, axes = plt.subplots(figsize=SIZE)
@@ -47,7 +55,12 @@ def rolling(result: dict[str, Any], path: Path) -> Path:
 def disconnected(result: dict[str, Any], path: Path) -> Path:
     figure, axes = plt.subplots(figsize=SIZE)
     ours, native = result["edgerollout"], result["native"]
-    _step(axes, native["curve"], "native RollingUpdate")
+    watched = native["watched_seconds"]
+    _step(
+        axes,
+        held_until(native["curve"], watched),
+        f"native RollingUpdate ({native['updated']} updated in {watched:.0f} s)",
+    )
     _step(axes, ours["curve"], "edgerollout AdvancedRollingUpdate")
     axes.axvline(
         ours["reconnected_at"], color="grey", linestyle="--", label="reconnect (edgerollout)"
