@@ -15,9 +15,12 @@ promises of an AdvancedRollingUpdate:
 
 The controller's view of the cluster lags or leads the watcher's by a moment, so a state counts
 against a deletion only when it held from `grace` seconds before it to `grace` seconds after it —
-except the controller's own earlier deletions, which it always knows about. Times are wall-clock seconds: watch events when
-they arrived, corrected by the objects' own transition times when a watch was interrupted, and
-the audit log's request times for deletions.
+except the controller's own earlier deletions, which it always knows about. The deleted pod itself
+counts as available only if it was from `grace` seconds before its deletion until its own watch
+delivered the deletion: that watch keeps the API server's order, so a change it delivered first
+came first, even if it arrived after the audit log's time of the deletion request. Times are
+wall-clock seconds: watch events when they arrived, corrected by the objects' own transition times
+when a watch was interrupted, and the audit log's request times for deletions.
 """
 
 from __future__ import annotations
@@ -105,18 +108,37 @@ class PodLife:
     ready: Timeline = field(default_factory=Timeline)
     """None while not Ready; while Ready, the condition's lastTransitionTime (whole seconds)."""
     deleting_at: float | None = None
+    deletion_seen: float | None = None
+    """When the pod watch delivered the deletion (`deleting_at` may be the audit log's earlier time)."""
 
     def live_at(self, at: float) -> bool:
         return self.seen <= at and (self.deleting_at is None or at < self.deleting_at)
 
     def available_at(self, at: float, min_ready_seconds: float) -> bool:
-        # Kubernetes' own definition: Ready, and its transition at least minReadySeconds ago.
-        since = self.ready.at(at)
-        return self.live_at(at) and since is not None and since + min_ready_seconds <= at
+        return self.live_at(at) and self._ready_for(at, min_ready_seconds)
 
-    def available_throughout(self, start: float, end: float, min_ready_seconds: float) -> bool:
+    def _ready_for(self, at: float, min_ready_seconds: float) -> bool:
+        # Kubernetes' own definition of available: Ready, and since minReadySeconds at least.
+        since = self.ready.at(at)
+        return since is not None and since + min_ready_seconds <= at
+
+    def available_before_deletion(
+        self, start: float, at: float, grace: float, min_ready_seconds: float
+    ) -> bool:
+        """Available from `start` until its deletion at `at`, as its own watch tells.
+
+        The watch delivers a pod's changes in the order the API server made them, a moment later
+        (the controller may see them sooner): a change delivered before the deletion came before
+        it, even if it arrived after `at` (up to `grace` after)."""
+        end = at - 0.001
+        if self.deletion_seen is not None:
+            end = min(max(end, self.deletion_seen - 0.001), at + grace)
         points = [start, end, *self.ready.changes_between(start, end)]
-        return all(self.available_at(point, min_ready_seconds) for point in points)
+        return (
+            self.live_at(start)
+            and self.live_at(at - 0.001)
+            and all(self._ready_for(point, min_ready_seconds) for point in points)
+        )
 
     def change_points(self, min_ready_seconds: float) -> list[float]:
         points = [self.seen, *self.ready.times]
@@ -361,6 +383,8 @@ class InvariantWatcher:
         if pod.metadata.deletion_timestamp is not None or event == "DELETED":
             if life.deleting_at is None:
                 life.deleting_at = now
+            if life.deletion_seen is None:
+                life.deletion_seen = now
             return
         condition = _condition(pod, "Ready")
         ready = condition is not None and condition.status == "True"
@@ -530,7 +554,7 @@ class InvariantWatcher:
                     )
                 )
             # Available through the moment before it (at the deletion it stops being live).
-            if life.available_throughout(at - grace, at - 0.001, min_ready_seconds):
+            if life.available_before_deletion(at - grace, at, grace, min_ready_seconds):
                 others = [
                     node
                     for node in self.nodes

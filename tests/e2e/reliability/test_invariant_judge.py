@@ -149,3 +149,46 @@ def test_a_deletion_cut_off_mid_request_is_judged_as_if_it_was_made(tmp_path: Pa
         (T0 + 11, "not-ready-node"),
         (T0 + 12, "not-ready-node"),
     ]
+
+
+def test_a_pod_whose_watch_delivered_it_not_ready_before_its_deletion_was_not_available(
+    tmp_path: Path,
+) -> None:
+    # The controller saw the pod turn not Ready and replaced it at once; the watcher's copy of the
+    # same change arrived 2 ms after the audit log's time of the deletion, yet before the deletion.
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 11.2)
+    pod = watcher.pods["old-edge-3"]
+    pod.ready.set(T0 + 11.202, None)
+    pod.deletion_seen = T0 + 11.205
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+
+
+def test_a_pod_whose_watch_delivered_its_deletion_first_was_available(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 11.2)
+    pod = watcher.pods["old-edge-3"]
+    pod.deletion_seen = T0 + 11.202
+    pod.ready.set(T0 + 11.205, None)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 11.2, "budget")]
+
+
+def test_a_change_delivered_long_after_the_deletion_request_is_not_counted_before_it(
+    tmp_path: Path,
+) -> None:
+    # The pod watch was down: what it delivered more than the grace after the deletion request
+    # tells nothing about the moment of the decision.
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 11.2)
+    pod = watcher.pods["old-edge-3"]
+    pod.ready.set(T0 + 13, None)
+    pod.deletion_seen = T0 + 14
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 11.2, "budget")]
