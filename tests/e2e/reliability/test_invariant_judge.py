@@ -48,6 +48,16 @@ def delete(watcher: InvariantWatcher, node: str, at: float, *, uid: str | None =
     watcher.pods[new.uid] = new
 
 
+def third_deletion_beyond_budget(tmp_path: Path) -> tuple[InvariantWatcher, PodLife]:
+    """edge-1's and edge-2's old pods deleted, then edge-3's at T0 + 11.2 while both are still
+    unavailable (beyond a budget of 2 if edge-3's pod was available); returns edge-3's old pod."""
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-3", T0 + 11.2)
+    return watcher, watcher.pods["old-edge-3"]
+
+
 def test_a_rollout_within_the_budget_breaks_no_promise(tmp_path: Path) -> None:
     watcher = history(tmp_path)
     delete(watcher, "edge-1", T0 + 11)
@@ -61,10 +71,7 @@ def test_a_rollout_within_the_budget_breaks_no_promise(tmp_path: Path) -> None:
 def test_a_deletion_beyond_the_budget_is_reported_with_the_unavailable_nodes(
     tmp_path: Path,
 ) -> None:
-    watcher = history(tmp_path)
-    delete(watcher, "edge-1", T0 + 11)
-    delete(watcher, "edge-2", T0 + 11.1)
-    delete(watcher, "edge-3", T0 + 11.2)
+    watcher, _ = third_deletion_beyond_budget(tmp_path)
     found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
     assert [(v.at, v.invariant) for v in found] == [(T0 + 11.2, "budget")]
     assert found[0].message == (
@@ -156,22 +163,14 @@ def test_a_pod_whose_watch_delivered_it_not_ready_before_its_deletion_was_not_av
 ) -> None:
     # The controller saw the pod turn not Ready and replaced it at once; the watcher's copy of the
     # same change arrived 2 ms after the audit log's time of the deletion, yet before the deletion.
-    watcher = history(tmp_path)
-    delete(watcher, "edge-1", T0 + 11)
-    delete(watcher, "edge-2", T0 + 11.1)
-    delete(watcher, "edge-3", T0 + 11.2)
-    pod = watcher.pods["old-edge-3"]
+    watcher, pod = third_deletion_beyond_budget(tmp_path)
     pod.ready.set(T0 + 11.202, None)
     pod.deletion_seen = T0 + 11.205
     assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
 
 
 def test_a_pod_whose_watch_delivered_its_deletion_first_was_available(tmp_path: Path) -> None:
-    watcher = history(tmp_path)
-    delete(watcher, "edge-1", T0 + 11)
-    delete(watcher, "edge-2", T0 + 11.1)
-    delete(watcher, "edge-3", T0 + 11.2)
-    pod = watcher.pods["old-edge-3"]
+    watcher, pod = third_deletion_beyond_budget(tmp_path)
     pod.deletion_seen = T0 + 11.202
     pod.ready.set(T0 + 11.205, None)
     found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
@@ -183,11 +182,7 @@ def test_a_change_delivered_long_after_the_deletion_request_is_not_counted_befor
 ) -> None:
     # The pod watch was down: what it delivered more than the grace after the deletion request
     # tells nothing about the moment of the decision.
-    watcher = history(tmp_path)
-    delete(watcher, "edge-1", T0 + 11)
-    delete(watcher, "edge-2", T0 + 11.1)
-    delete(watcher, "edge-3", T0 + 11.2)
-    pod = watcher.pods["old-edge-3"]
+    watcher, pod = third_deletion_beyond_budget(tmp_path)
     pod.ready.set(T0 + 13, None)
     pod.deletion_seen = T0 + 14
     found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
