@@ -9,7 +9,7 @@ import uvloop
 
 from edgerollout.cli import logging_setup
 from edgerollout.controller.manager import ControllerOptions, run_controller
-from edgerollout.controller.reconciler import PrepullSettings
+from edgerollout.domain.prepull import PrepullSettings
 from edgerollout.kube.leader import LeadershipLost
 
 

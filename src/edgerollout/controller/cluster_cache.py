@@ -2,9 +2,10 @@
 
 DaemonSets, their pods and ControllerRevisions (optionally one namespace), and all Nodes. Pods and
 revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches only its
-own objects; pods also by node, and the nodes where something changed since a DaemonSet's last
-reconcile are kept for it (`take_changed_nodes`), so that its plan judges only those again (see
-`domain.rollout_book`). Changes are turned into DaemonSet keys for the work queue:
+own objects; pods also by node. Each change of a DaemonSet's pod on a node, and each change of a
+node's readiness, is reported to a `ChangeListener` (the controller's `RolloutStates`), so that a
+plan judges only the nodes that changed (see `domain.rollout_book`). Changes are turned into
+DaemonSet keys for the work queue:
 - a DaemonSet that carries the update-strategy annotation (or just lost it) -> itself;
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
@@ -14,10 +15,10 @@ reconcile are kept for it (`take_changed_nodes`), so that its plan judges only t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from edgerollout.domain.model import NodeName, NodeReadiness, NodeView, PodView
+from edgerollout.domain.model import NodeName, NodeView, PodView
 from edgerollout.domain.prepull import JobView
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
@@ -37,6 +38,24 @@ from edgerollout.kube.views import (
 Enqueue = Callable[[str], None]
 
 
+class ChangeListener(Protocol):
+    """Told of every change a DaemonSet's plan must judge again."""
+
+    def pod_changed(self, owner_uid: str, node: NodeName) -> None:
+        """A pod controlled by `owner_uid` on `node` was added, changed or removed."""
+
+    def node_changed(self, node: NodeName) -> None:
+        """The readiness of `node` changed, or it was added or removed."""
+
+
+class _NoListener:
+    def pod_changed(self, owner_uid: str, node: NodeName) -> None:
+        pass
+
+    def node_changed(self, node: NodeName) -> None:
+        pass
+
+
 def _opted_in(daemonset: CachedDaemonSet | None) -> bool:
     return daemonset is not None and UPDATE_STRATEGY_ANNOTATION in daemonset.view.annotations
 
@@ -46,8 +65,16 @@ def _ds_key(daemonset: CachedDaemonSet) -> str:
 
 
 class ClusterCache:
-    def __init__(self, api: Api, *, namespace: str | None, enqueue: Enqueue) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        namespace: str | None,
+        enqueue: Enqueue,
+        changes: ChangeListener | None = None,
+    ) -> None:
         self.enqueue = enqueue
+        self.changes: ChangeListener = changes if changes is not None else _NoListener()
         self.daemonsets: Informer[CachedDaemonSet] = Informer(
             api, DAEMONSETS, daemonset_from_api, namespace=namespace
         )
@@ -60,8 +87,6 @@ class ClusterCache:
         self.key_by_uid: dict[str, str] = {}
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
         self.pods_by_owner_node: dict[str, dict[NodeName, dict[str, CachedPod]]] = {}
-        # Per DaemonSet UID whose changes are followed: the nodes changed since it last asked.
-        self._changed_nodes: dict[str, set[NodeName]] = {}
         self.revisions_by_owner: dict[str, dict[str, CachedRevision]] = {}
         self.daemonsets.subscribe(self._on_daemonset)
         self.pods.subscribe(self._on_pod)
@@ -144,27 +169,11 @@ class ClusterCache:
                     del by_node[old_node]
                     if not by_node:
                         del self.pods_by_owner_node[old_owner]
-            self._changed(old_owner, old_node)
+            self.changes.pod_changed(old_owner, old_node)
         if new is not None and new.owner_uid is not None and new_node is not None:
             by_node = self.pods_by_owner_node.setdefault(new.owner_uid, {})
             by_node.setdefault(new_node, {})[key] = new
-            self._changed(new.owner_uid, new_node)
-
-    def _changed(self, owner_uid: str, node: NodeName) -> None:
-        changed = self._changed_nodes.get(owner_uid)
-        if changed is not None:
-            changed.add(node)
-
-    def take_changed_nodes(self, owner_uid: str) -> set[NodeName]:
-        """The nodes where a pod of `owner_uid` or the node's readiness changed since the previous
-        call (the first call starts following the owner and returns nothing)."""
-        changed = self._changed_nodes.get(owner_uid, set())
-        self._changed_nodes[owner_uid] = set()
-        return changed
-
-    def stop_following(self, owner_uid: str) -> None:
-        """Stop keeping changed nodes for `owner_uid`."""
-        self._changed_nodes.pop(owner_uid, None)
+            self.changes.pod_changed(new.owner_uid, new_node)
 
     def _on_revision(self, old: CachedRevision | None, new: CachedRevision | None) -> None:
         current = new or old
@@ -177,8 +186,7 @@ class ClusterCache:
             return
         current = new or old
         assert current is not None
-        for changed in self._changed_nodes.values():
-            changed.add(current.name)
+        self.changes.node_changed(current.name)
         for key in self.opted_in_keys():
             self.enqueue(key)
 
@@ -209,31 +217,5 @@ class ClusterCache:
         """The nodes holding a pod `owner_uid` controls (terminating pods included)."""
         return list(self.pods_by_owner_node.get(owner_uid, {}))
 
-    def readiness(self, node: NodeName) -> NodeReadiness:
-        """The cached node's readiness; MISSING if it is not in the cache."""
-        cached = self.nodes.store.get(node)
-        return cached.readiness if cached is not None else NodeReadiness.MISSING
-
-    def node_source(self, owner_uid: str) -> OwnerNodes:
-        """The pods of `owner_uid` by node and the nodes' readiness, for a `RolloutBook`."""
-        return OwnerNodes(self, owner_uid)
-
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:
         return list(self.revisions_by_owner.get(owner_uid, {}).values())
-
-
-class OwnerNodes:
-    """One DaemonSet's pods by node, and the nodes' readiness, read from the cache when asked."""
-
-    def __init__(self, cache: ClusterCache, owner_uid: str) -> None:
-        self.cache = cache
-        self.owner_uid = owner_uid
-
-    def node_names(self) -> list[NodeName]:
-        return self.cache.nodes_of(self.owner_uid)
-
-    def pods_on(self, node: NodeName) -> Sequence[PodView]:
-        return self.cache.pod_views_on(self.owner_uid, node)
-
-    def readiness(self, node: NodeName) -> NodeReadiness:
-        return self.cache.readiness(node)

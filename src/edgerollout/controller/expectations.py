@@ -1,5 +1,6 @@
-"""Writes the controller has made and the cache does not show yet: deletions, and condition patches
-(`ConditionWrites`, below).
+"""Writes the controller has made for one DaemonSet and the cache does not show yet: deletions
+(`Expectations`), and condition patches (`ConditionWrites`, below). Each `RolloutState` holds one
+of each (design §?inflight).
 
 Right after a delete, the pod cache may still show the pod Running; a moment later it shows the
 node with no pod until the native controller creates the replacement. In both gaps a reconcile that
@@ -7,16 +8,19 @@ trusted the cache alone would see one less unavailable node and delete one pod t
 deletion is therefore recorded here (before the request is sent) with its node, handed to the
 planner as an `InFlightDeletion`, and dropped only once the cache has caught up: the pod is seen
 Terminating, or a live pod is seen on that node again, or the entry is older than `timeout`.
+
+Both take the clock they measure ages with (monotonic seconds), so tests can move it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import InFlightDeletion, NodeName, PodUID, PodView
+
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,34 +31,35 @@ class _Entry:
 
 
 class Expectations:
-    def __init__(self, *, timeout: float = 300.0) -> None:
+    """One DaemonSet's deletions in flight."""
+
+    def __init__(self, *, timeout: float, clock: Clock) -> None:
         self.timeout = timeout
-        self._by_owner: dict[str, dict[PodUID, _Entry]] = {}
+        self._clock = clock
+        self._entries: dict[PodUID, _Entry] = {}
 
-    def expect(self, owner_uid: str, uid: PodUID, node: NodeName) -> None:
-        self._by_owner.setdefault(owner_uid, {})[uid] = _Entry(uid, node, time.monotonic())
+    def expect(self, uid: PodUID, node: NodeName) -> None:
+        self._entries[uid] = _Entry(uid, node, self._clock())
 
-    def drop(self, owner_uid: str, uid: PodUID) -> None:
-        self._by_owner.get(owner_uid, {}).pop(uid, None)
+    def drop(self, uid: PodUID) -> None:
+        self._entries.pop(uid, None)
 
-    def forget(self, owner_uid: str) -> None:
-        self._by_owner.pop(owner_uid, None)
-
-    def pending(self, owner_uid: str) -> int:
-        return len(self._by_owner.get(owner_uid, {}))
+    @property
+    def pending(self) -> int:
+        return len(self._entries)
 
     def settle(
-        self, owner_uid: str, pods_on: Callable[[NodeName], Iterable[PodView]]
+        self, pods_on: Callable[[NodeName], Iterable[PodView]]
     ) -> tuple[InFlightDeletion, ...]:
         """Drop the entries the cache now reflects; return the rest for the planner.
 
-        `pods_on(node)` gives the owner's pods the cache shows on a node: only the nodes of the
-        entries are looked at."""
-        entries = self._by_owner.get(owner_uid)
+        `pods_on(node)` gives the DaemonSet's pods the cache shows on a node: only the nodes of
+        the entries are looked at."""
+        entries = self._entries
         if not entries:
             return ()
-        now = time.monotonic()
-        for entry in list(entries.values()):
+        now = self._clock()
+        for entry in tuple(entries.values()):
             on_node = list(pods_on(entry.node))
             pod = next((pod for pod in on_node if pod.uid == entry.uid), None)
             caught_up = (pod is not None and pod.deleting) or (
@@ -74,7 +79,7 @@ class _SentCondition:
 
 
 class ConditionWrites:
-    """Condition patches the controller has sent and the cache does not show yet.
+    """One DaemonSet's condition patches that were sent and the cache does not show yet.
 
     Reconciles of a DaemonSet follow one another while the echoes of its writes are still on their
     way, and a reconcile that trusted the cache alone would send the same patch again. Each write is
@@ -84,33 +89,28 @@ class ConditionWrites:
     someone changed back meanwhile is written again).
     """
 
-    def __init__(self, *, timeout: float = 10.0) -> None:
+    def __init__(self, *, timeout: float, clock: Clock) -> None:
         self.timeout = timeout
-        self._by_owner: dict[str, dict[tuple[PodUID, str], _SentCondition]] = {}
+        self._clock = clock
+        self._records: dict[tuple[PodUID, str], _SentCondition] = {}
 
-    def sent(self, owner_uid: str, write: ConditionWrite) -> None:
+    def sent(self, write: ConditionWrite) -> None:
         condition = write.condition
-        self._by_owner.setdefault(owner_uid, {})[(write.uid, condition.type)] = _SentCondition(
+        self._records[(write.uid, condition.type)] = _SentCondition(
             status=str(condition.status),
             reason=condition.reason,
             message=condition.message,
-            since=time.monotonic(),
+            since=self._clock(),
         )
 
-    def forget(self, owner_uid: str) -> None:
-        self._by_owner.pop(owner_uid, None)
-
-    def unsent(
-        self, owner_uid: str, writes: Iterable[ConditionWrite], pods: Iterable[PodView]
-    ) -> list[ConditionWrite]:
-        """Drop the records the cache now reflects; return the writes not already sent."""
-        writes = list(writes)
-        records = self._by_owner.get(owner_uid)
+    def settle(self, pods: Iterable[PodView]) -> None:
+        """Drop the records the cache now reflects (`pods`: the DaemonSet's pods) or that expired."""
+        records = self._records
         if not records:
-            return writes
+            return
         by_uid = {pod.uid: pod for pod in pods}
-        now = time.monotonic()
-        for (uid, kind), record in list(records.items()):
+        now = self._clock()
+        for (uid, kind), record in tuple(records.items()):
             pod = by_uid.get(uid)
             shown = pod.conditions.get(kind) if pod is not None else None
             caught_up = pod is None or (
@@ -121,11 +121,13 @@ class ConditionWrites:
             )
             if caught_up or now - record.since > self.timeout:
                 del records[(uid, kind)]
-        return [write for write in writes if not self._stands(records, write)]
 
-    @staticmethod
-    def _stands(records: dict[tuple[PodUID, str], _SentCondition], write: ConditionWrite) -> bool:
-        record = records.get((write.uid, write.condition.type))
+    def unsent(self, writes: Iterable[ConditionWrite]) -> list[ConditionWrite]:
+        """The writes not already sent and waiting for their echo (after `settle`)."""
+        return [write for write in writes if not self._stands(write)]
+
+    def _stands(self, write: ConditionWrite) -> bool:
+        record = self._records.get((write.uid, write.condition.type))
         return (
             record is not None
             and record.status == str(write.condition.status)
@@ -133,10 +135,9 @@ class ConditionWrites:
             and record.message == write.condition.message
         )
 
-    def next_expiry(self, owner_uid: str) -> float | None:
-        """Seconds until the oldest standing record of the owner expires; None if there is none."""
-        records = self._by_owner.get(owner_uid)
-        if not records:
+    def next_expiry(self) -> float | None:
+        """Seconds until the oldest standing record expires; None if there is none."""
+        if not self._records:
             return None
-        oldest = min(record.since for record in records.values())
-        return max(0.0, self.timeout - (time.monotonic() - oldest))
+        oldest = min(record.since for record in self._records.values())
+        return max(0.0, self.timeout - (self._clock() - oldest))

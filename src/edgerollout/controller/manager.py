@@ -25,9 +25,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.expectations import Expectations
-from edgerollout.controller.reconciler import NotLeader, PrepullSettings, Reconciler
+from edgerollout.controller.executors import Executors
+from edgerollout.controller.reconciler import NotLeader, Reconciler
+from edgerollout.controller.rollout_state import RolloutStates, StateSettings
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
+from edgerollout.domain.prepull import PrepullSettings
+from edgerollout.domain.reconcile import PlanSettings
 from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
@@ -51,6 +54,12 @@ class ControllerOptions:
     workers: int = 4
     identity: str = ""
     prepull: PrepullSettings = field(default_factory=PrepullSettings)
+    # Writes of one reconcile in flight at once: as many as the API client's connection pool
+    # holds (100), so that a whole wave of deletions (the first one of a rollout is the budget)
+    # leaves at once, as the native DaemonSet controller sends its own. With 32, the first 100
+    # deletions of a 1,000-node rollout took four round trips on the loaded lab (0.6-1.0 s
+    # against its 0.3 s).
+    write_concurrency: int = 100
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -64,7 +73,10 @@ class Controller:
         self.api = api
         self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         self.queue = WorkQueue(name=metrics.CONTROLLER)
-        self.cache = ClusterCache(api, namespace=options.namespace, enqueue=self.queue.add)
+        self.states = RolloutStates(settings=StateSettings(), clock=time.monotonic)
+        self.cache = ClusterCache(
+            api, namespace=options.namespace, enqueue=self.queue.add, changes=self.states
+        )
         self.elector: LeaderElector | None = None
         if options.leader_elect:
             self.elector = LeaderElector(
@@ -78,13 +90,18 @@ class Controller:
                 on_change=self._on_leadership,
             )
         metrics.LEADER.labels(name=options.leader_election_name).set(0)
+        recorder = EventRecorder(api, instance=self.identity)
         self.reconciler = Reconciler(
-            api=api,
             cache=self.cache,
-            recorder=EventRecorder(api, instance=self.identity),
-            expectations=Expectations(),
-            may_write=self.may_write,
-            prepull=options.prepull,
+            states=self.states,
+            executors=Executors(
+                api=api,
+                recorder=recorder,
+                may_write=self.may_write,
+                write_concurrency=options.write_concurrency,
+            ),
+            recorder=recorder,
+            settings=PlanSettings(prepull=options.prepull),
         )
         self.leading = False
 

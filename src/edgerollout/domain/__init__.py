@@ -6,6 +6,7 @@ in. Nothing here does I/O, reads a clock, or imports from the rest of edgerollou
 import-linter contract keeps it that way), so every rule of the product can be tested in
 microseconds and replayed from a log.
 
-`plan_reconcile` (in `reconcile`) is the entry point the controller calls; the modules it combines
-are usable on their own (the agent, for one, needs `conditions` and `revisions`).
+`plan` (in `reconcile`) is the entry point the controller calls, with a `Snapshot` of what its
+caches show; the modules it combines are usable on their own (the agent, for one, needs
+`conditions` and `revisions`).
 """

@@ -15,13 +15,14 @@ to the node by `nodeName`, and gives up after a deadline.
 """
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from edgerollout.domain.conditions import ConditionWrite, plan_image_ready, revision_in_message
-from edgerollout.domain.model import ConditionStatus, PodView
+from edgerollout.domain.model import ConditionStatus, NodeName, PodUID, PodView
 from edgerollout.domain.vocabulary import (
     POD_IMAGE_READY,
     PULL_IMAGE_FAIL,
@@ -31,7 +32,6 @@ from edgerollout.domain.vocabulary import (
 
 PREPULL_LABEL = "edgerollout.io/prepull-for"
 REVISION_ANNOTATION = "edgerollout.io/prepull-revision"
-TOOLBOX_MOUNT = "/edgerollout-pull"
 
 # What the DaemonSet controller adds to every daemon pod, so a pull Job survives the same taints.
 DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (
@@ -70,13 +70,42 @@ class PullTemplate:
     service_account: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PrepullSettings:
+    """The image pull Jobs take a static busybox from, and how long a pull may take."""
+
+    toolbox_image: str = "busybox:1.36.1-musl"
+    deadline_seconds: int = 600
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullJob:
+    """A pull Job to create: where it runs, for which pod and revision, and what it pulls.
+
+    A decision, not a manifest: `kube.manifests.pull_job_manifest` renders it. `tolerations`
+    are the template's plus the ones the DaemonSet controller adds to daemon pods."""
+
+    namespace: str
+    name: str
+    pod_name: str
+    pod_uid: PodUID
+    node_name: NodeName
+    revision: str
+    images: tuple[str, ...]
+    tolerations: tuple[dict[str, Any], ...]
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account: str | None = None
+    toolbox_image: str
+    deadline_seconds: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrepullStep:
     """One step for one pod: create its Job, or report the Job's outcome and delete it."""
 
     pod: PodView
     revision: str
-    create_job: dict[str, Any] | None = None
+    create_job: PullJob | None = None
     report: ConditionWrite | None = None
     delete_job: str | None = None
 
@@ -101,74 +130,35 @@ def pull_job(
     *,
     revision: str,
     template: PullTemplate,
-    toolbox_image: str,
-    deadline_seconds: int,
-) -> dict[str, Any]:
+    settings: PrepullSettings,
+) -> PullJob:
     """The Job that pulls every image of `template` on the pod's node."""
     tolerations = list(template.tolerations)
     tolerations += [t for t in DAEMON_TOLERATIONS if t not in tolerations]
-    containers = [
-        {
-            "name": f"pull-{index}",
-            "image": image,
-            "command": [f"{TOOLBOX_MOUNT}/busybox", "true"],
-            "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT, "readOnly": True}],
-            "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}},
-        }
-        for index, image in enumerate(template.images)
-    ]
-    spec: dict[str, Any] = {
-        "nodeName": pod.node_name,
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
-        "tolerations": tolerations,
-        "initContainers": [
-            {
-                "name": "toolbox",
-                "image": toolbox_image,
-                "command": ["cp", "/bin/busybox", f"{TOOLBOX_MOUNT}/busybox"],
-                "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT}],
-                "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}},
-            }
-        ],
-        "containers": containers,
-        "volumes": [{"name": "toolbox", "emptyDir": {}}],
-    }
-    if template.image_pull_secrets:
-        spec["imagePullSecrets"] = [{"name": name} for name in template.image_pull_secrets]
-    if template.service_account:
-        spec["serviceAccountName"] = template.service_account
-    labels = {PREPULL_LABEL: pod.name}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": job_name(pod, revision),
-            "namespace": pod.namespace,
-            "labels": labels,
-            "annotations": {REVISION_ANNOTATION: revision},
-            # Owned by the pod: an upgraded or deleted pod takes its pull Job with it.
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
-            ],
-        },
-        "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": deadline_seconds,
-            "ttlSecondsAfterFinished": 600,
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+    assert pod.node_name is not None, "only a pod on a node asks for a pre-pull"
+    return PullJob(
+        namespace=pod.namespace,
+        name=job_name(pod, revision),
+        pod_name=pod.name,
+        pod_uid=pod.uid,
+        node_name=pod.node_name,
+        revision=revision,
+        images=template.images,
+        tolerations=tuple(tolerations),
+        image_pull_secrets=template.image_pull_secrets,
+        service_account=template.service_account,
+        toolbox_image=settings.toolbox_image,
+        deadline_seconds=settings.deadline_seconds,
+    )
 
 
 def plan_prepulls(
     *,
-    pods: list[PodView],
+    pods: Iterable[PodView],
     newest: str | None,
-    jobs: dict[str, JobView],
+    jobs: Mapping[str, JobView],
     template: PullTemplate,
-    toolbox_image: str,
-    deadline_seconds: int,
+    settings: PrepullSettings,
     now: datetime,
 ) -> tuple[PrepullStep, ...]:
     """For each pod waiting for a pre-pull of the newest revision: start or finish its Job.
@@ -184,14 +174,8 @@ def plan_prepulls(
         name = job_name(pod, revision)
         job = jobs.get(name)
         if job is None:
-            body = pull_job(
-                pod,
-                revision=revision,
-                template=template,
-                toolbox_image=toolbox_image,
-                deadline_seconds=deadline_seconds,
-            )
-            steps.append(PrepullStep(pod=pod, revision=revision, create_job=body))
+            create = pull_job(pod, revision=revision, template=template, settings=settings)
+            steps.append(PrepullStep(pod=pod, revision=revision, create_job=create))
         elif job.state is not JobState.RUNNING:
             ok = job.state is JobState.SUCCEEDED
             report = plan_image_ready(

@@ -1,30 +1,36 @@
 """One reconcile of one DaemonSet, decided: the single entry point the controller calls.
 
-The controller gathers what its caches show (the DaemonSet, its ControllerRevisions, its pods, the
-Nodes, the deletions it has in flight) and a `now`, and gets back a `Plan`: the Events to emit, the
-pods to delete, the conditions to patch. Nothing here is read twice or from anywhere else, so the
-same inputs always give the same plan, and a plan can be logged, asserted on, or replayed.
+The controller takes a `Snapshot` of what its caches show of one DaemonSet (the DaemonSet, its
+ControllerRevisions, its pods by node, the nodes' readiness, its deletions in flight, its pull Jobs)
+at one instant `now`, and gets back from `plan` a `Plan` holding every decision: the Events to
+emit, the pods to delete, the conditions to patch, the pull Jobs to start, report and delete, and
+when to look again if no event comes. Nothing here reads a cache, a clock or JSON, so the same
+snapshot always gives the same plan, and a plan can be logged, asserted on, or replayed.
+
+The one thing `plan` keeps between calls is the DaemonSet's `RolloutBook`, the verdicts of its
+previous plan (see `rollout_book`): it is handed in with the snapshot and brought up to date with
+the nodes the snapshot names as changed. The book is a memo: a fresh one gives the same plan.
 
 The order of the steps is the order of the questions a user would ask:
 
 1. Is this DaemonSet ours? (`strategy`) A missing, unknown or mis-configured strategy ends the
-   plan with at most one notice.
-2. OTA: which pods need their `PodNeedUpgrade` condition written? Nothing is ever deleted; the
-   max-unavailable annotation means nothing here and is not read.
+   plan with at most one notice. The strategy is chosen here and nowhere else.
+2. OTA: which pods need their `PodNeedUpgrade` condition written, and which image pre-pulls are
+   to start or to report? Nothing is ever deleted; max-unavailable means nothing here.
 3. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
    controller should wait for the DaemonSet to change rather than retry.
-4. Which pods go now? (`planner`)
+4. Which pods go now? (`rollout_book`, `planner`)
+5. When to look again without an event (`Recheck`).
 """
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from edgerollout.domain.budget import (
     InvalidMaxUnavailable,
     MaxUnavailable,
     base_of,
-    budget_base,
     parse_max_unavailable,
 )
 from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade
@@ -32,15 +38,97 @@ from edgerollout.domain.events import Notice
 from edgerollout.domain.model import (
     DaemonSetView,
     InFlightDeletion,
-    NodeView,
+    NodeName,
+    NodeReadiness,
     PodView,
     RevisionView,
 )
-from edgerollout.domain.planner import Deletion, DeletionPlan, plan_deletions
+from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
+from edgerollout.domain.prepull import (
+    JobView,
+    PrepullSettings,
+    PrepullStep,
+    PullTemplate,
+    plan_prepulls,
+)
 from edgerollout.domain.revisions import TargetRevision, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """The tuning a plan is made with (the controller's settings hold the values it runs with)."""
+
+    # While deletions are in flight, look again this often even if no event comes: the echo of a
+    # deletion normally triggers the next reconcile, this only bounds the wait if it is lost.
+    deletion_recheck_seconds: float = 5.0
+    # A reconcile never comes back sooner than this for a condition write whose echo is overdue.
+    min_recheck_seconds: float = 1.0
+    prepull: PrepullSettings = field(default_factory=PrepullSettings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """What the caches show of one DaemonSet at the instant `now`.
+
+    - `revisions`: its ControllerRevisions.
+    - `pods`: every pod it controls (owner reference with its UID), terminating ones included.
+    - `pods_by_node`: the same pods, by the node they are on (pods with no node left out).
+    - `readiness`: the nodes' readiness; a node absent from it is MISSING.
+    - `changed_nodes`: the nodes where a pod of the DaemonSet or the node's readiness changed
+      since the previous plan of this DaemonSet.
+    - `in_flight`: its deletions the controller has made and the caches do not show yet.
+    - `pull_jobs`: the pull Jobs in its namespace, by name; `pull_template`: what a pull Job
+      copies from its newest pod template.
+
+    The shell may hand read-only views over its caches rather than copies: a plan runs to its end
+    without yielding, so they cannot change under it, and it reads only what it needs.
+    """
+
+    daemonset: DaemonSetView
+    revisions: Sequence[RevisionView] = ()
+    pods: Collection[PodView] = ()
+    pods_by_node: Mapping[NodeName, Sequence[PodView]] = field(default_factory=dict)
+    readiness: Mapping[NodeName, NodeReadiness] = field(default_factory=dict)
+    changed_nodes: Set[NodeName] = frozenset()
+    in_flight: tuple[InFlightDeletion, ...] = ()
+    pull_jobs: Mapping[str, JobView] = field(default_factory=dict)
+    pull_template: PullTemplate | None = None
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recheck:
+    """When to look at the DaemonSet again if no event comes.
+
+    Part of it depends on what is still in flight once the plan's writes are made, which only
+    making them tells (a deletion refused because the pod was replaced leaves nothing in flight;
+    a status patch of a vanished pod leaves no echo to wait for), so the shell evaluates `after`
+    with those two facts:
+    - deletions in flight: every `deletions_seconds`, from the cache, in case an echo was lost
+      (never a LIST);
+    - a current pod Ready but not available yet: after `starting_seconds` (minReadySeconds),
+      since no event says when a pod becomes available;
+    - a condition write waiting for its echo: when its record expires, so a write whose echo
+      never came is checked again, but not sooner than `min_seconds`.
+    """
+
+    deletions_seconds: float
+    starting_seconds: float | None = None
+    min_seconds: float = 1.0
+
+    def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
+        """Seconds until the next look (None: only on an event)."""
+        waits: list[float] = []
+        if deletions_in_flight:
+            waits.append(self.deletions_seconds)
+        if self.starting_seconds is not None:
+            waits.append(self.starting_seconds)
+        if unechoed_seconds is not None:
+            waits.append(max(unechoed_seconds, self.min_seconds))
+        return min(waits, default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +138,11 @@ class Plan:
     - `notices`: Events to emit now, each once per `Notice.key` (the shell deduplicates).
     - `deletions`: pods to delete, with a UID precondition; emit each `Deletion.notice` once the
       API server has accepted it.
-    - `condition_writes`: `pods/status` patches to send.
+    - `condition_writes`: `pods/status` patches to send (the shell skips one it has sent and
+      whose echo has not arrived yet).
+    - `prepulls`: pull Jobs to create, and finished ones to report on their pods and delete.
+    - `recheck`: when to reconcile again even if no event comes (see `Recheck`); None: only an
+      event brings the DaemonSet back.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
     """
@@ -58,6 +150,8 @@ class Plan:
     strategy: UpdateStrategy | None
     notices: tuple[Notice, ...] = ()
     condition_writes: tuple[ConditionWrite, ...] = ()
+    prepulls: tuple[PrepullStep, ...] = ()
+    recheck: Recheck | None = None
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
     rollout: DeletionPlan | None = None
@@ -68,26 +162,25 @@ class Plan:
         return self.rollout.deletions if self.rollout is not None else ()
 
 
-def plan_reconcile(
-    *,
-    daemonset: DaemonSetView,
-    revisions: Iterable[RevisionView],
-    pods: Iterable[PodView],
-    nodes: Iterable[NodeView] = (),
-    now: datetime,
-    in_flight: Iterable[InFlightDeletion] = (),
-    book: RolloutBook | None = None,
-) -> Plan:
-    """Decide one reconcile of `daemonset` (see the module docstring).
+def plan(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings = PlanSettings()) -> Plan:
+    """Decide one reconcile of `snapshot.daemonset` (see the module docstring).
 
-    `pods` are the pods controlled by the DaemonSet (owner reference with its UID), terminating
-    ones included; `revisions` its ControllerRevisions; `nodes` at least the nodes those pods are
-    on (a pod's node absent from `nodes` is treated as missing).
-
-    With a `book`, an AdvancedRollingUpdate is planned from the book's verdicts (judged again
-    where they changed, read through the book's own source) instead of from `pods` and `nodes`:
-    the same plan, at the cost of what changed since the previous one.
+    `book` is the DaemonSet's book from its previous plans (a new one for the first); when this
+    plan is not made from it (not an AdvancedRollingUpdate, or an invalid budget), or fails, the
+    book is reset, since it has not judged the changes it was told of.
     """
+    try:
+        decided = _decide(snapshot, book, settings)
+    except BaseException:
+        book.reset()
+        raise
+    if decided.rollout is None:
+        book.reset()
+    return decided
+
+
+def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Plan:
+    daemonset = snapshot.daemonset
     choice = choose_strategy(
         annotations=daemonset.annotations,
         update_strategy_type=daemonset.update_strategy_type,
@@ -95,51 +188,70 @@ def plan_reconcile(
     if choice.strategy is None:
         return Plan(strategy=None, notices=choice.notices)
 
-    pods = tuple(pods)
-    in_flight = tuple(in_flight)
-    target = target_revision(annotations=daemonset.annotations, revisions=revisions)
+    target = target_revision(annotations=daemonset.annotations, revisions=snapshot.revisions)
     if choice.strategy is UpdateStrategy.OTA:
+        pods = list(snapshot.pods)
+        writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now)
+        prepulls: tuple[PrepullStep, ...] = ()
+        if target.hash is not None and snapshot.pull_template is not None:
+            prepulls = plan_prepulls(
+                pods=pods,
+                newest=target.hash,
+                jobs=snapshot.pull_jobs,
+                template=snapshot.pull_template,
+                settings=settings.prepull,
+                now=snapshot.now,
+            )
         return Plan(
             strategy=choice.strategy,
             notices=choice.notices,
-            condition_writes=plan_need_upgrade(pods=pods, target=target, now=now),
+            condition_writes=writes,
+            prepulls=prepulls,
+            recheck=_recheck(settings),
             target=target,
         )
 
-    if book is not None:
-        book.refresh(
-            target=target,
-            min_ready_seconds=daemonset.min_ready_seconds,
-            now=now,
-            in_flight=in_flight,
-        )
-        base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
-    else:
-        base = budget_base(pods, in_flight=in_flight, desired_nodes=daemonset.desired_nodes)
+    book.refresh(
+        target=target,
+        min_ready_seconds=daemonset.min_ready_seconds,
+        now=snapshot.now,
+        pods_by_node=snapshot.pods_by_node,
+        readiness=snapshot.readiness,
+        changed=snapshot.changed_nodes,
+        in_flight=snapshot.in_flight,
+    )
+    base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(
             strategy=choice.strategy,
             notices=(*choice.notices, budget.notice),
+            recheck=_recheck(settings),
             target=target,
         )
-    if book is not None:
-        rollout = book.plan(max_unavailable=budget.value, desired_nodes=daemonset.desired_nodes)
-    else:
-        rollout = plan_deletions(
-            pods=pods,
-            nodes=nodes,
-            target=target,
-            max_unavailable=budget.value,
-            min_ready_seconds=daemonset.min_ready_seconds,
-            now=now,
-            in_flight=in_flight,
-            desired_nodes=daemonset.desired_nodes,
-        )
+    rollout = book.plan(max_unavailable=budget.value, desired_nodes=daemonset.desired_nodes)
     return Plan(
         strategy=choice.strategy,
         notices=choice.notices,
+        recheck=_recheck(settings, starting=_starting(daemonset, rollout)),
         target=target,
         budget=budget,
         rollout=rollout,
+    )
+
+
+def _starting(daemonset: DaemonSetView, rollout: DeletionPlan) -> float | None:
+    """minReadySeconds, if a current pod is Ready but not available yet."""
+    if daemonset.min_ready_seconds > 0 and any(
+        verdict is NodeVerdict.STARTING for verdict in rollout.verdicts.values()
+    ):
+        return float(daemonset.min_ready_seconds)
+    return None
+
+
+def _recheck(settings: PlanSettings, *, starting: float | None = None) -> Recheck:
+    return Recheck(
+        deletions_seconds=settings.deletion_recheck_seconds,
+        starting_seconds=starting,
+        min_seconds=settings.min_recheck_seconds,
     )

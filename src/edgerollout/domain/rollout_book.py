@@ -5,24 +5,23 @@ and a rollout of 1,000 nodes is planned some 450 times, mostly after one or two 
 `RolloutBook` keeps each node's verdict and its share of the totals (nodes unavailable, nodes
 skipped, outdated pods waiting for budget), and at each plan judges again only
 
-- the nodes it was told changed (`touch`: a pod of the DaemonSet on the node, or the node's
-  readiness), and
+- the nodes it is told changed (a pod of the DaemonSet on the node, or the node's readiness), and
 - the nodes whose in-flight deletions changed since the previous plan;
 
 so a plan costs what changed, not what exists. Every node is judged again when the target revision
 or minReadySeconds changes, and at every plan while minReadySeconds > 0 (availability then depends
 on the clock, which no event announces), or after `reset`.
 
-A book's plans are `plan_deletions`'s for the same inputs, provided every change to a node has been
-touched before the plan; `tests/unit/domain/test_rollout_book.py` checks this over random
-histories. The book reads the cluster through a `NodeSource` at the moment it plans.
+A book's plans are `plan_deletions`'s for the same inputs, provided every node that changed since
+the previous plan is named in `changed`; `tests/unit/domain/test_rollout_book.py` checks this over
+random histories. The book holds no reference to the cluster: each `refresh` is handed what the
+caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only the nodes it judges.
 """
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from edgerollout.domain.model import (
     InFlightDeletion,
@@ -42,19 +41,6 @@ from edgerollout.domain.planner import (
 from edgerollout.domain.revisions import TargetRevision
 
 
-class NodeSource(Protocol):
-    """The pods of one DaemonSet by node, and the readiness of nodes, as the caches show them now."""
-
-    def node_names(self) -> Iterable[NodeName]:
-        """Every node holding a pod of the DaemonSet (terminating pods included)."""
-
-    def pods_on(self, node: NodeName) -> Sequence[PodView]:
-        """The DaemonSet's pods on `node` (terminating pods included)."""
-
-    def readiness(self, node: NodeName) -> NodeReadiness:
-        """The node's readiness; MISSING for a node not in the cache."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """One node as last judged: skipped (not Ready), or its verdict and the pod that may go."""
@@ -67,21 +53,15 @@ _SKIPPED = _Entry(verdict=None)
 
 
 class RolloutBook:
-    def __init__(self, source: NodeSource) -> None:
-        self.source = source
+    def __init__(self) -> None:
         self._key: tuple[TargetRevision, int] | None = None
         self._entries: dict[NodeName, _Entry] = {}
         self._verdicts: dict[NodeName, NodeVerdict] = {}
-        self._dirty: set[NodeName] = set()
         self._in_flight: dict[PodUID, NodeName] = {}
         self._unavailable = 0
         self._skipped: set[NodeName] = set()
         self._outdated: set[NodeName] = set()
         self._replace: set[NodeName] = set()
-
-    def touch(self, nodes: Iterable[NodeName]) -> None:
-        """Mark nodes to judge again at the next plan (a pod on them or their readiness changed)."""
-        self._dirty.update(nodes)
 
     def reset(self) -> None:
         """Judge every node again at the next plan."""
@@ -99,25 +79,39 @@ class RolloutBook:
         target: TargetRevision,
         min_ready_seconds: int,
         now: datetime,
+        pods_by_node: Mapping[NodeName, Sequence[PodView]],
+        readiness: Mapping[NodeName, NodeReadiness],
+        changed: Set[NodeName] = frozenset(),
         in_flight: Iterable[InFlightDeletion] = (),
     ) -> None:
-        """Judge again the nodes that changed (or all of them, see the module docstring)."""
+        """Judge again the nodes that changed (or all of them, see the module docstring).
+
+        `pods_by_node`: the DaemonSet's pods on each node holding one (terminating pods included);
+        `readiness`: the nodes' readiness (a node absent from it is MISSING); `changed`: the nodes
+        where a pod of the DaemonSet or the node's readiness changed since the previous refresh."""
         flying = {deletion.uid: deletion.node_name for deletion in in_flight}
         key = (target, min_ready_seconds)
         if key != self._key or min_ready_seconds > 0:
             self._clear()
             self._key = key
-            names: set[NodeName] = set(self.source.node_names())
+            names: set[NodeName] = set(pods_by_node)
             names.update(flying.values())
         else:
-            names = self._dirty
+            names = set(changed)
             for uid in self._in_flight.keys() ^ flying.keys():
                 names.add(flying[uid] if uid in flying else self._in_flight[uid])
-        self._dirty = set()
         self._in_flight = flying
         in_flight_nodes = set(flying.values())
         for name in names:
-            self._judge(name, target, min_ready_seconds, now, in_flight_nodes)
+            self._judge(
+                name,
+                pods_by_node.get(name, ()),
+                readiness.get(name, NodeReadiness.MISSING),
+                target,
+                min_ready_seconds,
+                now,
+                in_flight_nodes,
+            )
 
     def _clear(self) -> None:
         self._entries.clear()
@@ -130,6 +124,8 @@ class RolloutBook:
     def _judge(
         self,
         name: NodeName,
+        pods: Sequence[PodView],
+        readiness: NodeReadiness,
         target: TargetRevision,
         min_ready_seconds: int,
         now: datetime,
@@ -138,10 +134,9 @@ class RolloutBook:
         previous = self._entries.pop(name, None)
         if previous is not None:
             self._withdraw(name, previous)
-        pods = self.source.pods_on(name)
         if not pods and name not in in_flight_nodes:
             return  # the node holds nothing of the DaemonSet any more
-        if self.source.readiness(name) is not NodeReadiness.READY:
+        if readiness is not NodeReadiness.READY:
             self._entries[name] = _SKIPPED
             self._skipped.add(name)
             return

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 import pytest
 
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.domain.model import NodeName, NodeReadiness
+from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.controller.snapshot import take_snapshot
+from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
 
+from ..domain.builders import NOW
 from ..kube.fake_api import FakeApi
 from ..kube.objects import (
     NEW,
@@ -37,6 +40,7 @@ class Cluster:
     api: FakeApi
     cache: ClusterCache
     enqueued: list[str]
+    states: RolloutStates
 
 
 @pytest.fixture
@@ -54,10 +58,11 @@ async def cluster() -> AsyncIterator[Cluster]:
     api.put(NODES, node_json("edge-1"))
     api.put(NODES, node_json("edge-2"))
     enqueued: list[str] = []
-    cache = ClusterCache(api, namespace=None, enqueue=enqueued.append)
+    states = RolloutStates(settings=StateSettings(), clock=lambda: 0.0)
+    cache = ClusterCache(api, namespace=None, enqueue=enqueued.append, changes=states)
     async with running(*cache.informers):
         enqueued.clear()
-        yield Cluster(api=api, cache=cache, enqueued=enqueued)
+        yield Cluster(api=api, cache=cache, enqueued=enqueued, states=states)
 
 
 def pod_names(cache: ClusterCache, owner_uid: str) -> list[str]:
@@ -303,14 +308,18 @@ async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster)
     assert cache.pod_views_on(WEB_UID, NodeName("edge-1")) == []
 
 
-async def test_changed_nodes_are_kept_only_once_asked_for_and_handed_over_once(
+WEB_KEY, API_KEY = "default/web", "default/api"
+
+
+async def test_changed_nodes_are_kept_only_for_a_rollout_with_a_state_and_handed_over_once(
     cluster: Cluster,
 ) -> None:
-    cache = cluster.cache
+    cache, states = cluster.cache, cluster.states
     changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
     await caught_up(cache.pods, changed)
-    # Not followed yet: the first call starts following and has nothing to report.
-    assert cache.take_changed_nodes(WEB_UID) == set()
+    # No state yet: a state made now has nothing to report.
+    web = states.of(WEB_KEY, DaemonSetUID(WEB_UID))
+    assert web.take_changed_nodes() == frozenset()
 
     changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", ready=False))
     await caught_up(cache.pods, changed)
@@ -318,21 +327,22 @@ async def test_changed_nodes_are_kept_only_once_asked_for_and_handed_over_once(
         PODS, "MODIFIED", pod_json("api-a", node="edge-1", owner_uid=API_UID, ready=False)
     )
     await caught_up(cache.pods, other)
-    assert cache.take_changed_nodes(WEB_UID) == {"edge-2"}
-    assert cache.take_changed_nodes(WEB_UID) == set()
+    assert web.take_changed_nodes() == {"edge-2"}
+    assert web.take_changed_nodes() == frozenset()
 
-    cache.stop_following(WEB_UID)
+    assert states.drop(WEB_KEY) is web
     changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2"))
     await caught_up(cache.pods, changed)
-    assert cache.take_changed_nodes(WEB_UID) == set()
+    assert web.take_changed_nodes() == frozenset()
+    assert states.of(WEB_KEY, DaemonSetUID(WEB_UID)).take_changed_nodes() == frozenset()
 
 
-async def test_a_node_whose_readiness_changes_is_a_changed_node_of_every_followed_owner(
+async def test_a_node_whose_readiness_changes_is_a_changed_node_of_every_rollout(
     cluster: Cluster,
 ) -> None:
-    cache = cluster.cache
-    cache.take_changed_nodes(WEB_UID)
-    cache.take_changed_nodes(API_UID)
+    cache, states = cluster.cache, cluster.states
+    web = states.of(WEB_KEY, DaemonSetUID(WEB_UID))
+    api = states.of(API_KEY, DaemonSetUID(API_UID))
 
     heartbeat = cluster.api.publish(
         NODES, "MODIFIED", node_json("edge-1", heartbeat="2025-03-01T12:00:40Z")
@@ -343,11 +353,14 @@ async def test_a_node_whose_readiness_changes_is_a_changed_node_of_every_followe
     removed = cluster.api.publish(NODES, "DELETED", node_json("edge-1"))
     await caught_up(cache.nodes, removed)
 
-    assert cache.take_changed_nodes(WEB_UID) == {"edge-1", "edge-2"}
-    assert cache.take_changed_nodes(API_UID) == {"edge-1", "edge-2"}
-    assert cache.readiness(NodeName("edge-2")) is NodeReadiness.UNKNOWN
-    assert cache.readiness(NodeName("edge-1")) is NodeReadiness.MISSING
-    source = cache.node_source(WEB_UID)
-    assert sorted(source.node_names()) == ["edge-1", "edge-2"]
-    assert [pod.name for pod in source.pods_on(NodeName("edge-2"))] == ["web-b"]
-    assert source.readiness(NodeName("edge-2")) is NodeReadiness.UNKNOWN
+    assert web.take_changed_nodes() == {"edge-1", "edge-2"}
+    assert api.take_changed_nodes() == {"edge-1", "edge-2"}
+    daemonset = cache.daemonsets.get(WEB_KEY)
+    assert daemonset is not None
+    snapshot = take_snapshot(cache, daemonset, web, now=NOW)
+    assert snapshot.readiness.get(NodeName("edge-2")) is NodeReadiness.UNKNOWN
+    assert NodeName("edge-1") not in snapshot.readiness  # gone: the planner reads it as MISSING
+    assert sorted(snapshot.pods_by_node) == ["edge-1", "edge-2"]
+    assert [pod.name for pod in snapshot.pods_by_node[NodeName("edge-2")]] == ["web-b"]
+    assert sorted(pod.name for pod in snapshot.pods) == ["web-a", "web-b"]
+    assert snapshot.changed_nodes == frozenset()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable
 
 from edgerollout.controller.expectations import ConditionWrites
 from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
-OWNER = "uid-ds-web"
+from .test_expectations import Clock
+
 NEW = "controllerrevision: 6c68d4677c"
 
 
@@ -36,63 +37,60 @@ def pod(*conditions: PodCondition) -> PodView:
     )
 
 
+def unsent(
+    sent: ConditionWrites, writes: list[ConditionWrite], pods: Iterable[PodView]
+) -> list[ConditionWrite]:
+    """What a reconcile would send: settle against the cached pods, then filter."""
+    sent.settle(pods)
+    return sent.unsent(writes)
+
+
 def test_a_write_whose_echo_has_not_arrived_is_not_sent_again() -> None:
-    sent = ConditionWrites()
-    sent.sent(OWNER, write(ConditionStatus.TRUE))
+    sent = ConditionWrites(timeout=10.0, clock=Clock())
+    sent.sent(write(ConditionStatus.TRUE))
 
     stale = pod(need_upgrade(ConditionStatus.FALSE))
-    assert sent.unsent(OWNER, [write(ConditionStatus.TRUE)], [stale]) == []
+    assert unsent(sent, [write(ConditionStatus.TRUE)], [stale]) == []
 
 
 def test_the_record_is_dropped_once_the_cache_shows_the_condition() -> None:
-    sent = ConditionWrites()
-    sent.sent(OWNER, write(ConditionStatus.TRUE))
+    sent = ConditionWrites(timeout=10.0, clock=Clock())
+    sent.sent(write(ConditionStatus.TRUE))
 
     echoed = pod(need_upgrade(ConditionStatus.TRUE))
-    assert sent.unsent(OWNER, [], [echoed]) == []
-    assert sent.next_expiry(OWNER) is None
+    assert unsent(sent, [], [echoed]) == []
+    assert sent.next_expiry() is None
     # Changed back by someone else afterwards: written again.
     reverted = pod(need_upgrade(ConditionStatus.FALSE))
-    assert sent.unsent(OWNER, [write(ConditionStatus.TRUE)], [reverted]) == [
-        write(ConditionStatus.TRUE)
-    ]
+    assert unsent(sent, [write(ConditionStatus.TRUE)], [reverted]) == [write(ConditionStatus.TRUE)]
 
 
 def test_a_different_write_to_the_same_pod_is_sent() -> None:
-    sent = ConditionWrites()
-    sent.sent(OWNER, write(ConditionStatus.FALSE))
+    sent = ConditionWrites(timeout=10.0, clock=Clock())
+    sent.sent(write(ConditionStatus.FALSE))
 
     newer = write(ConditionStatus.TRUE, "controllerrevision: 7964965fcb")
-    assert sent.unsent(OWNER, [newer], [pod()]) == [newer]
+    assert unsent(sent, [newer], [pod()]) == [newer]
 
 
 def test_the_record_is_dropped_when_the_pod_is_gone() -> None:
-    sent = ConditionWrites()
-    sent.sent(OWNER, write(ConditionStatus.TRUE))
+    sent = ConditionWrites(timeout=10.0, clock=Clock())
+    sent.sent(write(ConditionStatus.TRUE))
 
-    assert sent.unsent(OWNER, [], []) == []
-    assert sent.next_expiry(OWNER) is None
+    assert unsent(sent, [], []) == []
+    assert sent.next_expiry() is None
 
 
 def test_a_write_whose_echo_never_comes_is_sent_again_after_the_timeout() -> None:
-    sent = ConditionWrites(timeout=0.01)
-    sent.sent(OWNER, write(ConditionStatus.TRUE))
+    clock = Clock(1000.0)
+    sent = ConditionWrites(timeout=10.0, clock=clock)
+    sent.sent(write(ConditionStatus.TRUE))
     stale = pod(need_upgrade(ConditionStatus.FALSE))
-    expiry = sent.next_expiry(OWNER)
-    assert expiry is not None
-    assert expiry <= 0.01
+    clock.now = 1004.0
+    assert sent.next_expiry() == 6.0
 
-    time.sleep(0.02)
-    assert sent.unsent(OWNER, [write(ConditionStatus.TRUE)], [stale]) == [
-        write(ConditionStatus.TRUE)
-    ]
-
-
-def test_forgetting_the_owner_drops_its_records() -> None:
-    sent = ConditionWrites()
-    sent.sent(OWNER, write(ConditionStatus.TRUE))
-    sent.forget(OWNER)
-
-    assert sent.unsent(OWNER, [write(ConditionStatus.TRUE)], [pod()]) == [
-        write(ConditionStatus.TRUE)
-    ]
+    clock.now = 1010.0
+    assert unsent(sent, [write(ConditionStatus.TRUE)], [stale]) == []
+    clock.now = 1010.5
+    assert unsent(sent, [write(ConditionStatus.TRUE)], [stale]) == [write(ConditionStatus.TRUE)]
+    assert sent.next_expiry() is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -10,7 +9,15 @@ import pytest
 from edgerollout.controller.expectations import Expectations
 from edgerollout.domain.model import InFlightDeletion, NodeName, PodUID, PodView
 
-OWNER = "uid-ds-web"
+
+class Clock:
+    """Monotonic seconds that move only when a test says so."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def pod(name: str, node: str, *, deleting: bool = False) -> PodView:
@@ -29,9 +36,11 @@ def on_nodes(*pods: PodView) -> Callable[[NodeName], list[PodView]]:
     return lambda node: [pod for pod in pods if pod.node_name == node]
 
 
-def expecting(deleted: str, node: str, *, timeout: float = 300.0) -> Expectations:
-    expectations = Expectations(timeout=timeout)
-    expectations.expect(OWNER, PodUID(f"uid-{deleted}"), NodeName(node))
+def expecting(
+    deleted: str, node: str, *, timeout: float = 300.0, clock: Clock | None = None
+) -> Expectations:
+    expectations = Expectations(timeout=timeout, clock=clock or Clock())
+    expectations.expect(PodUID(f"uid-{deleted}"), NodeName(node))
     return expectations
 
 
@@ -41,15 +50,15 @@ IN_FLIGHT = (InFlightDeletion(uid=PodUID("uid-web-a"), node_name=NodeName("edge-
 def test_deletion_is_dropped_once_the_pod_is_seen_terminating() -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, on_nodes(pod("web-a", "edge-1", deleting=True))) == ()
-    assert expectations.pending(OWNER) == 0
+    assert expectations.settle(on_nodes(pod("web-a", "edge-1", deleting=True))) == ()
+    assert expectations.pending == 0
 
 
 def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node() -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, on_nodes(pod("web-new", "edge-1"))) == ()
-    assert expectations.pending(OWNER) == 0
+    assert expectations.settle(on_nodes(pod("web-new", "edge-1"))) == ()
+    assert expectations.pending == 0
 
 
 @pytest.mark.parametrize(
@@ -67,41 +76,26 @@ def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node(
 def test_deletion_the_cache_does_not_show_yet_is_kept_and_handed_on(pods: list[PodView]) -> None:
     expectations = expecting("web-a", "edge-1")
 
-    assert expectations.settle(OWNER, on_nodes(*pods)) == IN_FLIGHT
-    assert expectations.settle(OWNER, on_nodes(*pods)) == IN_FLIGHT
-    assert expectations.pending(OWNER) == 1
+    assert expectations.settle(on_nodes(*pods)) == IN_FLIGHT
+    assert expectations.settle(on_nodes(*pods)) == IN_FLIGHT
+    assert expectations.pending == 1
 
 
-def test_deletion_older_than_the_timeout_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
-    expectations = expecting("web-a", "edge-1", timeout=300.0)
+def test_deletion_older_than_the_timeout_is_dropped() -> None:
+    clock = Clock(1000.0)
+    expectations = expecting("web-a", "edge-1", timeout=300.0, clock=clock)
 
-    clock[0] = 1300.0
-    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
-    clock[0] = 1300.5
-    assert expectations.settle(OWNER, on_nodes()) == ()
-    assert expectations.pending(OWNER) == 0
+    clock.now = 1300.0
+    assert expectations.settle(on_nodes()) == IN_FLIGHT
+    clock.now = 1300.5
+    assert expectations.settle(on_nodes()) == ()
+    assert expectations.pending == 0
 
 
-def test_entries_of_other_owners_are_untouched() -> None:
+def test_drop_removes_an_entry() -> None:
     expectations = expecting("web-a", "edge-1")
-    expectations.expect("uid-ds-api", PodUID("uid-api-a"), NodeName("edge-1"))
+    expectations.expect(PodUID("uid-web-b"), NodeName("edge-2"))
 
-    assert expectations.settle("uid-ds-api", on_nodes(pod("web-a", "edge-1", deleting=True))) == (
-        InFlightDeletion(uid=PodUID("uid-api-a"), node_name=NodeName("edge-1")),
-    )
-    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
-    assert expectations.settle("uid-ds-unknown", on_nodes()) == ()
-
-
-def test_drop_and_forget_remove_entries() -> None:
-    expectations = expecting("web-a", "edge-1")
-    expectations.expect(OWNER, PodUID("uid-web-b"), NodeName("edge-2"))
-
-    expectations.drop(OWNER, PodUID("uid-web-b"))
-    assert expectations.settle(OWNER, on_nodes()) == IN_FLIGHT
-
-    expectations.forget(OWNER)
-    assert expectations.pending(OWNER) == 0
-    assert expectations.settle(OWNER, on_nodes()) == ()
+    expectations.drop(PodUID("uid-web-b"))
+    assert expectations.settle(on_nodes()) == IN_FLIGHT
+    assert expectations.pending == 1

@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.expectations import Expectations
+from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
+from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.domain.prepull import job_name
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
     DAEMONSETS,
     EVENTS,
+    JOBS,
     NODES,
     PODS,
     STRATEGIC_MERGE,
@@ -44,7 +47,7 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import caught_up, running
+from ..kube.running import caught_up, running, until
 
 KEY = f"{NAMESPACE}/web"
 ROLLING_ONE = {**ADVANCED, MAX_UNAVAILABLE: "1"}
@@ -63,8 +66,20 @@ def outdated_rollout() -> list[JSON]:
 class Controller:
     api: FakeApi
     cache: ClusterCache
-    expectations: Expectations
+    states: RolloutStates
     reconciler: Reconciler
+
+    def pending(self) -> int:
+        """The DaemonSet's deletions in flight."""
+        state = self.states.get(KEY)
+        return state.deletions.pending if state is not None else 0
+
+    def forget_deletions(self) -> None:
+        """As if the replacements of every pod deleted so far had been seen."""
+        state = self.states.get(KEY)
+        assert state is not None
+        for _, _, uid in self.deletions():
+            state.deletions.drop(uid)
 
     async def reconcile(self) -> Outcome:
         outcome = await self.reconciler.reconcile(KEY)
@@ -102,18 +117,18 @@ async def controller(
         api.put(NODES, node_json(name))
     for pod in pods:
         api.put(PODS, pod)
-    cache = ClusterCache(api, namespace=None, enqueue=lambda key: None)
-    expectations = Expectations()
+    states = RolloutStates(settings=StateSettings(), clock=lambda: 0.0)
+    cache = ClusterCache(api, namespace=None, enqueue=lambda key: None, changes=states)
+    recorder = EventRecorder(api, instance="controller-0")
     reconciler = Reconciler(
-        api=api,
         cache=cache,
-        recorder=EventRecorder(api, instance="controller-0"),
-        expectations=expectations,
-        may_write=may_write,
+        states=states,
+        executors=Executors(api=api, recorder=recorder, may_write=may_write, write_concurrency=100),
+        recorder=recorder,
         clock=lambda: NOW,
     )
     async with running(*cache.informers):
-        yield Controller(api, cache, expectations, reconciler)
+        yield Controller(api, cache, states, reconciler)
 
 
 async def test_rolling_update_deletes_the_first_outdated_pod_with_its_uid_and_reports_it() -> None:
@@ -130,7 +145,7 @@ async def test_rolling_update_deletes_the_first_outdated_pod_with_its_uid_and_re
         ]
         assert outcome.deleted == 1
         assert outcome.requeue_after == 5.0
-        assert c.expectations.pending(WEB_UID) == 1
+        assert c.pending() == 1
         assert c.api.stored(PODS, "web-a", namespace=NAMESPACE) is None
 
 
@@ -157,7 +172,7 @@ async def test_next_outdated_pod_goes_once_the_replacement_is_seen_available() -
 
         while_terminating = await c.reconcile()
         assert while_terminating.deleted == 0
-        assert c.expectations.pending(WEB_UID) == 0
+        assert c.pending() == 0
 
         c.api.publish(PODS, "DELETED", terminating)
         replacement = c.api.publish(PODS, "ADDED", pod_json("web-d", node="edge-1"))
@@ -182,7 +197,7 @@ async def test_conflict_on_delete_drops_the_expectation_and_reports_nothing() ->
         assert c.api.stored(PODS, "web-a", namespace=NAMESPACE) is not None
         assert outcome.deleted == 0
         assert outcome.requeue_after is None
-        assert c.expectations.pending(WEB_UID) == 0
+        assert c.pending() == 0
         assert c.events() == []
 
 
@@ -195,7 +210,7 @@ async def test_pod_already_gone_keeps_its_node_counted_and_reports_nothing() -> 
 
         assert c.deletions() == [(NAMESPACE, "web-a", "uid-web-a")]
         assert (outcome.deleted, again.deleted) == (0, 0)
-        assert c.expectations.pending(WEB_UID) == 1
+        assert c.pending() == 1
         assert c.events() == []
 
 
@@ -206,7 +221,7 @@ async def test_failed_delete_drops_the_expectation_warns_and_raises() -> None:
         with pytest.raises(ApiError, match="etcd timeout"):
             await c.reconcile()
 
-        assert c.expectations.pending(WEB_UID) == 0
+        assert c.pending() == 0
         assert c.events() == [
             (
                 "Warning",
@@ -222,7 +237,7 @@ async def test_not_leader_raises_before_any_write() -> None:
             await c.reconcile()
 
         assert c.api.writes == []
-        assert c.expectations.pending(WEB_UID) == 0
+        assert c.pending() == 0
 
 
 async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next_write() -> None:
@@ -233,9 +248,7 @@ async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next
         assert outcome.deleted == 1
         assert [call.verb for call in c.api.writes] == ["delete"]
         assert c.events() == []  # the deletion's report found this replica no longer leading
-        cached = c.cache.daemonsets.get(KEY)
-        assert cached is not None
-        c.expectations.forget(cached.view.uid)  # as if the replacement had been seen
+        c.forget_deletions()
         with pytest.raises(NotLeader):
             await c.reconcile()
         assert [call.verb for call in c.api.writes] == ["delete"]
@@ -403,3 +416,129 @@ async def test_misconfigured_daemonset_is_warned_again_once_the_annotation_came_
             await c.reconcile()
 
         assert [why for _, why, _ in c.events()] == ["UnknownUpdateStrategy"] * 2
+
+
+def waiting_for_pull(name: str, node: str) -> JSON:
+    """An outdated pod whose node asked for the newest revision's images (the agent's imagepull)."""
+    return pod_json(
+        name,
+        node=node,
+        revision_hash=OLD,
+        conditions=[
+            {
+                "type": "PodImageReady",
+                "status": "False",
+                "reason": "WaitPullImage",
+                "message": f"controllerrevision: {NEW}",
+                "lastTransitionTime": "2025-03-01T11:00:00Z",
+            }
+        ],
+    )
+
+
+def pull_job_json(name: str, *, for_pod: str, succeeded: bool) -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"edgerollout.io/prepull-for": for_pod},
+        },
+        "status": {
+            "conditions": [{"type": "Complete" if succeeded else "Failed", "status": "True"}]
+        },
+    }
+
+
+async def test_ota_starts_a_pull_job_on_the_node_of_a_pod_that_asked_for_one() -> None:
+    async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
+        outcome = await c.reconcile()
+
+        creates = c.api.calls_to("create", JOBS)
+        assert [(call.namespace, call.body is not None) for call in creates] == [(NAMESPACE, True)]
+        body = creates[0].body
+        assert body is not None
+        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        assert pod is not None
+        assert body["metadata"]["name"] == job_name(pod.view, NEW)
+        assert body["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Pod", "name": "web-a", "uid": "uid-web-a"}
+        ]
+        assert body["spec"]["template"]["spec"]["nodeName"] == "edge-1"
+        assert body["spec"]["activeDeadlineSeconds"] == 600
+        assert body["spec"]["template"]["spec"]["initContainers"][0]["image"] == (
+            "busybox:1.36.1-musl"
+        )
+        # The only pod status patch is its PodNeedUpgrade mark.
+        assert [
+            call.body["status"]["conditions"][0]["type"]
+            for call in c.api.calls_to("patch", PODS)
+            if call.body
+        ] == ["PodNeedUpgrade"]
+        assert outcome.deleted == 0
+        assert c.deletions() == []
+
+
+async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() -> None:
+    async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
+        await c.reconcile()
+        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        assert pod is not None
+        name = job_name(pod.view, NEW)
+        done = c.api.publish(JOBS, "ADDED", pull_job_json(name, for_pod="web-a", succeeded=True))
+        await caught_up(c.cache.jobs, done)
+        patches_before = len(c.api.calls_to("patch", PODS))
+
+        outcome = await c.reconcile()
+
+        reports = c.api.calls_to("patch", PODS)[patches_before:]
+        assert [call.body for call in reports] == [
+            {
+                "metadata": {"uid": "uid-web-a"},
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "PodImageReady",
+                            "status": "True",
+                            "reason": "PullImageSuccess",
+                            "message": f"controllerrevision: {NEW}",
+                            "lastTransitionTime": "2025-03-01T12:00:00Z",
+                        }
+                    ]
+                },
+            }
+        ]
+        assert [
+            (call.name, call.params["propagation"]) for call in c.api.calls_to("delete", JOBS)
+        ] == [(name, "Background")]
+        assert len(c.api.calls_to("create", JOBS)) == 1  # not started again
+        assert outcome.conditions_written == 1
+
+
+async def test_a_deleted_daemonset_loses_its_rollout_state_and_a_recreated_one_starts_anew() -> (
+    None
+):
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()
+        first = c.states.get(KEY)
+        assert first is not None
+        assert first.deletions.pending == 1
+
+        gone = c.api.publish(DAEMONSETS, "DELETED", daemonset_json("web", annotations=ROLLING_ONE))
+        await until(lambda: c.cache.daemonsets.get(KEY) is None, what="the DaemonSet gone")
+        assert await c.reconcile() == Outcome(plan=None)
+        assert c.states.get(KEY) is None
+        assert gone["metadata"]["uid"] == WEB_UID
+
+        again = c.api.publish(
+            DAEMONSETS,
+            "ADDED",
+            daemonset_json("web", annotations=ROLLING_ONE, uid="uid-ds-web-2"),
+        )
+        await caught_up(c.cache.daemonsets, again)
+        await c.reconcile()
+        second = c.states.get(KEY)
+        assert second is not None
+        assert second is not first
+        assert second.uid == "uid-ds-web-2"

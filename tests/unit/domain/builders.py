@@ -4,7 +4,7 @@ Defaults describe the common case (a Ready node; a Ready pod of the newest revis
 hour), so that each test spells out only what its scenario is about.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from edgerollout.domain.model import (
@@ -19,6 +19,8 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
+from edgerollout.domain.prepull import JobView, PullTemplate
+from edgerollout.domain.reconcile import Snapshot
 from edgerollout.domain.revisions import TargetRevision
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -97,4 +99,36 @@ def daemonset(
         update_strategy_type=update_strategy_type,
         min_ready_seconds=min_ready_seconds,
         desired_nodes=desired_nodes,
+    )
+
+
+def snapshot(
+    ds: DaemonSetView,
+    *,
+    revisions: Iterable[RevisionView] = (),
+    pods: Iterable[PodView] = (),
+    nodes: Iterable[NodeView] = (),
+    now: datetime = NOW,
+    in_flight: Iterable[InFlightDeletion] = (),
+    changed_nodes: Iterable[str] = (),
+    pull_jobs: Mapping[str, JobView] | None = None,
+    pull_template: PullTemplate | None = None,
+) -> Snapshot:
+    """What the caches would show: `pods` (also by node) and the readiness of `nodes`."""
+    pods = tuple(pods)
+    by_node: dict[NodeName, list[PodView]] = {}
+    for held in pods:
+        if held.node_name is not None:
+            by_node.setdefault(held.node_name, []).append(held)
+    return Snapshot(
+        daemonset=ds,
+        revisions=tuple(revisions),
+        pods=pods,
+        pods_by_node=by_node,
+        readiness={n.name: n.readiness for n in nodes},
+        changed_nodes=frozenset(NodeName(name) for name in changed_nodes),
+        in_flight=tuple(in_flight),
+        pull_jobs=pull_jobs or {},
+        pull_template=pull_template,
+        now=now,
     )

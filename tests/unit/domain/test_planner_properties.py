@@ -22,9 +22,10 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planner import DeletionPlan, DeletionReason, plan_deletions
-from edgerollout.domain.reconcile import plan_reconcile
+from edgerollout.domain.reconcile import plan as plan_reconcile
+from edgerollout.domain.rollout_book import RolloutBook
 
-from .builders import NEW, NOW, OLD, TARGET, daemonset, revision
+from .builders import NEW, NOW, OLD, TARGET, daemonset, revision, snapshot
 
 READY = NodeReadiness.READY
 
@@ -226,11 +227,19 @@ def test_repeated_reconciles_converge_with_every_ready_node_current(
     world = replace(cluster, in_flight=[], min_ready_seconds=min_ready_seconds)
     pods, now = list(cluster.pods), NOW
     ready_nodes = [name for name, readiness in cluster.readiness.items() if readiness is READY]
+    book = RolloutBook()  # one book across the reconciles, as the controller keeps it
+    changed: set[str] = set()
 
     for _ in range(3 * len(ready_nodes) + 5):
-        result = plan_reconcile(
-            daemonset=subject, revisions=revisions, pods=pods, nodes=world.nodes, now=now
+        taken = snapshot(
+            subject,
+            revisions=revisions,
+            pods=pods,
+            nodes=world.nodes,
+            now=now,
+            changed_nodes=changed,
         )
+        result = plan_reconcile(taken, book)
         assert result.budget is not None
         before = oracle_unavailable(world, pods, now)
         deleted = {deletion.uid for deletion in result.deletions}
@@ -240,7 +249,14 @@ def test_repeated_reconciles_converge_with_every_ready_node_current(
         assert after <= max(result.budget.value, before)
         if not deleted and all(_up_to_date(world, pods, name, now) for name in ready_nodes):
             return
-        pods = _next_round(world, pods, deleted, now)
+        following = _next_round(world, pods, deleted, now)
+        changed = {
+            name
+            for name in {p.node_name for p in [*pods, *following] if p.node_name is not None}
+            if [p for p in pods if p.node_name == name]
+            != [p for p in following if p.node_name == name]
+        }
+        pods = following
         now += timedelta(seconds=60)
     raise AssertionError(f"no convergence: {pods}")
 

@@ -2,11 +2,13 @@
 
 from typing import Any
 
-from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition
 from edgerollout.domain.prepull import (
     DAEMON_TOLERATIONS,
     JobState,
     JobView,
+    PrepullSettings,
+    PullJob,
     PullTemplate,
     job_name,
     plan_prepulls,
@@ -21,6 +23,8 @@ TEMPLATE = PullTemplate(
     image_pull_secrets=("registry",),
     service_account="nginx",
 )
+
+TOOLS = PrepullSettings(toolbox_image="tools:1", deadline_seconds=90)
 
 
 def waiting(revision: str, *, reason: str = "WaitPullImage", status: str = "False") -> Any:
@@ -41,8 +45,7 @@ def plan(pods: list[Any], jobs: dict[str, JobView] | None = None) -> Any:
         newest=NEW,
         jobs=jobs or {},
         template=TEMPLATE,
-        toolbox_image="busybox:1.36.1-musl",
-        deadline_seconds=600,
+        settings=PrepullSettings(),
         now=NOW,
     )
 
@@ -54,51 +57,33 @@ def test_requested_pull_of_the_newest_revision_starts_one_job_on_the_pods_node()
     assert len(steps) == 1
     job = steps[0].create_job
     assert job is not None
-    assert job["metadata"]["name"] == job_name(requester, NEW)
-    assert job["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Pod", "name": "p1", "uid": uid("p1")}
-    ]
-    assert job["spec"]["template"]["spec"]["nodeName"] == "edge-1"
+    assert job.name == job_name(requester, NEW)
+    assert (job.pod_name, job.pod_uid) == ("p1", uid("p1"))
+    assert job.node_name == "edge-1"
     assert steps[0].report is None
     assert steps[0].delete_job is None
 
 
-def test_pull_job_runs_every_image_with_a_copied_static_busybox_not_the_images_own_binaries() -> (
-    None
-):
+def test_pull_job_carries_the_template_the_settings_and_the_daemon_tolerations() -> None:
     requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
-    job = pull_job(
-        requester, revision=NEW, template=TEMPLATE, toolbox_image="tools:1", deadline_seconds=90
+    job = pull_job(requester, revision=NEW, template=TEMPLATE, settings=TOOLS)
+    assert job == PullJob(
+        namespace="default",
+        name=job_name(requester, NEW),
+        pod_name="p1",
+        pod_uid=uid("p1"),
+        node_name=NodeName("edge-1"),
+        revision=NEW,
+        images=("nginx:1.19.5", "gcr.io/distroless/static:nonroot"),
+        tolerations=(
+            {"key": "edge", "operator": "Exists", "effect": "NoSchedule"},
+            *DAEMON_TOLERATIONS,
+        ),
+        image_pull_secrets=("registry",),
+        service_account="nginx",
+        toolbox_image="tools:1",
+        deadline_seconds=90,
     )
-    spec = job["spec"]["template"]["spec"]
-
-    assert [c["image"] for c in spec["initContainers"]] == ["tools:1"]
-    assert spec["initContainers"][0]["command"] == [
-        "cp",
-        "/bin/busybox",
-        "/edgerollout-pull/busybox",
-    ]
-    assert [(c["image"], c["command"]) for c in spec["containers"]] == [
-        ("nginx:1.19.5", ["/edgerollout-pull/busybox", "true"]),
-        ("gcr.io/distroless/static:nonroot", ["/edgerollout-pull/busybox", "true"]),
-    ]
-    assert spec["restartPolicy"] == "Never"
-    assert spec["automountServiceAccountToken"] is False
-    assert spec["imagePullSecrets"] == [{"name": "registry"}]
-    assert spec["serviceAccountName"] == "nginx"
-    assert job["spec"]["backoffLimit"] == 0
-    assert job["spec"]["activeDeadlineSeconds"] == 90
-
-
-def test_pull_job_tolerates_what_the_daemonset_pods_tolerate() -> None:
-    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
-    job = pull_job(
-        requester, revision=NEW, template=TEMPLATE, toolbox_image="tools:1", deadline_seconds=90
-    )
-    assert job["spec"]["template"]["spec"]["tolerations"] == [
-        {"key": "edge", "operator": "Exists", "effect": "NoSchedule"},
-        *DAEMON_TOLERATIONS,
-    ]
 
 
 def test_a_running_job_is_left_alone() -> None:

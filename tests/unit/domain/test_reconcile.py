@@ -1,18 +1,40 @@
 """One reconcile of one DaemonSet, end to end through the pure core (SPEC §3-§5)."""
 
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from edgerollout.domain.budget import MaxUnavailable
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.model import NodeReadiness, NodeView, PodView
-from edgerollout.domain.reconcile import Plan, plan_reconcile
+from edgerollout.domain.model import (
+    ConditionStatus,
+    DaemonSetView,
+    InFlightDeletion,
+    NodeReadiness,
+    NodeView,
+    PodCondition,
+    PodView,
+    RevisionView,
+)
+from edgerollout.domain.prepull import PrepullSettings, PullTemplate
+from edgerollout.domain.reconcile import Plan, PlanSettings, Recheck, plan
 from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy
 
-from .builders import NEW, NOW, OLD, daemonset, in_flight, node, old_pod, pod, revision
+from .builders import (
+    NEW,
+    NOW,
+    OLD,
+    daemonset,
+    in_flight,
+    node,
+    old_pod,
+    pod,
+    revision,
+    snapshot,
+)
 
 REVISIONS = [revision("nginx-daemonset-old", 1, OLD), revision("nginx-daemonset-new", 2, NEW)]
 NODES = [node("edge-1"), node("edge-2"), node("edge-3", NodeReadiness.NOT_READY)]
@@ -21,6 +43,22 @@ OUTDATED_PODS = [
     old_pod("web-2", "edge-2", ready=False),
     old_pod("web-3", "edge-3", ready=False),
 ]
+
+
+def plan_reconcile(
+    *,
+    daemonset: DaemonSetView,
+    revisions: Iterable[RevisionView],
+    pods: Iterable[PodView],
+    nodes: Iterable[NodeView] = (),
+    now: datetime,
+    in_flight: Iterable[InFlightDeletion] = (),
+) -> Plan:
+    """The first plan of a DaemonSet (a new book) for what the caches show."""
+    taken = snapshot(
+        daemonset, revisions=revisions, pods=pods, nodes=nodes, now=now, in_flight=in_flight
+    )
+    return plan(taken, RolloutBook())
 
 
 def reconcile(
@@ -134,6 +172,7 @@ def test_invalid_max_unavailable_deletes_nothing_at_all() -> None:
                 subject="abc",
             ),
         ),
+        recheck=Recheck(deletions_seconds=5.0),
         target=TargetRevision(hash=NEW, template_generation=None),
     )
     assert plan.deletions == ()
@@ -241,3 +280,140 @@ def test_a_node_between_two_pods_stays_in_the_budgets_base() -> None:
     )
     assert plan.budget == MaxUnavailable(value=5, base=10, written="50%")
     assert names(plan) == ["web-04", "web-05"]
+
+
+ROLLING = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
+OTA = {"apps.openyurt.io/update-strategy": "OTA"}
+
+
+def test_deletions_still_in_flight_bring_the_daemonset_back_after_the_recheck() -> None:
+    settings = PlanSettings(deletion_recheck_seconds=5.0)
+    decided = plan(
+        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES),
+        RolloutBook(),
+        settings,
+    )
+    assert names(decided) == ["web-2"]
+    assert decided.recheck == Recheck(deletions_seconds=5.0, min_seconds=1.0)
+    assert decided.recheck.after(deletions_in_flight=1, unechoed_seconds=None) == 5.0
+    # The deletion was refused (the pod was replaced meanwhile): nothing to wait for.
+    assert decided.recheck.after(deletions_in_flight=0, unechoed_seconds=None) is None
+
+
+def test_a_current_pod_not_yet_available_brings_the_daemonset_back_after_min_ready_seconds() -> (
+    None
+):
+    starting = [pod("web-1", "edge-1", ready_for=timedelta(seconds=10)), pod("web-2", "edge-2")]
+    decided = plan(
+        snapshot(
+            daemonset(ROLLING, min_ready_seconds=30),
+            revisions=REVISIONS,
+            pods=starting,
+            nodes=NODES,
+        ),
+        RolloutBook(),
+    )
+    assert decided.deletions == ()
+    assert decided.recheck is not None
+    assert decided.recheck.starting_seconds == 30.0
+    assert decided.recheck.after(deletions_in_flight=0, unechoed_seconds=None) == 30.0
+    assert decided.recheck.after(deletions_in_flight=2, unechoed_seconds=None) == 5.0
+
+    available = plan(
+        snapshot(
+            daemonset(ROLLING, min_ready_seconds=30),
+            revisions=REVISIONS,
+            pods=[pod("web-1", "edge-1"), pod("web-2", "edge-2")],
+            nodes=NODES,
+        ),
+        RolloutBook(),
+    )
+    assert available.recheck is not None
+    assert available.recheck.starting_seconds is None
+
+
+def test_a_condition_write_waiting_for_its_echo_brings_the_daemonset_back_when_it_expires() -> None:
+    recheck = Recheck(deletions_seconds=5.0, min_seconds=1.0)
+    assert recheck.after(deletions_in_flight=0, unechoed_seconds=9.5) == 9.5
+    assert recheck.after(deletions_in_flight=0, unechoed_seconds=0.25) == 1.0
+    assert recheck.after(deletions_in_flight=1, unechoed_seconds=9.5) == 5.0
+
+
+def test_a_daemonset_that_is_not_ours_is_never_rechecked() -> None:
+    decided = plan(snapshot(daemonset({}), revisions=REVISIONS, pods=OUTDATED_PODS), RolloutBook())
+    assert decided.recheck is None
+
+
+def test_ota_plans_the_pre_pull_of_a_pod_that_asked_for_the_newest_revision() -> None:
+    asking = pod(
+        "web-1",
+        "edge-1",
+        revision=OLD,
+        conditions={
+            "PodImageReady": PodCondition(
+                type="PodImageReady",
+                status=ConditionStatus.FALSE,
+                reason="WaitPullImage",
+                message=f"controllerrevision: {NEW}",
+            )
+        },
+    )
+    template = PullTemplate(images=("nginx:1.25",))
+    settings = PlanSettings(prepull=PrepullSettings(toolbox_image="tools:1", deadline_seconds=60))
+    decided = plan(
+        snapshot(daemonset(OTA), revisions=REVISIONS, pods=[asking], pull_template=template),
+        RolloutBook(),
+        settings,
+    )
+    assert [(step.pod.name, step.revision) for step in decided.prepulls] == [("web-1", NEW)]
+    job = decided.prepulls[0].create_job
+    assert job is not None
+    assert (job.node_name, job.images, job.toolbox_image, job.deadline_seconds) == (
+        "edge-1",
+        ("nginx:1.25",),
+        "tools:1",
+        60,
+    )
+
+    rolling = plan(
+        snapshot(
+            daemonset(ROLLING),
+            revisions=REVISIONS,
+            pods=[asking],
+            nodes=NODES,
+            pull_template=template,
+        ),
+        RolloutBook(),
+    )
+    assert rolling.prepulls == ()
+
+
+def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time() -> None:
+    book = RolloutBook()
+    first = plan(
+        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book
+    )
+    assert names(first) == ["web-2"]
+
+    # An OTA plan in between: the book does not see edge-1's pod turn not Ready ...
+    not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
+    plan(snapshot(daemonset(OTA), revisions=REVISIONS, pods=not_ready, nodes=NODES), book)
+    # ... and is not told of it either, yet the next rolling plan judges it.
+    again = plan(
+        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
+    )
+    assert names(again) == ["web-1", "web-2"]
+
+
+def test_a_book_kept_across_plans_plans_as_a_new_one_when_told_what_changed() -> None:
+    book = RolloutBook()
+    plan(snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book)
+    replaced = [pod("web-2b", "edge-2"), OUTDATED_PODS[0], OUTDATED_PODS[2]]
+    told = snapshot(
+        daemonset(ROLLING),
+        revisions=REVISIONS,
+        pods=replaced,
+        nodes=NODES,
+        changed_nodes=["edge-2"],
+    )
+    assert plan(told, book) == plan(told, RolloutBook())

@@ -1,6 +1,6 @@
 """A RolloutBook plans as `plan_deletions` does, judging again only the nodes that changed."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from hypothesis import given, settings
@@ -26,22 +26,25 @@ OLD_TARGET = TargetRevision(hash=OLD, template_generation=None)
 UNKNOWN = TargetRevision(hash=None, template_generation=None)
 
 
-class ClusterSource:
-    """What the caches would show: the cluster's pods by node and its nodes' readiness."""
+class ClusterSource(Mapping[NodeName, Sequence[PodView]]):
+    """What the caches would show: the cluster's pods by node (each node read is recorded)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.looked_at: list[NodeName] = []
 
-    def node_names(self) -> list[NodeName]:
-        return sorted({p.node_name for p in self.cluster.pods if p.node_name is not None})
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(sorted({p.node_name for p in self.cluster.pods if p.node_name is not None}))
 
-    def pods_on(self, node: NodeName) -> Sequence[PodView]:
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def __getitem__(self, node: NodeName) -> Sequence[PodView]:
         self.looked_at.append(node)
-        return [p for p in self.cluster.pods if p.node_name == node]
-
-    def readiness(self, node: NodeName) -> NodeReadiness:
-        return self.cluster.readiness.get(node, NodeReadiness.MISSING)
+        held = [p for p in self.cluster.pods if p.node_name == node]
+        if not held:
+            raise KeyError(node)
+        return held
 
 
 def changed_nodes(before: Cluster, after: Cluster) -> set[NodeName]:
@@ -121,11 +124,20 @@ def full_plan(step: Step) -> DeletionPlan:
     )
 
 
-def book_plan(book: RolloutBook, step: Step) -> DeletionPlan:
+def book_plan(
+    book: RolloutBook,
+    step: Step,
+    source: ClusterSource | None = None,
+    changed: Set[NodeName] = frozenset(),
+) -> DeletionPlan:
+    """Refresh the book from `source` (a fresh one over the step's cluster if None), then plan."""
     book.refresh(
         target=step.target,
         min_ready_seconds=step.cluster.min_ready_seconds,
         now=NOW,
+        pods_by_node=source if source is not None else ClusterSource(step.cluster),
+        readiness=step.cluster.readiness,
+        changed=changed,
         in_flight=step.cluster.in_flight,
     )
     return book.plan(max_unavailable=step.cluster.max_unavailable, desired_nodes=step.desired_nodes)
@@ -136,14 +148,11 @@ def book_plan(book: RolloutBook, step: Step) -> DeletionPlan:
 def test_a_book_told_of_every_change_plans_exactly_as_the_full_planner(
     history: list[Step],
 ) -> None:
-    source = ClusterSource(history[0].cluster)
-    book = RolloutBook(source)
+    book = RolloutBook()
     previous: Cluster | None = None
     for step in history:
-        source.cluster = step.cluster
-        if previous is not None:
-            book.touch(changed_nodes(previous, step.cluster))
-        ours = book_plan(book, step)
+        changed = changed_nodes(previous, step.cluster) if previous is not None else set()
+        ours = book_plan(book, step, changed=changed)
 
         assert ours == full_plan(step)
         assert ours.waiting_for_budget == full_plan(step).waiting_for_budget
@@ -169,10 +178,10 @@ def cluster_of(*pods: PodView, max_unavailable: int = 1) -> Cluster:
 def test_a_plan_after_one_change_looks_only_at_the_node_that_changed() -> None:
     cluster = cluster_of(*(pod(f"web-{i}", f"edge-{i}", revision=OLD) for i in range(1, 6)))
     source = ClusterSource(cluster)
-    book = RolloutBook(source)
+    book = RolloutBook()
     step = Step(cluster, TARGET, None)
 
-    first = book_plan(book, step)
+    first = book_plan(book, step, source)
     assert [d.node_name for d in first.deletions] == ["edge-1"]
     assert sorted(source.looked_at) == [f"edge-{i}" for i in range(1, 6)]
 
@@ -180,47 +189,47 @@ def test_a_plan_after_one_change_looks_only_at_the_node_that_changed() -> None:
     source.looked_at.clear()
     replaced = [p for p in cluster.pods if p.node_name != "edge-1"] + [pod("web-1b", "edge-1")]
     source.cluster = replace(cluster, pods=replaced)
-    book.touch([NodeName("edge-1")])
-    second = book_plan(book, Step(source.cluster, TARGET, None))
+    second = book_plan(book, Step(source.cluster, TARGET, None), source, {NodeName("edge-1")})
 
     assert source.looked_at == ["edge-1"]
     assert [d.node_name for d in second.deletions] == ["edge-2"]
     assert second.verdicts[NodeName("edge-1")] is NodeVerdict.UP_TO_DATE
 
 
-def test_in_flight_deletions_that_come_and_go_are_judged_again_without_being_touched() -> None:
+def test_in_flight_deletions_that_come_and_go_are_judged_again_without_being_named_changed() -> (
+    None
+):
     cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), pod("web-2", "edge-2", revision=OLD))
     source = ClusterSource(cluster)
-    book = RolloutBook(source)
-    book_plan(book, Step(cluster, TARGET, None))
+    book = RolloutBook()
+    book_plan(book, Step(cluster, TARGET, None), source)
 
     source.looked_at.clear()
     flying = replace(
         cluster, in_flight=[InFlightDeletion(uid=uid("web-1"), node_name=NodeName("edge-1"))]
     )
-    during = book_plan(book, Step(flying, TARGET, None))
+    during = book_plan(book, Step(flying, TARGET, None), source)
     assert source.looked_at == ["edge-1"]
     assert during.deletions == ()
     assert during.unavailable == 1
 
     source.looked_at.clear()
-    after = book_plan(book, Step(cluster, TARGET, None))
+    after = book_plan(book, Step(cluster, TARGET, None), source)
     assert source.looked_at == ["edge-1"]
     assert [d.name for d in after.deletions] == ["web-1"]
     assert after.deletions[0].reason is DeletionReason.OUTDATED_WITHIN_BUDGET
 
 
-def test_a_change_nobody_touched_is_not_seen_until_the_node_is_touched() -> None:
+def test_a_change_nobody_reported_is_not_seen_until_the_node_is_named_changed() -> None:
     cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), max_unavailable=0)
     source = ClusterSource(cluster)
-    book = RolloutBook(source)
-    assert book_plan(book, Step(cluster, TARGET, None)).deletions == ()
+    book = RolloutBook()
+    assert book_plan(book, Step(cluster, TARGET, None), source).deletions == ()
 
-    # The pod turns NotReady: an outdated unavailable pod is replaced at once, once touched.
+    # The pod turns NotReady: an outdated unavailable pod is replaced at once, once reported.
     source.cluster = replace(cluster, pods=[pod("web-1", "edge-1", revision=OLD, ready=False)])
-    assert book_plan(book, Step(source.cluster, TARGET, None)).deletions == ()
-    book.touch([NodeName("edge-1")])
-    seen = book_plan(book, Step(source.cluster, TARGET, None))
+    assert book_plan(book, Step(source.cluster, TARGET, None), source).deletions == ()
+    seen = book_plan(book, Step(source.cluster, TARGET, None), source, {NodeName("edge-1")})
     assert [(d.name, d.reason) for d in seen.deletions] == [
         ("web-1", DeletionReason.OUTDATED_UNAVAILABLE)
     ]
@@ -229,17 +238,17 @@ def test_a_change_nobody_touched_is_not_seen_until_the_node_is_touched() -> None
 def test_a_new_target_or_a_reset_judges_every_node_again() -> None:
     cluster = cluster_of(pod("web-1", "edge-1", revision=OLD), pod("web-2", "edge-2", revision=NEW))
     source = ClusterSource(cluster)
-    book = RolloutBook(source)
-    book_plan(book, Step(cluster, TARGET, None))
+    book = RolloutBook()
+    book_plan(book, Step(cluster, TARGET, None), source)
 
     source.looked_at.clear()
-    back = book_plan(book, Step(cluster, OLD_TARGET, None))
+    back = book_plan(book, Step(cluster, OLD_TARGET, None), source)
     assert sorted(source.looked_at) == ["edge-1", "edge-2"]
     assert [d.name for d in back.deletions] == ["web-2"]
 
     source.looked_at.clear()
     book.reset()
-    book_plan(book, Step(cluster, OLD_TARGET, None))
+    book_plan(book, Step(cluster, OLD_TARGET, None), source)
     assert sorted(source.looked_at) == ["edge-1", "edge-2"]
 
 
@@ -248,9 +257,9 @@ def test_with_min_ready_seconds_every_plan_judges_every_node() -> None:
         cluster_of(pod("web-1", "edge-1"), pod("web-2", "edge-2")), min_ready_seconds=30
     )
     source = ClusterSource(cluster)
-    book = RolloutBook(source)
-    book_plan(book, Step(cluster, TARGET, None))
+    book = RolloutBook()
+    book_plan(book, Step(cluster, TARGET, None), source)
 
     source.looked_at.clear()
-    book_plan(book, Step(cluster, TARGET, None))
+    book_plan(book, Step(cluster, TARGET, None), source)
     assert sorted(source.looked_at) == ["edge-1", "edge-2"]

@@ -1,0 +1,106 @@
+"""What the controller remembers about each rollout, one `RolloutState` per DaemonSet.
+
+Everything a reconcile of a DaemonSet knows beyond what the caches show lives in its state: the
+rollout book (each node's last verdict), the deletions in flight, the condition writes in flight,
+the nodes changed since its last plan, and how many nodes its last plan skipped. `RolloutStates`
+creates a state when a DaemonSet is first reconciled and drops it in one place (`drop`): when the
+DaemonSet is deleted, recreated under another UID, or stops opting in — so no piece outlives the
+others (design §?state).
+
+The cache reports changes here (`pod_changed`, `node_changed`): a node is remembered as changed only
+for DaemonSets that have a state, and handed over once (`RolloutState.take_changed_nodes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgerollout.controller.expectations import Clock, ConditionWrites, Expectations
+from edgerollout.domain.model import DaemonSetUID, NodeName
+from edgerollout.domain.rollout_book import RolloutBook
+
+
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    """How long a write waits for its echo before the cache is trusted again."""
+
+    # A deletion the cache never reflected (its watch event lost, the pod never replaced) stops
+    # holding its node's unit of budget after this long; the native controller's expectations
+    # time out after five minutes too.
+    deletion_timeout_seconds: float = 300.0
+    # A condition write whose echo never came may be sent again after this long.
+    condition_timeout_seconds: float = 10.0
+
+
+class RolloutState:
+    """Everything remembered about one DaemonSet's rollout (see the module docstring)."""
+
+    def __init__(self, uid: DaemonSetUID, *, settings: StateSettings, clock: Clock) -> None:
+        self.uid = uid
+        self.book = RolloutBook()
+        self.deletions = Expectations(timeout=settings.deletion_timeout_seconds, clock=clock)
+        self.conditions = ConditionWrites(timeout=settings.condition_timeout_seconds, clock=clock)
+        self.skipped_nodes = 0
+        self._changed: set[NodeName] = set()
+
+    def note_changed(self, node: NodeName) -> None:
+        self._changed.add(node)
+
+    def take_changed_nodes(self) -> frozenset[NodeName]:
+        """The nodes where a pod of the DaemonSet or the node's readiness changed since the
+        previous call (or since the state was made)."""
+        changed = frozenset(self._changed)
+        self._changed.clear()
+        return changed
+
+
+class RolloutStates:
+    """The state of every DaemonSet being reconciled, by key (`namespace/name`)."""
+
+    def __init__(self, *, settings: StateSettings, clock: Clock) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._by_key: dict[str, RolloutState] = {}
+        self._by_uid: dict[str, RolloutState] = {}
+
+    def get(self, key: str) -> RolloutState | None:
+        return self._by_key.get(key)
+
+    def of(self, key: str, uid: DaemonSetUID) -> RolloutState:
+        """The state of the DaemonSet `key` with this UID, made if it has none.
+
+        A state kept for another UID (the DaemonSet was deleted and recreated under the same
+        name) must have been dropped first."""
+        state = self._by_key.get(key)
+        if state is None:
+            state = RolloutState(uid, settings=self.settings, clock=self._clock)
+            self._by_key[key] = state
+            self._by_uid[uid] = state
+        assert state.uid == uid, f"{key}: state of UID {state.uid} kept for UID {uid}"
+        return state
+
+    def drop(self, key: str) -> RolloutState | None:
+        """Forget everything about the DaemonSet `key`; the dropped state, if there was one."""
+        state = self._by_key.pop(key, None)
+        if state is not None:
+            self._by_uid.pop(state.uid, None)
+        return state
+
+    @property
+    def skipped_nodes(self) -> int:
+        """Nodes skipped by the last plan of every DaemonSet, together."""
+        return sum(state.skipped_nodes for state in self._by_key.values())
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def pod_changed(self, owner_uid: str, node: NodeName) -> None:
+        """A pod of the DaemonSet `owner_uid` on `node` was added, changed or removed."""
+        state = self._by_uid.get(owner_uid)
+        if state is not None:
+            state.note_changed(node)
+
+    def node_changed(self, node: NodeName) -> None:
+        """The readiness of `node` changed (or it came or went): news for every rollout."""
+        for state in self._by_key.values():
+            state.note_changed(node)

@@ -1,0 +1,82 @@
+"""Kubernetes manifests for the objects the controller creates, rendered from domain decisions.
+
+The domain decides *that* a pull Job runs, where and for what (`domain.prepull.PullJob`); this
+module alone knows how such a Job is spelled in the API (design §?prepull): an init container copies a
+statically linked busybox into a shared emptyDir, and one container per image runs
+`<that busybox> true`, so any image can be pulled, distroless or `scratch` included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgerollout.domain.prepull import PREPULL_LABEL, REVISION_ANNOTATION, PullJob
+
+TOOLBOX_MOUNT = "/edgerollout-pull"
+
+
+# Each container asks for almost nothing: it only has to exist long enough for its image to be
+# pulled, and a pull Job must fit on a node that is already full with its workload.
+def _tiny_requests() -> dict[str, Any]:
+    return {"requests": {"cpu": "1m", "memory": "4Mi"}}
+
+
+# A finished Job is deleted once reported; this only cleans up after a controller that stopped
+# before it could report.
+_FINISHED_TTL_SECONDS = 600
+
+
+def pull_job_manifest(job: PullJob) -> dict[str, Any]:
+    """The batch/v1 Job that pulls `job.images` on `job.node_name`."""
+    containers = [
+        {
+            "name": f"pull-{index}",
+            "image": image,
+            "command": [f"{TOOLBOX_MOUNT}/busybox", "true"],
+            "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT, "readOnly": True}],
+            "resources": _tiny_requests(),
+        }
+        for index, image in enumerate(job.images)
+    ]
+    spec: dict[str, Any] = {
+        "nodeName": job.node_name,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "tolerations": [dict(toleration) for toleration in job.tolerations],
+        "initContainers": [
+            {
+                "name": "toolbox",
+                "image": job.toolbox_image,
+                "command": ["cp", "/bin/busybox", f"{TOOLBOX_MOUNT}/busybox"],
+                "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT}],
+                "resources": _tiny_requests(),
+            }
+        ],
+        "containers": containers,
+        "volumes": [{"name": "toolbox", "emptyDir": {}}],
+    }
+    if job.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in job.image_pull_secrets]
+    if job.service_account:
+        spec["serviceAccountName"] = job.service_account
+    labels = {PREPULL_LABEL: job.pod_name}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": labels,
+            "annotations": {REVISION_ANNOTATION: job.revision},
+            # Owned by the pod: an upgraded or deleted pod takes its pull Job with it.
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": job.pod_name, "uid": job.pod_uid}
+            ],
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": job.deadline_seconds,
+            "ttlSecondsAfterFinished": _FINISHED_TTL_SECONDS,
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }

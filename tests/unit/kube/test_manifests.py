@@ -1,0 +1,82 @@
+"""The pull Job manifest rendered from a `PullJob` decision."""
+
+from typing import Any
+
+from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.prepull import (
+    DAEMON_TOLERATIONS,
+    PrepullSettings,
+    PullTemplate,
+    job_name,
+    pull_job,
+)
+from edgerollout.kube.manifests import pull_job_manifest
+
+from ..domain.builders import NEW, OLD, pod, uid
+
+TEMPLATE = PullTemplate(
+    images=("nginx:1.19.5", "gcr.io/distroless/static:nonroot"),
+    tolerations=({"key": "edge", "operator": "Exists", "effect": "NoSchedule"},),
+    image_pull_secrets=("registry",),
+    service_account="nginx",
+)
+TOOLS = PrepullSettings(toolbox_image="tools:1", deadline_seconds=90)
+
+
+def waiting(revision: str) -> Any:
+    return {
+        "PodImageReady": PodCondition(
+            type="PodImageReady",
+            status=ConditionStatus.FALSE,
+            reason="WaitPullImage",
+            message=f"controllerrevision: {revision}",
+        )
+    }
+
+
+def test_pull_job_is_named_for_the_pod_and_revision_owned_by_the_pod_and_pinned_to_its_node() -> (
+    None
+):
+    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
+    job = pull_job_manifest(pull_job(requester, revision=NEW, template=TEMPLATE, settings=TOOLS))
+    assert job["metadata"]["name"] == job_name(requester, NEW)
+    assert job["metadata"]["labels"] == {"edgerollout.io/prepull-for": "p1"}
+    assert job["metadata"]["annotations"] == {"edgerollout.io/prepull-revision": NEW}
+    assert job["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p1", "uid": uid("p1")}
+    ]
+    assert job["spec"]["template"]["spec"]["nodeName"] == "edge-1"
+
+
+def test_pull_job_runs_every_image_with_a_copied_static_busybox_not_the_images_own_binaries() -> (
+    None
+):
+    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
+    job = pull_job_manifest(pull_job(requester, revision=NEW, template=TEMPLATE, settings=TOOLS))
+    spec = job["spec"]["template"]["spec"]
+
+    assert [c["image"] for c in spec["initContainers"]] == ["tools:1"]
+    assert spec["initContainers"][0]["command"] == [
+        "cp",
+        "/bin/busybox",
+        "/edgerollout-pull/busybox",
+    ]
+    assert [(c["image"], c["command"]) for c in spec["containers"]] == [
+        ("nginx:1.19.5", ["/edgerollout-pull/busybox", "true"]),
+        ("gcr.io/distroless/static:nonroot", ["/edgerollout-pull/busybox", "true"]),
+    ]
+    assert spec["restartPolicy"] == "Never"
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["imagePullSecrets"] == [{"name": "registry"}]
+    assert spec["serviceAccountName"] == "nginx"
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] == 90
+
+
+def test_pull_job_tolerates_what_the_daemonset_pods_tolerate() -> None:
+    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
+    job = pull_job_manifest(pull_job(requester, revision=NEW, template=TEMPLATE, settings=TOOLS))
+    assert job["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "edge", "operator": "Exists", "effect": "NoSchedule"},
+        *DAEMON_TOLERATIONS,
+    ]
