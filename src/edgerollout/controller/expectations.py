@@ -1,6 +1,6 @@
 """Writes the controller has made for one DaemonSet and the cache does not show yet: deletions
 (`Expectations`), and condition patches (`ConditionWrites`, below). Each `RolloutState` holds one
-of each (design §?inflight).
+of each (design §4.5).
 
 Right after a delete, the pod cache may still show the pod Running; a moment later it shows the
 node with no pod until the native controller creates the replacement. In both gaps a reconcile that

@@ -1,4 +1,4 @@
-"""One reconcile of one DaemonSet: snapshot, plan, carry the plan out (design §?reconcile).
+"""One reconcile of one DaemonSet: snapshot, plan, carry the plan out (design §10.3).
 
 `reconcile(key)` takes a `Snapshot` of what the caches show of the DaemonSet together with what its
 `RolloutState` remembers, asks the pure `domain.reconcile.plan` for every decision, and hands each

@@ -5,7 +5,7 @@ rollout book (each node's last verdict), the deletions in flight, the condition 
 the nodes changed since its last plan, and how many nodes its last plan skipped. `RolloutStates`
 creates a state when a DaemonSet is first reconciled and drops it in one place (`drop`): when the
 DaemonSet is deleted, recreated under another UID, or stops opting in — so no piece outlives the
-others (design §?state).
+others (design §10.3).
 
 The cache reports changes here (`pod_changed`, `node_changed`): a node is remembered as changed only
 for DaemonSets that have a state, and handed over once (`RolloutState.take_changed_nodes`).

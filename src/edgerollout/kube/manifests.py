@@ -1,7 +1,7 @@
 """Kubernetes manifests for the objects the controller creates, rendered from domain decisions.
 
 The domain decides *that* a pull Job runs, where and for what (`domain.prepull.PullJob`); this
-module alone knows how such a Job is spelled in the API (design §?prepull): an init container copies a
+module alone knows how such a Job is spelled in the API (design §6.2): an init container copies a
 statically linked busybox into a shared emptyDir, and one container per image runs
 `<that busybox> true`, so any image can be pulled, distroless or `scratch` included.
 """
