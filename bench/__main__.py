@@ -179,7 +179,7 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     help="The Lease duration of the lab of scenarios 1-4 (lab up --node-lease-seconds): a "
     "production kubelet's by default, so that the idle lab leaves the rollouts most of the "
     f"machine; {NODE_LEASE_SECONDS}, the test lab's, shows a cut link within seconds but costs "
-    f"the idle lab two to three times the CPU (see the README).  [default: {PRODUCTION_NODE_LEASE_SECONDS}; "
+    f"the idle lab two to three times the CPU (see docs/benchmarks.md).  [default: {PRODUCTION_NODE_LEASE_SECONDS}; "
     f"smoke: {NODE_LEASE_SECONDS}]",
 )
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown.")

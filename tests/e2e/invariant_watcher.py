@@ -6,7 +6,7 @@ its user and its DeleteOptions). After the run, `violations()` holds the record 
 promises of an AdvancedRollingUpdate:
 
 1. `budget`: a deletion of an available pod is made only while fewer than max-unavailable other
-   Ready nodes are unavailable (the rule SPEC §4 states at the moment of each deletion);
+   Ready nodes are unavailable (the rule design §4.3 states at the moment of each deletion);
 2. `not-ready-node`: no pod is deleted on a node that is not Ready;
 3. `uid-precondition`, `deleted-twice`, `not-decided`: every deletion carries the pod's UID as a
    precondition, no pod is deleted twice, and no pod is deleted that the rules do not pick (a

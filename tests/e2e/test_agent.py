@@ -1,4 +1,4 @@
-"""The node-local OTA API against a real control plane (SPEC §6, §7; seed 001 §3).
+"""The node-local OTA API against a real control plane (design §8, §6; seed 001 §3, design §11.5).
 
 Every node of the lab runs its agent, reaching the API server only through that node's link and
 with a token bound to that node. The tests call the agents over HTTP as a program on the node

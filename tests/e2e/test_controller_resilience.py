@@ -1,4 +1,4 @@
-"""AdvancedRollingUpdate under pressure (SPEC §4): the budget seen from outside, a leader killed
+"""AdvancedRollingUpdate under pressure (design §4): the budget seen from outside, a leader killed
 mid-rollout, a Node object deleted mid-rollout.
 
 The budget is checked by `UnavailabilityWatcher`, which watches the pods itself and shares no code

@@ -1,4 +1,4 @@
-"""The node-local OTA API (SPEC §6), compatible with OpenYurt's YurtHub and ACK Edge's edge-hub.
+"""The node-local OTA API (design §8), compatible with OpenYurt's YurtHub and ACK Edge's edge-hub.
 
 | route                                                     | answer                                  |
 |-----------------------------------------------------------|-----------------------------------------|

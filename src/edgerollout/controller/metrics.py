@@ -1,4 +1,4 @@
-"""The controller's Prometheus metrics (SPEC §8).
+"""The controller's Prometheus metrics (design §10.7).
 
 Names follow controller-runtime where it has them (`workqueue_*`, `reconcile_*`,
 `rest_client_requests_total`, `leader_election_master_status`) so existing dashboards work. No

@@ -1,6 +1,6 @@
 """How many Ready nodes an AdvancedRollingUpdate may have unavailable at once.
 
-`apps.openyurt.io/max-unavailable` takes the forms of the native `maxUnavailable` (SPEC §4):
+`apps.openyurt.io/max-unavailable` takes the forms of the native `maxUnavailable` (design §2.3):
 
 - an integer of decimal digits, `3`;
 - a percentage, `30%`, of the *base*: the number of nodes that currently hold a pod of the

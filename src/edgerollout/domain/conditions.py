@@ -1,8 +1,8 @@
 """The pod conditions edgerollout keeps, and the one patch that writes each of them.
 
-`PodNeedUpgrade` (SPEC §5) tells the node whether its pod of an OTA DaemonSet is on the newest
+`PodNeedUpgrade` (design §5) tells the node whether its pod of an OTA DaemonSet is on the newest
 revision: `True` when it is not, `False` when it is, with the message
-`controllerrevision: <newest hash>` (OpenYurt v1.7). `PodImageReady` (SPEC §7) tracks an image
+`controllerrevision: <newest hash>` (OpenYurt v1.7). `PodImageReady` (design §6) tracks an image
 pre-pull with the reasons `WaitPullImage`, `PullImageSuccess` and `PullImageFail` and the same
 message format, naming the revision whose images were pulled.
 

@@ -4,7 +4,7 @@ A decision that finds something a user should hear about (a deprecated strategy 
 max-unavailable, a deletion) returns a `Notice`; the shell turns it into an Event on the
 DaemonSet. Reconciles repeat every few seconds and on every watch event, so a problem must not
 produce an Event each time: every notice carries a `key` built from its reason and the offending
-value, and the shell emits a notice only when that key is new for the DaemonSet (SPEC §3). When the
+value, and the shell emits a notice only if that key is new for the DaemonSet (design §7). When the
 user changes the value, the key changes and the new problem is reported once.
 """
 

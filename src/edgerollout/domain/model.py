@@ -25,7 +25,7 @@ class NodeReadiness(Enum):
     """Whether a node takes part in an AdvancedRollingUpdate.
 
     Only READY nodes are upgraded and counted against max-unavailable; the three others are
-    skipped alike (SPEC §4). They stay distinct so that logs and metrics can say why.
+    skipped alike (design §4.1). They stay distinct so that logs and metrics can say why.
     """
 
     READY = "Ready"

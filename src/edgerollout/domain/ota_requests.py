@@ -1,6 +1,6 @@
 """Whether a node's request to upgrade a pod, or to pre-pull its new images, may go ahead.
 
-The agent on an edge node serves OpenYurt's OTA API (SPEC §6). Before it changes anything it asks
+An edge node's agent serves OpenYurt's OTA API (design §8.2). Before it changes anything it asks
 the questions below, in this order, and the first "no" is the answer — with the HTTP code, a
 CamelCase reason and a sentence saying what was found and what was expected:
 

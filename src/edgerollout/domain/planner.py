@@ -2,7 +2,7 @@
 
 This is Kubernetes' DaemonSet `rollingUpdate` for `maxSurge: 0` (`pkg/controller/daemon/update.go`)
 with one change, the reason this product exists: only nodes whose `Ready` condition is True take
-part (SPEC §4). A NotReady, Unknown or missing node is skipped: its pods are never deleted (the
+part (design §4.1). A NotReady, Unknown or missing node is skipped: its pods are never deleted (the
 kubelet could not confirm, and the pod would hold a unit of budget while Terminating forever) and
 the node is not counted as unavailable (one offline node must not stop the upgrade of a thousand).
 When it turns Ready again it takes part in the next plan like any other node.

@@ -1,4 +1,4 @@
-"""Image pre-pull (SPEC §7): a node asks for the new images before it upgrades, a Job pulls them.
+"""Image pre-pull (design §6): a node asks for the new images before it upgrades, a Job pulls them.
 
 The agent's `imagepull` writes `PodImageReady=False`, reason `WaitPullImage`, naming the newest
 revision. The controller then runs, on that node, a Job whose containers use every image of the

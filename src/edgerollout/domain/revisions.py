@@ -1,7 +1,7 @@
 """Which revision is the newest, and whether a pod runs it: the one place that decides.
 
 The newest revision is the DaemonSet's ControllerRevision with the highest `.revision`; its
-`controller-revision-hash` label is what pods carry (SPEC §4). The native controller keeps one
+`controller-revision-hash` label is what pods carry (design §3). The native controller keeps one
 revision per distinct template and renumbers a revision when a rollback makes it current again,
 so the highest number is the template the DaemonSet has now.
 

@@ -1,6 +1,6 @@
 """Which update model a DaemonSet asked for, read from `apps.openyurt.io/update-strategy`.
 
-The rules (SPEC §3), in the order they are checked:
+The rules (design §2.1), in the order they are checked:
 
 1. No annotation: the DaemonSet is not ours; nothing is said.
 2. A value that is none of `AdvancedRollingUpdate`, `OTA` or the legacy `auto` (compared without

@@ -9,7 +9,7 @@ spelled anywhere else.
 
 from typing import Final
 
-# DaemonSet annotations that opt a DaemonSet in (SPEC §3).
+# DaemonSet annotations that opt a DaemonSet in (design §2).
 UPDATE_STRATEGY_ANNOTATION: Final = "apps.openyurt.io/update-strategy"
 MAX_UNAVAILABLE_ANNOTATION: Final = "apps.openyurt.io/max-unavailable"
 
@@ -31,7 +31,7 @@ POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
 # The DaemonSet annotation that `pod-template-generation` is compared with.
 TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
 
-# Pod condition types this product writes (SPEC §5, §7).
+# Pod condition types this product writes (design §5, §6).
 POD_NEED_UPGRADE: Final = "PodNeedUpgrade"
 POD_IMAGE_READY: Final = "PodImageReady"
 

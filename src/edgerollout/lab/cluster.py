@@ -1,6 +1,6 @@
 """A lab: a real control plane and N simulated edge nodes in one folder, and what can be done to it.
 
-`DIR/lab.json` is the contract with tests and tools (SPEC §9): the admin kubeconfig and, per node,
+`DIR/lab.json` is what tests and tools rely on (design §11.2): the admin kubeconfig and, per node,
 its own kubeconfig (reaching the API server through the node's link) and its agent URL. Everything
 else in DIR (pki/, logs/, pids/, etcd/, state.json) is the lab's own.
 """

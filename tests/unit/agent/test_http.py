@@ -1,4 +1,4 @@
-"""The agent's HTTP surface (SPEC §6): the pod list, credentials, and refusals of malformed requests."""
+"""The agent's HTTP surface (design §8): the pod list, credentials, and refusals of malformed requests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""upgrade and imagepull (SPEC §6, §7): what the agent reads, what it writes, and when it refuses."""
+"""upgrade and imagepull (design §8, §6): what the agent reads, what it writes, and when it refuses."""
 
 from __future__ import annotations
 

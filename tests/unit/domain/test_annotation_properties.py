@@ -72,7 +72,7 @@ def test_annotations_without_the_strategy_key_never_opt_in_and_say_nothing(
 
 
 def oracle_budget(raw: str | None, base: int) -> int | None:
-    """SPEC §4 restated: digits, optionally a `%`; zero or unset is 10%; rounds up; clamps."""
+    """design §2.3 restated: digits, optionally a `%`; zero or unset is 10%; rounds up; clamps."""
     text = "10%" if raw is None else raw.strip()
     percent = text.endswith("%")
     digits = text[:-1] if percent else text

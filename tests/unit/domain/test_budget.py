@@ -1,4 +1,4 @@
-"""Reading `apps.openyurt.io/max-unavailable` into a number of nodes (SPEC §4)."""
+"""Reading `apps.openyurt.io/max-unavailable` into a number of nodes (design §2.3)."""
 
 import math
 from fractions import Fraction

@@ -1,4 +1,4 @@
-"""The PodNeedUpgrade and PodImageReady conditions and their patches (SPEC §5, §7)."""
+"""The PodNeedUpgrade and PodImageReady conditions and their patches (design §5, §6)."""
 
 from datetime import timedelta
 

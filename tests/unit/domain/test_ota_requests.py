@@ -1,4 +1,4 @@
-"""The checks before a node's OTA request is carried out (SPEC §6, §7), first "no" wins."""
+"""The checks before a node's OTA request is carried out (design §8.2, §6), first "no" wins."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which pods an AdvancedRollingUpdate deletes now (SPEC §4), scenario by scenario."""
+"""Which pods an AdvancedRollingUpdate deletes now (design §4), scenario by scenario."""
 
 from collections.abc import Iterable, Sequence
 from datetime import timedelta

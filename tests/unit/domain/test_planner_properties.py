@@ -1,6 +1,6 @@
 """Properties of the planner over random clusters, checked against an independent oracle.
 
-The oracle restates SPEC §4 in the plainest terms: a Ready node is available when exactly one of
+The oracle restates design §4 in the plainest terms: a Ready node is available when exactly one of
 its pods is live (not terminating, not being deleted) and that pod is Ready for longer than
 minReadySeconds; every other Ready node is unavailable; other nodes do not count.
 """

@@ -1,4 +1,4 @@
-"""One reconcile of one DaemonSet, end to end through the pure core (SPEC §3-§5)."""
+"""One reconcile of one DaemonSet, end to end through the pure core (design §2-§5)."""
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta

@@ -1,4 +1,4 @@
-"""The newest revision, and whether a pod is current (SPEC §4)."""
+"""The newest revision, and whether a pod is current (design §3)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Reading `apps.openyurt.io/update-strategy` (SPEC §3)."""
+"""Reading `apps.openyurt.io/update-strategy` (design §2.1)."""
 
 import pytest
 
