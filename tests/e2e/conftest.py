@@ -15,8 +15,8 @@ import pytest
 
 from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.controller_process import ControllerProcess, controller_for
-from tests.e2e.support import LabHandle, fresh_namespace, lab_handle
+from tests.e2e.support.controller_process import ControllerProcess, controller_for
+from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle
 
 DEFAULT_NODES = 4
 

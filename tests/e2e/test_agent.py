@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
 
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
-from tests.e2e.agent_support import (
+from tests.e2e.support.agents import (
     OTA,
     Answer,
     agent_lab_fixtures,
@@ -44,18 +44,8 @@ from tests.e2e.agent_support import (
     snapshot,
     terminating_pod,
 )
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import (
-    NAME,
-    NEW,
-    NODES,
-    OLD,
-    ON_DELETE,
-    SELECTOR,
-    newest_revision_hash,
-    running_everywhere,
-)
-from tests.e2e.support import (
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
@@ -65,6 +55,16 @@ from tests.e2e.support import (
     pod_ready,
     set_image,
     wait_for,
+)
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    NODES,
+    OLD,
+    ON_DELETE,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
 )
 
 agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(folder="agents", namespace_prefix="a")

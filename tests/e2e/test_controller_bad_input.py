@@ -6,9 +6,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
-from tests.e2e.support import LabHandle, by_node, daemonset, events, hold_for, set_image, wait_for
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    daemonset,
+    events,
+    hold_for,
+    set_image,
+    wait_for,
+)
+from tests.e2e.support.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
 

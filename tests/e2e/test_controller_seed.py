@@ -11,18 +11,8 @@ import time
 import pytest
 
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import (
-    NAME,
-    NEW,
-    NODES,
-    OLD,
-    ON_DELETE,
-    SELECTOR,
-    newest_revision_hash,
-    running_everywhere,
-)
-from tests.e2e.support import (
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
@@ -33,6 +23,16 @@ from tests.e2e.support import (
     pod_ready,
     set_image,
     wait_for,
+)
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    NODES,
+    OLD,
+    ON_DELETE,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.support import (
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     daemonset,

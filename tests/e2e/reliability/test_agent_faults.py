@@ -26,12 +26,11 @@ import pytest
 
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.control_plane import audit_log_path
-from tests.e2e.agent_support import agent_lab_fixtures, agent_of, snapshot
-from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.reliability.conftest import Plan
-from tests.e2e.reliability.test_bad_input_corpus import audited_pod_deletions
-from tests.e2e.seed import NAME, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
-from tests.e2e.support import (
+from tests.e2e.support.agents import agent_lab_fixtures, agent_of, snapshot
+from tests.e2e.support.audit import audited_pod_deletions
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
@@ -39,6 +38,7 @@ from tests.e2e.support import (
     set_image,
     wait_for,
 )
+from tests.e2e.support.seed import NAME, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 
 CORPUS = Path(__file__).parent / "corpus"
 OTA = {"apps.openyurt.io/update-strategy": "OTA"}

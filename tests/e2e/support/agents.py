@@ -23,8 +23,15 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.controller_process import ControllerProcess, controller_for
-from tests.e2e.support import LabHandle, by_node, fresh_namespace, lab_handle, pod_ready, wait_for
+from tests.e2e.support.controller_process import ControllerProcess, controller_for
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    fresh_namespace,
+    lab_handle,
+    pod_ready,
+    wait_for,
+)
 
 JSON = dict[str, Any]
 OTA = {"apps.openyurt.io/update-strategy": "ota"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.e2e.support import LabHandle, by_node, images, pod_ready, wait_for
+from tests.e2e.support.lab import LabHandle, by_node, images, pod_ready, wait_for
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
 NODES = ["edge-1", "edge-2", "edge-3"]
