@@ -34,7 +34,6 @@ from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.support.agents import (
     OTA,
     Answer,
-    agent_lab_fixtures,
     agent_of,
     bare_pod,
     listed_condition,
@@ -66,8 +65,6 @@ from tests.e2e.support.seed import (
     newest_revision_hash,
     running_everywhere,
 )
-
-agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(folder="agents", namespace_prefix="a")
 
 
 async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:

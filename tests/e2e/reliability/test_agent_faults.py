@@ -27,7 +27,7 @@ import pytest
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.control_plane import audit_log_path
 from tests.e2e.reliability.conftest import Plan
-from tests.e2e.support.agents import agent_lab_fixtures, agent_of, snapshot
+from tests.e2e.support.agents import agent_of, snapshot
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
@@ -45,11 +45,6 @@ OTA = {"apps.openyurt.io/update-strategy": "OTA"}
 NODE = "edge-2"
 NOTHING_CHANGED = "nothing was changed"
 SENT = "was sent but not confirmed"
-
-
-agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(
-    folder="agents-chaos", namespace_prefix="ac"
-)
 
 
 async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
