@@ -78,17 +78,15 @@ def _helm_template(*args: str) -> subprocess.CompletedProcess[str]:
     return _helm("template", RELEASE, str(CHART), *args)
 
 
+def _helm_release(command: str, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`helm <command> RELEASE` (command: "install", "get manifest"...) on the lab, the release's
+    record in RELEASE_NAMESPACE."""
+    where = ("--namespace", RELEASE_NAMESPACE)
+    return _helm(*command.split(), RELEASE, *where, *args, kubeconfig=kubeconfig)
+
+
 def _helm_install(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`helm install` of the chart, its release recorded in RELEASE_NAMESPACE."""
-    return _helm(
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        *args,
-        kubeconfig=kubeconfig,
-    )
+    return _helm_release("install", kubeconfig, str(CHART), *args)
 
 
 def _charted(*args: str) -> list[dict[str, Any]]:
@@ -652,21 +650,11 @@ def test_helm_uninstall_removes_everything_it_installed(bare_lab: Lab) -> None:
     objects = _charted()
     installed = _helm_install(bare_lab.kubeconfig)
     assert installed.returncode == 0, installed.stderr
-    manifest = _helm(
-        "get", "manifest", RELEASE, "--namespace", RELEASE_NAMESPACE, kubeconfig=bare_lab.kubeconfig
-    )
+    manifest = _helm_release("get manifest", bare_lab.kubeconfig)
     assert _documents(manifest.stdout) == objects
     assert sorted(_present(bare_lab, objects)) == sorted(map(_reference, objects))
 
-    removed = _helm(
-        "uninstall",
-        RELEASE,
-        "--namespace",
-        RELEASE_NAMESPACE,
-        "--wait",
-        "--timeout=90s",
-        kubeconfig=bare_lab.kubeconfig,
-    )
+    removed = _helm_release("uninstall", bare_lab.kubeconfig, "--wait", "--timeout=90s")
 
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout.splitlines()[-1] == f'release "{RELEASE}" uninstalled'
