@@ -18,9 +18,8 @@ import pytest
 
 from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.support.agents import lab_with_agents
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
-from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle
+from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own
 
 DEFAULT_NODES = 4
 
@@ -105,7 +104,7 @@ def agents_lab(
 ) -> Iterator[Lab]:
     """A lab with an agent on every node, for the test module; stopped when its tests are done."""
     module = request.module.__name__.rpartition(".")[2]
-    with lab_with_agents(tmp_path_factory.mktemp(module) / "lab") as lab:
+    with lab_of_its_own(tmp_path_factory.mktemp(module) / "lab", nodes=3, agents=True) as lab:
         yield lab
 
 

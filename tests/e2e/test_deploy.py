@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab import cluster
 from edgerollout.lab.build import binary
 from edgerollout.lab.cluster import Lab
+from tests.e2e.support.lab import lab_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "base"
@@ -161,14 +161,11 @@ def installed(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Installed]:
     folder = tmp_path_factory.mktemp(f"deploy-{request.param}-lab")
-    lab = cluster.up(folder, nodes=2, say=lambda _: None)
-    try:
+    with lab_of_its_own(folder, nodes=2) as lab:
         if request.param == "kustomize":
             yield _install_with_kustomize(lab)
         else:
             yield _install_with_helm(lab)
-    finally:
-        cluster.down(folder, say=lambda _: None)
 
 
 def _get(installed: Installed, kind: str, name: str) -> dict[str, Any]:
@@ -570,12 +567,8 @@ def test_bad_values_are_refused_by_the_schema_naming_each_bad_value(
 
 @pytest.fixture(scope="module")
 def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    folder = tmp_path_factory.mktemp("deploy-helm-bare-lab")
-    lab = cluster.up(folder, nodes=1, say=lambda _: None)
-    try:
+    with lab_of_its_own(tmp_path_factory.mktemp("deploy-helm-bare-lab"), nodes=1) as lab:
         yield lab
-    finally:
-        cluster.down(folder, say=lambda _: None)
 
 
 def _namespaces(lab: Lab) -> list[str]:

@@ -1,19 +1,17 @@
-"""What the agent's end-to-end tests share: a lab with agents, a client for them, cluster snapshots.
+"""What the agent's end-to-end tests share: a client for the agents, cluster snapshots.
 
 The session's labs run without agents, so these tests run on a lab of their own with one agent per
-node (`lab_with_agents`; the conftest's `agents_lab` starts one per test module), and talk to each
-agent over HTTP as a process on that node would. "Nothing changed"
-is checked by comparing snapshots of the pods the test made: a refusal must leave every UID,
-resourceVersion and deletion timestamp exactly as it was.
+node (the conftest's `agents_lab`, one per test module), and talk to each agent over HTTP as a
+process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
+test made: a refusal must leave every UID, resourceVersion and deletion timestamp exactly as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -21,28 +19,12 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.support.lab import (
-    LabHandle,
-    by_node,
-    pod_ready,
-    wait_for,
-)
+from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
 
 JSON = dict[str, Any]
 OTA = {"apps.openyurt.io/update-strategy": "ota"}
 CACHE_AGE = "X-Edgerollout-Cache-Age"
-
-
-@contextlib.contextmanager
-def lab_with_agents(folder: Path, *, nodes: int = 3) -> Iterator[Lab]:
-    """A lab whose every node runs an agent; stopped when the block ends, whatever happened."""
-    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=True)
-    try:
-        yield lab
-    finally:
-        cluster.down(lab.folder, say=lambda _: None)
 
 
 @dataclass(frozen=True, slots=True)
