@@ -63,16 +63,13 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
-    running_everywhere,
+    seed_daemonset,
 )
 
 
 async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:
     """Seed 001 §3's DaemonSet, Running everywhere; node -> pod name."""
-    await cloud.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
-    )
-    await running_everywhere(cloud, ns, OLD, NODES)
+    await seed_daemonset(cloud, ns, annotations=OTA)
     return {
         node: pods[0].metadata.name
         for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()
