@@ -39,13 +39,14 @@ async def seed_daemonset(
     *,
     annotations: dict[str, str] | None = None,
     strategy: dict[str, Any] = ON_DELETE,
+    nodes: list[str] = NODES,
 ) -> dict[str, str]:
     """Create the seed's DaemonSet on OLD with these annotations and update strategy, and wait for
-    its Ready pod on each of NODES; node -> pod UID."""
+    its Ready pod on each of `nodes`; node -> pod UID."""
     await kube.apps.create_namespaced_daemon_set(
         namespace, daemonset(NAME, image=OLD, strategy=strategy, annotations=annotations)
     )
-    return await running_everywhere(kube, namespace, OLD, NODES)
+    return await running_everywhere(kube, namespace, OLD, nodes)
 
 
 async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:
