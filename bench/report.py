@@ -30,15 +30,29 @@ def _s(seconds: float) -> str:
 
 
 def _target(
-    scenario: str, value: float, target: float, *, unit: str = "", digits: int = 1, at: str = ""
+    scenario: str,
+    value: float,
+    target: float,
+    *,
+    unit: str = "",
+    digits: int = 1,
+    at: str = "",
+    upper_bound: bool = True,
 ) -> Row:
-    """A row measured against a target (an upper bound): value, "target ≤ X", ratio."""
+    """A row measured against a target: value, "target ≤ X" (or "target X" for a target to meet
+    exactly), ratio."""
+    bound = "≤ " if upper_bound else ""
     return Row(
         scenario,
         f"{value:.{digits}f}{unit}",
-        f"target ≤ {target:g}{unit}{at}",
+        f"target {bound}{target:g}{unit}{at}",
         _ratio(value, target),
     )
+
+
+def _shown(scenario: str, edgerollout: str = "-", reference: str = "-") -> Row:
+    """A row with nothing to divide: a measurement (or a reference) shown as it is, no ratio."""
+    return Row(scenario, edgerollout, reference, "-")
 
 
 def _within(scenario: str, seconds: float, limit: float, limit_is: str) -> Row:
@@ -141,17 +155,13 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
     lab = rolling["lab"]
     idle = sum(lab.get("idle_cpu_seconds_per_second", {}).values())
     table += [
-        Row(
+        _shown(
             f"  lab: one batch of {rolling['budget']} pods deleted by hand → Ready",
-            "-",
-            _s(lab["wave_seconds"]),
-            "-",
+            reference=_s(lab["wave_seconds"]),
         ),
-        Row(
+        _shown(
             "  lab: CPU of the idle lab (heartbeats, Leases), per second",
-            "-",
-            f"{idle:.2f} s/s",
-            "-",
+            reference=f"{idle:.2f} s/s",
         ),
         _versus(
             "  lab: CPU seconds of the lab's programs during the rollout",
@@ -185,11 +195,10 @@ def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> 
     n, cut = gone["nodes"], gone["disconnected"]
     connected = n - cut
     table = [
-        Row(
+        _shown(
             f"2 {cut} of {n} disconnected: share updated",
             f"{connected}/{n} in {_s(ours['connected_seconds'])}",
             f"native {native['updated']}/{n} after {native['watched_seconds']:.0f} s",
-            "-",
         )
     ]
     if rolling:
@@ -212,20 +221,16 @@ def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> 
     )
     if "old_pods_deleted_after_ready_seconds" in ours:
         table.append(
-            Row(
+            _shown(
                 f"  of which edgerollout: last of the {cut} old pods deleted, after Ready",
                 _s(ours["old_pods_deleted_after_ready_seconds"]),
-                "-",
-                "-",
             )
         )
     if "kwok_writes_refused_while_cut" in ours:
         table.append(
-            Row(
+            _shown(
                 "  lab: cut nodes seen Ready during the cut / KWOK writes refused",
                 f"{ours['cut_nodes_seen_ready_while_cut']} / {ours['kwok_writes_refused_while_cut']}",
-                "-",
-                "-",
             )
         )
     return table
@@ -248,11 +253,10 @@ def rows(results: dict[str, Any]) -> list[Row]:
             _target(
                 "3 deletes per pod", api["deletes_per_pod"], api["target_deletes_per_pod"], digits=3
             ),
-            Row(
+            _shown(
                 "3 LISTs / GETs by the controller during the rollout",
                 str(api["controller_gets_during_rollout"]),
                 "target 0 (watches only, no polling)",
-                "-",
             ),
             _versus(
                 "3 pod requests served by the API server (all clients)",
@@ -270,11 +274,12 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 ota["target_seconds"],
                 unit=" s",
             ),
-            Row(
+            _target(
                 "4 OTA: API writes per pod",
-                f"{ota['writes_per_pod']:.3f}",
-                f"target {ota['target_writes_per_pod']}",
-                _ratio(ota["writes_per_pod"], ota["target_writes_per_pod"]),
+                ota["writes_per_pod"],
+                ota["target_writes_per_pod"],
+                digits=3,
+                upper_bound=False,
             ),
         ]
     footprint = scenarios.get("footprint")
@@ -294,18 +299,14 @@ def rows(results: dict[str, Any]) -> list[Row]:
     if agent:
         get = agent["get_pods"]
         table += [
-            Row(
+            _shown(
                 f"6 agent GET /pods p50 ({agent['pods_served']} pods, {get['rate_per_second']:.0f}/s)",
                 f"{get['p50_ms']:.1f} ms",
-                "-",
-                "-",
             ),
             _target("6 agent GET /pods p99", get["p99_ms"], agent["target_p99_ms"], unit=" ms"),
-            Row(
+            _shown(
                 "6 agent upgrade → pod deleted (median)",
                 f"{agent['upgrade']['median_deletion_seen_ms']:.0f} ms",
-                "-",
-                "-",
             ),
         ]
     return table

@@ -3,6 +3,9 @@
 A test asks for a lab size with `@pytest.mark.lab(nodes=N)` (default 4). Tests are ordered so that
 those wanting the same size run together, and a lab is replaced only when the size changes. Every
 lab is stopped in a finalizer, also when a test fails or the run is interrupted.
+
+The agents' tests (`agents_lab`, `cloud`, `ns`, `ota_controller`) run instead on a lab of their
+own, one per test module, with an agent on every node.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import pytest
 
 from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.controller_process import ControllerProcess, controller_for
-from tests.e2e.support import LabHandle, fresh_namespace, lab_handle
+from tests.e2e.support.controller_process import ControllerProcess, controller_for
+from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own
 
 DEFAULT_NODES = 4
 
@@ -92,6 +95,38 @@ async def controller(
 ) -> AsyncIterator[ControllerProcess]:
     """edgerollout's controller, running as a process, scoped to the test's namespace."""
     async with controller_for(lab.kubeconfig, namespace, tmp_path / "controller.log", request) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def agents_lab(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Lab]:
+    """A lab with an agent on every node, for the test module; stopped when its tests are done."""
+    module = request.module.__name__.rpartition(".")[2]
+    with lab_of_its_own(tmp_path_factory.mktemp(module) / "lab", nodes=3, agents=True) as lab:
+        yield lab
+
+
+@pytest.fixture
+async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
+    """The admin's API clients on the agents' lab."""
+    async with lab_handle(agents_lab) as handle:
+        yield handle
+
+
+@pytest.fixture
+async def ns(cloud: LabHandle) -> AsyncIterator[str]:
+    async with fresh_namespace(cloud, prefix="a") as name:
+        yield name
+
+
+@pytest.fixture
+async def ota_controller(
+    agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    """edgerollout's controller on the agents' lab, scoped to the test's namespace."""
+    async with controller_for(agents_lab.kubeconfig, ns, tmp_path / "controller.log", request) as c:
         yield c
 
 

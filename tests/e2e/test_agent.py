@@ -31,10 +31,9 @@ from schemathesis.specs.openapi.checks import (
 
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
-from tests.e2e.agent_support import (
+from tests.e2e.support.agents import (
     OTA,
     Answer,
-    agent_lab_fixtures,
     agent_of,
     bare_pod,
     listed_condition,
@@ -44,18 +43,8 @@ from tests.e2e.agent_support import (
     snapshot,
     terminating_pod,
 )
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import (
-    NAME,
-    NEW,
-    NODES,
-    OLD,
-    ON_DELETE,
-    SELECTOR,
-    newest_revision_hash,
-    running_everywhere,
-)
-from tests.e2e.support import (
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
@@ -66,16 +55,21 @@ from tests.e2e.support import (
     set_image,
     wait_for,
 )
-
-agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(folder="agents", namespace_prefix="a")
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    NODES,
+    OLD,
+    ON_DELETE,
+    SELECTOR,
+    newest_revision_hash,
+    seed_daemonset,
+)
 
 
 async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:
     """Seed 001 §3's DaemonSet, Running everywhere; node -> pod name."""
-    await cloud.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
-    )
-    await running_everywhere(cloud, ns, OLD, NODES)
+    await seed_daemonset(cloud, ns, annotations=OTA)
     return {
         node: pods[0].metadata.name
         for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()

@@ -6,9 +6,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
-from tests.e2e.support import LabHandle, by_node, daemonset, events, hold_for, set_image, wait_for
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import LabHandle, by_node, events, hold_for, set_image, wait_for
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    NODES,
+    ON_DELETE,
+    SELECTOR,
+    running_everywhere,
+    seed_daemonset,
+)
 
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
 
@@ -47,10 +55,7 @@ async def test_bad_annotation_gives_one_warning_and_deletes_nothing(
     reason: str,
     message: str,
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=strategy, annotations=annotations)
-    )
-    before = await running_everywhere(kube, namespace, OLD, NODES)
+    before = await seed_daemonset(kube, namespace, annotations=annotations, strategy=strategy)
     await set_image(kube, namespace, NAME, NEW)
 
     async def warned() -> bool:
@@ -78,10 +83,7 @@ async def test_opt_in_without_on_delete_warns_once_and_leaves_the_rollout_to_the
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     annotations = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=ROLLING, annotations=annotations)
-    )
-    await running_everywhere(kube, namespace, OLD, NODES)
+    await seed_daemonset(kube, namespace, annotations=annotations, strategy=ROLLING)
     await set_image(kube, namespace, NAME, NEW)
     await running_everywhere(kube, namespace, NEW, NODES)  # the native RollingUpdate did it
 

@@ -19,8 +19,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.lab.api import node_manifest
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.support import (
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     daemonset,
@@ -31,7 +31,7 @@ from tests.e2e.support import (
     set_image,
     wait_for,
 )
-from tests.e2e.unavailability_watcher import UnavailabilityWatcher
+from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
 ON_DELETE = {"type": "OnDelete"}

@@ -11,28 +11,27 @@ import time
 import pytest
 
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import (
-    NAME,
-    NEW,
-    NODES,
-    OLD,
-    ON_DELETE,
-    SELECTOR,
-    newest_revision_hash,
-    running_everywhere,
-)
-from tests.e2e.support import (
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
-    daemonset,
     events,
     hold_for,
     images,
     pod_ready,
     set_image,
     wait_for,
+)
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    NODES,
+    OLD,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
+    seed_daemonset,
 )
 
 
@@ -44,10 +43,7 @@ async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_o
         "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
         "apps.openyurt.io/max-unavailable": "30%",
     }
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=annotations)
-    )
-    before = await running_everywhere(kube, namespace, OLD, NODES)
+    before = await seed_daemonset(kube, namespace, annotations=annotations)
 
     await kube.disconnect("edge-2", "edge-3")
     for node in ("edge-2", "edge-3"):
@@ -96,10 +92,7 @@ async def test_legacy_auto_value_upgrades_like_advanced_rolling_update_and_says_
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     annotations = {"apps.openyurt.io/update-strategy": "auto"}
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=annotations)
-    )
-    before = await running_everywhere(kube, namespace, OLD, NODES)
+    before = await seed_daemonset(kube, namespace, annotations=annotations)
     await set_image(kube, namespace, NAME, NEW)
     after = await running_everywhere(kube, namespace, NEW, NODES)
     assert not set(before.values()) & set(after.values())
@@ -117,10 +110,7 @@ async def test_ota_marks_every_pod_and_deletes_nothing(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     annotations = {"apps.openyurt.io/update-strategy": "OTA"}
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=annotations)
-    )
-    before = await running_everywhere(kube, namespace, OLD, NODES)
+    before = await seed_daemonset(kube, namespace, annotations=annotations)
     first_hash = await newest_revision_hash(kube, namespace)
 
     async def all_marked(status: str, revision: str) -> bool:

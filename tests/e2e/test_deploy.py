@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab import cluster
 from edgerollout.lab.build import binary
 from edgerollout.lab.cluster import Lab
+from tests.e2e.support.lab import lab_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "base"
@@ -78,17 +78,15 @@ def _helm_template(*args: str) -> subprocess.CompletedProcess[str]:
     return _helm("template", RELEASE, str(CHART), *args)
 
 
+def _helm_release(command: str, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`helm <command> RELEASE` (command: "install", "get manifest"...) on the lab, the release's
+    record in RELEASE_NAMESPACE."""
+    where = ("--namespace", RELEASE_NAMESPACE)
+    return _helm(*command.split(), RELEASE, *where, *args, kubeconfig=kubeconfig)
+
+
 def _helm_install(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`helm install` of the chart, its release recorded in RELEASE_NAMESPACE."""
-    return _helm(
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        *args,
-        kubeconfig=kubeconfig,
-    )
+    return _helm_release("install", kubeconfig, str(CHART), *args)
 
 
 def _charted(*args: str) -> list[dict[str, Any]]:
@@ -163,14 +161,11 @@ def installed(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Installed]:
     folder = tmp_path_factory.mktemp(f"deploy-{request.param}-lab")
-    lab = cluster.up(folder, nodes=2, say=lambda _: None)
-    try:
+    with lab_of_its_own(folder, nodes=2) as lab:
         if request.param == "kustomize":
             yield _install_with_kustomize(lab)
         else:
             yield _install_with_helm(lab)
-    finally:
-        cluster.down(folder, say=lambda _: None)
 
 
 def _get(installed: Installed, kind: str, name: str) -> dict[str, Any]:
@@ -572,12 +567,8 @@ def test_bad_values_are_refused_by_the_schema_naming_each_bad_value(
 
 @pytest.fixture(scope="module")
 def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    folder = tmp_path_factory.mktemp("deploy-helm-bare-lab")
-    lab = cluster.up(folder, nodes=1, say=lambda _: None)
-    try:
+    with lab_of_its_own(tmp_path_factory.mktemp("deploy-helm-bare-lab"), nodes=1) as lab:
         yield lab
-    finally:
-        cluster.down(folder, say=lambda _: None)
 
 
 def _namespaces(lab: Lab) -> list[str]:
@@ -652,21 +643,11 @@ def test_helm_uninstall_removes_everything_it_installed(bare_lab: Lab) -> None:
     objects = _charted()
     installed = _helm_install(bare_lab.kubeconfig)
     assert installed.returncode == 0, installed.stderr
-    manifest = _helm(
-        "get", "manifest", RELEASE, "--namespace", RELEASE_NAMESPACE, kubeconfig=bare_lab.kubeconfig
-    )
+    manifest = _helm_release("get manifest", bare_lab.kubeconfig)
     assert _documents(manifest.stdout) == objects
     assert sorted(_present(bare_lab, objects)) == sorted(map(_reference, objects))
 
-    removed = _helm(
-        "uninstall",
-        RELEASE,
-        "--namespace",
-        RELEASE_NAMESPACE,
-        "--wait",
-        "--timeout=90s",
-        kubeconfig=bare_lab.kubeconfig,
-    )
+    removed = _helm_release("uninstall", bare_lab.kubeconfig, "--wait", "--timeout=90s")
 
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout.splitlines()[-1] == f'release "{RELEASE}" uninstalled'

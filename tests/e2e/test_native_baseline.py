@@ -10,53 +10,29 @@ from __future__ import annotations
 import pytest
 
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.support import (
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
-    daemonset,
     hold_for,
     images,
     pod_ready,
     set_image,
     wait_for,
 )
+from tests.e2e.support.seed import NAME, NEW, OLD, SELECTOR, running_everywhere, seed_daemonset
 
-OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
-ON_DELETE = {"type": "OnDelete"}
-
-
-async def _running_everywhere(kube: LabHandle, namespace: str, image: str) -> dict[str, str]:
-    """Wait for exactly one Ready pod per node running image; return node -> pod UID."""
-
-    async def probe() -> dict[str, str] | None:
-        grouped = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
-        if sorted(grouped) != NODES:
-            return None
-        if any(len(pods) != 1 for pods in grouped.values()):
-            return None
-        pods = [pods[0] for pods in grouped.values()]
-        if not all(pod_ready(p) and images(p) == [image] for p in pods):
-            return None
-        if any(p.metadata.deletion_timestamp is not None for p in pods):
-            return None
-        return {node: pods[0].metadata.uid for node, pods in grouped.items()}
-
-    return await wait_for(probe, timeout=60, what=f"one Ready {image} pod on each of {NODES}")
 
 
 @pytest.mark.lab(nodes=4)
 async def test_native_rolling_update_completes_when_all_nodes_are_connected(
     kube: LabHandle, namespace: str
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset("nginx-daemonset", image=OLD, strategy=ROLLING)
-    )
-    before = await _running_everywhere(kube, namespace, OLD)
+    before = await seed_daemonset(kube, namespace, strategy=ROLLING, nodes=NODES)
 
-    await set_image(kube, namespace, "nginx-daemonset", NEW)
-    after = await _running_everywhere(kube, namespace, NEW)
+    await set_image(kube, namespace, NAME, NEW)
+    after = await running_everywhere(kube, namespace, NEW, NODES)
 
     assert sorted(after) == NODES
     assert not set(before.values()) & set(after.values()), "every pod was replaced"
@@ -66,20 +42,17 @@ async def test_native_rolling_update_completes_when_all_nodes_are_connected(
 async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
     kube: LabHandle, namespace: str
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset("nginx-daemonset", image=OLD, strategy=ROLLING)
-    )
-    before = await _running_everywhere(kube, namespace, OLD)
+    before = await seed_daemonset(kube, namespace, strategy=ROLLING, nodes=NODES)
     await kube.disconnect("edge-3", "edge-4")
     for node in ("edge-3", "edge-4"):
         await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
 
-    await set_image(kube, namespace, "nginx-daemonset", NEW)
+    await set_image(kube, namespace, NAME, NEW)
 
     # The disconnected nodes' old pods are not Ready, so the controller deletes them at once; the
     # kubelets never confirm, so they stay Terminating and hold the whole budget.
     async def both_terminating() -> bool:
-        grouped = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
         return all(
             [p.metadata.uid for p in grouped.get(node, [])] == [before[node]]
             and grouped[node][0].metadata.deletion_timestamp is not None
@@ -89,7 +62,7 @@ async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
     await wait_for(both_terminating, timeout=30, what="the old pods on edge-3/edge-4 Terminating")
 
     async def connected_nodes_untouched() -> bool:
-        grouped = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
         return (
             all(
                 [p.metadata.uid for p in grouped.get(node, [])] == [before[node]]
@@ -106,7 +79,7 @@ async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
         seconds=3 * NODE_MONITOR_GRACE_SECONDS,
         what="edge-1/edge-2 keeping their old pods while edge-3/edge-4 stay Terminating",
     )
-    ds = await kube.apps.read_namespaced_daemon_set("nginx-daemonset", namespace)
+    ds = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
     # The API omits zero counts: none of the four nodes runs the updated template.
     assert ds.status.updated_number_scheduled is None
     assert ds.status.desired_number_scheduled == 2  # the two Ready nodes
@@ -116,21 +89,18 @@ async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
 async def test_on_delete_pod_is_replaced_on_ready_node_but_stays_terminating_on_disconnected_node(
     kube: LabHandle, namespace: str
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset("nginx-daemonset", image=OLD, strategy=ON_DELETE)
-    )
-    before = await _running_everywhere(kube, namespace, OLD)
+    before = await seed_daemonset(kube, namespace, nodes=NODES)
     await kube.disconnect("edge-2")
     await kube.wait_node_ready("edge-2", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
-    await set_image(kube, namespace, "nginx-daemonset", NEW)
+    await set_image(kube, namespace, NAME, NEW)
 
-    pods = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+    pods = by_node(await kube.pods(namespace, SELECTOR))
     for node in ("edge-1", "edge-2"):
         pod = pods[node][0]
         await kube.core.delete_namespaced_pod(pod.metadata.name, namespace)
 
     async def edge1_replaced() -> bool:
-        grouped = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
         pods = grouped.get("edge-1", [])
         return (
             len(pods) == 1
@@ -142,7 +112,7 @@ async def test_on_delete_pod_is_replaced_on_ready_node_but_stays_terminating_on_
     await wait_for(edge1_replaced, timeout=30, what="a Ready nginx:1.19.5 pod on edge-1")
 
     async def edge2_stuck() -> bool:
-        grouped = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
         pods = grouped.get("edge-2", [])
         return (
             [p.metadata.uid for p in pods] == [before["edge-2"]]
@@ -155,7 +125,7 @@ async def test_on_delete_pod_is_replaced_on_ready_node_but_stays_terminating_on_
         seconds=2 * NODE_MONITOR_GRACE_SECONDS,
         what="edge-2's deleted pod staying Terminating with no replacement",
     )
-    untouched = by_node(await kube.pods(namespace, "app=nginx-daemonset"))
+    untouched = by_node(await kube.pods(namespace, SELECTOR))
     for node in ("edge-3", "edge-4"):
         assert [p.metadata.uid for p in untouched[node]] == [before[node]]
         assert images(untouched[node][0]) == [OLD]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, running_everywhere
-from tests.e2e.support import LabHandle, daemonset, set_image, wait_for
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import LabHandle, set_image, wait_for
+from tests.e2e.support.seed import NAME, NEW, NODES, seed_daemonset
 
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
@@ -46,10 +46,7 @@ def states(stdout: str) -> dict[str, str]:
 async def test_status_shows_disconnected_nodes_waiting_and_watch_ends_when_rolled_out(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=ARU)
-    )
-    await running_everywhere(kube, namespace, OLD, NODES)
+    await seed_daemonset(kube, namespace, annotations=ARU)
     await kube.disconnect("edge-2", "edge-3")
     for node in ("edge-2", "edge-3"):
         await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)

@@ -17,9 +17,9 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.e2e.reliability import results
-from tests.e2e.reliability.harness import BUDGET, MIN_READY_SECONDS
-from tests.e2e.reliability.scenarios import SCENARIOS
+from tests.e2e.support.chaos import results
+from tests.e2e.support.chaos.harness import BUDGET, MIN_READY_SECONDS
+from tests.e2e.support.chaos.scenarios import SCENARIOS
 
 LONG_RUNS = 5
 

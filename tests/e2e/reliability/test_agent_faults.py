@@ -26,30 +26,18 @@ import pytest
 
 from edgerollout.lab.cluster import Lab
 from edgerollout.lab.control_plane import audit_log_path
-from tests.e2e.agent_support import agent_lab_fixtures, agent_of, snapshot
-from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.reliability.conftest import Plan
-from tests.e2e.reliability.test_bad_input_corpus import audited_pod_deletions
-from tests.e2e.seed import NAME, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
-from tests.e2e.support import (
-    LabHandle,
-    by_node,
-    condition,
-    daemonset,
-    set_image,
-    wait_for,
-)
+from tests.e2e.support.agents import agent_of, snapshot
+from tests.e2e.support.audit import audited_pod_deletions
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import LabHandle, by_node, condition, set_image, wait_for
+from tests.e2e.support.seed import NAME, NODES, SELECTOR, seed_daemonset
 
 CORPUS = Path(__file__).parent / "corpus"
 OTA = {"apps.openyurt.io/update-strategy": "OTA"}
 NODE = "edge-2"
 NOTHING_CHANGED = "nothing was changed"
 SENT = "was sent but not confirmed"
-
-
-agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(
-    folder="agents-chaos", namespace_prefix="ac"
-)
 
 
 async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
@@ -78,10 +66,7 @@ async def test_agent_cut_off_mid_upgrade_tells_the_truth_and_upgrades_once_back(
     rng = random.Random(f"agent-cut:{reliability.seed}")  # noqa: S311 - chaos, not security
     audit_log = audit_log_path(agents_lab.folder)
     offset = audit_log.stat().st_size
-    await cloud.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
-    )
-    await running_everywhere(cloud, ns, OLD, NODES)
+    await seed_daemonset(cloud, ns, annotations=OTA)
     edge2 = agent_of(agents_lab, NODE)
     outcomes: dict[str, int] = {}
     deleted: list[str] = []
@@ -171,10 +156,7 @@ async def send_raw(url: str, data: bytes) -> bytes:
 async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
     agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
 ) -> None:
-    await cloud.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
-    )
-    await running_everywhere(cloud, ns, OLD, NODES)
+    await seed_daemonset(cloud, ns, annotations=OTA)
     pod = await outdated_pod(cloud, ns, "nginx:1.19.5")
 
     async def all_marked() -> bool:

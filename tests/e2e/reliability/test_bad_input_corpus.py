@@ -15,9 +15,18 @@ from typing import Any
 import pytest
 
 from edgerollout.lab.control_plane import audit_log_path
-from tests.e2e.controller_process import ControllerProcess
-from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
-from tests.e2e.support import LabHandle, by_node, daemonset, events, hold_for, set_image, wait_for
+from tests.e2e.support.audit import audited_pod_deletions
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    daemonset,
+    events,
+    hold_for,
+    set_image,
+    wait_for,
+)
+from tests.e2e.support.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 
 CORPUS = Path(__file__).parent / "corpus"
 STRATEGY = "apps.openyurt.io/update-strategy"
@@ -26,19 +35,6 @@ MAX_UNAVAILABLE = "apps.openyurt.io/max-unavailable"
 
 def corpus(name: str) -> list[str]:
     return [json.loads(line) for line in (CORPUS / name).read_text().splitlines() if line]
-
-
-def audited_pod_deletions(audit_log: Path, namespace: str, *, offset: int) -> list[dict[str, Any]]:
-    with audit_log.open("rb") as handle:
-        handle.seek(offset)
-        lines = handle.read().splitlines()
-    entries = [json.loads(line) for line in lines if line.strip()]
-    return [
-        entry
-        for entry in entries
-        if entry.get("verb") == "delete"
-        and (entry.get("objectRef") or {}).get("namespace") == namespace
-    ]
 
 
 @pytest.mark.lab(nodes=3)

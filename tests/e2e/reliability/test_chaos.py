@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.reliability.conftest import Plan
-from tests.e2e.reliability.harness import RunResult, Scenario, run_scenario
-from tests.e2e.reliability.scenarios import SCENARIOS
-from tests.e2e.support import LabHandle
+from tests.e2e.support.chaos.harness import RunResult, Scenario, run_scenario
+from tests.e2e.support.chaos.scenarios import SCENARIOS
+from tests.e2e.support.lab import LabHandle
 
 NODES = 6
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from tests.e2e.invariant_watcher import AuditedDeletion, InvariantWatcher, PodLife
+from tests.e2e.support.invariants import AuditedDeletion, InvariantWatcher, PodLife
 
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 OLD, NEW = ("nginx:1",), ("nginx:2",)

@@ -121,6 +121,33 @@ def test_targets_are_upper_bounds_with_their_unit() -> None:
     ]
 
 
+def test_ota_writes_meet_an_exact_target_and_agent_latencies_are_shown_as_measured() -> None:
+    results = {
+        "scenarios": {
+            "ota": {
+                "nodes": 1000,
+                "seconds": 5.6,
+                "target_seconds": 10,
+                "writes_per_pod": 1.0,
+                "target_writes_per_pod": 1,
+            },
+            "agent": {
+                "pods_served": 110,
+                "target_p99_ms": 50,
+                "get_pods": {"rate_per_second": 200.0, "p50_ms": 1.23, "p99_ms": 4.0},
+                "upgrade": {"median_deletion_seen_ms": 41.6},
+            },
+        }
+    }
+    assert rows(results) == [
+        Row("4 OTA: every pod PodNeedUpgrade=True (1000 pods)", "5.6 s", "target ≤ 10 s", "0.56x"),
+        Row("4 OTA: API writes per pod", "1.000", "target 1", "1.00x"),
+        Row("6 agent GET /pods p50 (110 pods, 200/s)", "1.2 ms", "-", "-"),
+        Row("6 agent GET /pods p99", "4.0 ms", "target ≤ 50 ms", "0.08x"),
+        Row("6 agent upgrade → pod deleted (median)", "42 ms", "-", "-"),
+    ]
+
+
 def test_rendered_as_markdown() -> None:
     table = [Row("1 rollout", "16.0 s", "native 20.0 s", "0.80x")]
     assert render(table, markdown=True) == (

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from edgerollout.lab.control_plane import audit_log_path
-from tests.e2e.invariant_watcher import InvariantWatcher, clock
-from tests.e2e.reliability.fleet import Fleet, Relay
-from tests.e2e.support import (
+from tests.e2e.support.chaos.fleet import Fleet, Relay
+from tests.e2e.support.invariants import InvariantWatcher, clock
+from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     daemonset,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.e2e.support import LabHandle, by_node, images, pod_ready, wait_for
+from typing import Any
+
+from tests.e2e.support.lab import LabHandle, by_node, daemonset, images, pod_ready, wait_for
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
 NODES = ["edge-1", "edge-2", "edge-3"]
@@ -29,6 +31,22 @@ async def running_everywhere(
         return None
 
     return await wait_for(probe, timeout=timeout, what=f"a Ready {image} pod on each of {nodes}")
+
+
+async def seed_daemonset(
+    kube: LabHandle,
+    namespace: str,
+    *,
+    annotations: dict[str, str] | None = None,
+    strategy: dict[str, Any] = ON_DELETE,
+    nodes: list[str] = NODES,
+) -> dict[str, str]:
+    """Create the seed's DaemonSet on OLD with these annotations and update strategy, and wait for
+    its Ready pod on each of `nodes`; node -> pod UID."""
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=OLD, strategy=strategy, annotations=annotations)
+    )
+    return await running_everywhere(kube, namespace, OLD, nodes)
 
 
 async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from edgerollout.lab import link, processes
 from edgerollout.lab.kubeconfig import read_kubeconfig, write_kubeconfig
-from tests.e2e.controller_process import ControllerProcess
+from tests.e2e.support.controller_process import ControllerProcess
 
 LEASE = "edgerollout-chaos"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 4, 3, 1

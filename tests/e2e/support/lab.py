@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes_asyncio import client, config
@@ -140,6 +141,17 @@ def condition(pod: client.V1Pod, kind: str) -> Any:
         if entry.type == kind:
             return entry
     return None
+
+
+@contextlib.contextmanager
+def lab_of_its_own(folder: Path, *, nodes: int, agents: bool = False) -> Iterator[Lab]:
+    """A lab apart from the session's (for a module's tests); stopped when the block ends,
+    whatever happened. With `agents`, every node runs edgerollout's agent."""
+    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=agents)
+    try:
+        yield lab
+    finally:
+        cluster.down(lab.folder, say=lambda _: None)
 
 
 @contextlib.asynccontextmanager

@@ -1,89 +1,30 @@
-"""What the agent's end-to-end tests share: a lab with agents, a client for them, cluster snapshots.
+"""What the agent's end-to-end tests share: a client for the agents, cluster snapshots.
 
-The session's labs (conftest) run without agents, so these tests start a lab of their own with one
-agent per node, and talk to each agent over HTTP as a process on that node would. "Nothing changed"
-is checked by comparing snapshots of the pods the test made: a refusal must leave every UID,
-resourceVersion and deletion timestamp exactly as it was.
+The session's labs run without agents, so these tests run on a lab of their own with one agent per
+node (the conftest's `agents_lab`, one per test module), and talk to each agent over HTTP as a
+process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
+test made: a refusal must leave every UID, resourceVersion and deletion timestamp exactly as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import aiohttp
 import orjson
-import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster
 from edgerollout.lab.cluster import Lab
-from tests.e2e.controller_process import ControllerProcess, controller_for
-from tests.e2e.support import LabHandle, by_node, fresh_namespace, lab_handle, pod_ready, wait_for
+from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
 
 JSON = dict[str, Any]
 OTA = {"apps.openyurt.io/update-strategy": "ota"}
 CACHE_AGE = "X-Edgerollout-Cache-Age"
-
-
-@contextlib.contextmanager
-def lab_with_agents(folder: Path, *, nodes: int = 3) -> Iterator[Lab]:
-    """A lab whose every node runs an agent; stopped when the block ends, whatever happened."""
-    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=True)
-    try:
-        yield lab
-    finally:
-        cluster.down(lab.folder, say=lambda _: None)
-
-
-class AgentLabFixtures(NamedTuple):
-    agents_lab: object
-    cloud: object
-    ns: object
-    ota_controller: object
-
-
-def agent_lab_fixtures(*, folder: str, namespace_prefix: str) -> AgentLabFixtures:
-    """The fixtures of a test module that runs on a lab of its own with an agent on every node.
-
-    Bound at the module's top level under their own names, for pytest to find them there:
-
-        agents_lab, cloud, ns, ota_controller = agent_lab_fixtures(folder=..., namespace_prefix=...)
-
-    `agents_lab` is module-scoped: each module starts one lab, in a temporary folder named after
-    `folder`. Every test gets `cloud` (the admin's clients), a fresh namespace `ns` named after
-    `namespace_prefix`, and `ota_controller`, the controller scoped to that namespace.
-    """
-
-    @pytest.fixture(scope="module")
-    def agents_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-        with lab_with_agents(tmp_path_factory.mktemp(folder) / "lab") as lab:
-            yield lab
-
-    @pytest.fixture
-    async def cloud(agents_lab: Lab) -> AsyncIterator[LabHandle]:
-        async with lab_handle(agents_lab) as handle:
-            yield handle
-
-    @pytest.fixture
-    async def ns(cloud: LabHandle) -> AsyncIterator[str]:
-        async with fresh_namespace(cloud, prefix=namespace_prefix) as name:
-            yield name
-
-    @pytest.fixture
-    async def ota_controller(
-        agents_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
-    ) -> AsyncIterator[ControllerProcess]:
-        log = tmp_path / "controller.log"
-        async with controller_for(agents_lab.kubeconfig, ns, log, request) as controller:
-            yield controller
-
-    return AgentLabFixtures(agents_lab, cloud, ns, ota_controller)
 
 
 @dataclass(frozen=True, slots=True)

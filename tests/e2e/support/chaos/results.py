@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 RESULTS_JSON = ROOT / "docs" / "reliability-results.json"
 PAGE = ROOT / "docs" / "reliability.md"
 BEGIN = "<!-- results: begin (written by ./dev reliability) -->"

@@ -13,8 +13,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.lab import cluster
 from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.reliability.fleet import LEASE
-from tests.e2e.reliability.harness import (
+from tests.e2e.support.chaos.fleet import LEASE
+from tests.e2e.support.chaos.harness import (
     NAME,
     NEW,
     NEWER,
@@ -24,7 +24,7 @@ from tests.e2e.reliability.harness import (
     manifest,
     opt_in,
 )
-from tests.e2e.support import set_image, wait_for
+from tests.e2e.support.lab import set_image, wait_for
 
 
 async def controller_sigkill(chaos: Chaos) -> None:

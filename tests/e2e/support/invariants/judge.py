@@ -1,0 +1,174 @@
+"""The judge of a recorded run: each promise of an AdvancedRollingUpdate, checked at every
+deletion the controller made (the rules are in the package's docstring)."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from functools import partial
+
+from tests.e2e.support.invariants.history import AuditedDeletion, History
+from tests.e2e.support.invariants.timeline import clock
+
+ADVANCED = "advancedrollingupdate"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A broken promise: when, which invariant, what happened, and the objects involved."""
+
+    at: float
+    invariant: str
+    message: str
+    objects: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{clock(self.at)} [{self.invariant}] {self.message} ({', '.join(self.objects)})"
+
+
+def violations(
+    history: History, *, budget: int, min_ready_seconds: float, grace: float
+) -> list[Violation]:
+    """Every broken promise in the history, oldest first; a state counts against a deletion
+    only when it held from `grace` seconds before it to `grace` seconds after it."""
+    found: list[Violation] = []
+    by_uid = {life.uid: life for life in history.pods.values()}
+    accepted_by_uid: dict[str, list[AuditedDeletion]] = {}
+    own: list[tuple[float, str]] = []  # (when, node) of the controller's accepted deletions
+    for deletion in history.controller_deletions:
+        pod_ref = f"pod {deletion.namespace}/{deletion.name}"
+        if deletion.uid_precondition is None:
+            found.append(
+                Violation(
+                    deletion.at,
+                    "uid-precondition",
+                    f"{pod_ref} was deleted without a UID precondition",
+                    (pod_ref,),
+                )
+            )
+        life = by_uid.get(deletion.uid_precondition or "")
+        if life is None:
+            matches = [p for p in history.pods.values() if p.name == deletion.name]
+            life = matches[-1] if matches else None
+        if not deletion.maybe_applied:
+            continue
+        if life is None:
+            found.append(
+                Violation(
+                    deletion.at,
+                    "not-decided",
+                    f"{pod_ref} was deleted but never seen on a node",
+                    (pod_ref,),
+                )
+            )
+            continue
+        objects = (f"{pod_ref} (uid {life.uid})", f"node {life.node}")
+        earlier = accepted_by_uid.setdefault(life.uid, [])
+        if earlier and deletion.accepted:
+            # Two deletions the API server said it made. (A retry after a deletion that was
+            # cut off, whose outcome the controller could not know, is not a second decision.)
+            found.append(
+                Violation(
+                    deletion.at,
+                    "deleted-twice",
+                    f"{pod_ref} deleted again ({len(earlier) + 1} accepted deletions, the "
+                    f"first at {clock(earlier[0].at)})",
+                    objects,
+                )
+            )
+        if deletion.accepted:
+            earlier.append(deletion)
+        at = deletion.at
+        if history.node_ready[life.node].throughout(
+            at - grace, at + grace, lambda r: r is not True
+        ):
+            found.append(
+                Violation(
+                    at,
+                    "not-ready-node",
+                    f"{pod_ref} deleted while node {life.node} was not Ready",
+                    objects,
+                )
+            )
+        if history.ds_strategy.throughout(
+            at - grace, at + grace, lambda s: s not in (ADVANCED, "auto")
+        ):
+            found.append(
+                Violation(
+                    at,
+                    "not-decided",
+                    f"{pod_ref} deleted while the DaemonSet's strategy was "
+                    f"{history.ds_strategy.at(at)!r}",
+                    objects,
+                )
+            )
+        if history.ds_image.throughout(at - grace, at + grace, partial(operator.eq, life.images)):
+            found.append(
+                Violation(
+                    at,
+                    "not-decided",
+                    f"{pod_ref} deleted although it runs the DaemonSet's current template "
+                    f"{list(life.images)}",
+                    objects,
+                )
+            )
+        # Available through the moment before it (at the deletion it stops being live).
+        if life.available_before_deletion(at - grace, at, grace, min_ready_seconds):
+            others = [
+                node
+                for node in history.nodes
+                if node != life.node
+                and history.ready_throughout(node, at - grace, at + grace)
+                and (
+                    history.unavailable_throughout(node, at - grace, at + grace, min_ready_seconds)
+                    or any(
+                        n == node
+                        and history.unavailable_throughout(node, when, at, min_ready_seconds)
+                        for when, n in own
+                    )
+                )
+            ]
+            if len(others) >= budget:
+                found.append(
+                    Violation(
+                        at,
+                        "budget",
+                        f"{pod_ref} (available) deleted while {len(others)} other Ready "
+                        f"node(s) were unavailable; max-unavailable is {budget}",
+                        (*objects, *(f"unavailable node {node}" for node in others)),
+                    )
+                )
+        own.append((at, life.node))
+    found += _event_violations(history, accepted_by_uid)
+    return sorted(found, key=lambda v: v.at)
+
+
+def _event_violations(
+    history: History, accepted: dict[str, list[AuditedDeletion]]
+) -> list[Violation]:
+    found: list[Violation] = []
+    names = {history.name_of(uid): deletions[0] for uid, deletions in accepted.items() if deletions}
+    seen: dict[str, str] = {}
+    for event_name, report in sorted(history.reported.items(), key=lambda kv: kv[1]["at"]):
+        pod = report["pod"]
+        objects = (f"event {event_name}", f"pod {history.namespace}/{pod}")
+        if report["count"] > 1 or pod in seen:
+            found.append(
+                Violation(
+                    report["at"],
+                    "deleted-twice",
+                    f"pod {pod} reported deleted more than once",
+                    objects,
+                )
+            )
+        seen[pod] = event_name
+        if pod not in names:
+            found.append(
+                Violation(
+                    report["at"],
+                    "not-decided",
+                    f"SuccessfulDelete names pod {pod}, which the controller did not delete",
+                    objects,
+                )
+            )
+    return found

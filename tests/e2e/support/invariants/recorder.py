@@ -1,0 +1,289 @@
+"""The recording half of the invariant watcher: its own watches on the namespace's pods, the
+cluster's Nodes, the namespace's DaemonSet and Events, and a tail of the API server's audit log
+(the lab records every pod deletion there, with its user and its DeleteOptions).
+
+Times are wall-clock seconds: watch events when they arrived, corrected by the objects' own
+transition times when a watch was interrupted, and the audit log's request times for deletions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client, watch
+
+from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
+
+log = logging.getLogger(__name__)
+
+STRATEGY = "apps.openyurt.io/update-strategy"
+CONTROLLER_COMPONENT = "edgerollout-controller"
+
+
+def _condition(obj: Any, kind: str) -> Any:
+    for condition in (obj.status.conditions if obj.status else None) or []:
+        if condition.type == kind:
+            return condition
+    return None
+
+
+def _transition(observed: float, condition: Any, *, late: bool, late_after: float = 2.0) -> float:
+    """When a condition changed: when we saw it, unless we saw it late (after a watch was down:
+    then, by the condition's own transition time, if that is earlier)."""
+    since = getattr(condition, "last_transition_time", None)
+    if since is None or not late:
+        return observed
+    # Transition times have whole seconds: the change happened within the second after it.
+    upper = float(since.timestamp()) + 1.0
+    return upper if observed - upper > late_after else observed
+
+
+def _parse_time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class Recorder:
+    """Follows the rollout's objects and the audit log, writing what happened into `history`."""
+
+    def __init__(
+        self,
+        history: History,
+        core: client.CoreV1Api,
+        apps: client.AppsV1Api,
+        *,
+        daemonset: str,
+        selector: str,
+        audit_log: Path,
+    ) -> None:
+        self.history = history
+        self.core = core
+        self.apps = apps
+        self.daemonset = daemonset
+        self.selector = selector
+        self.audit_log = audit_log
+        self.interruptions = 0
+        self._audit_offset = audit_log.stat().st_size if audit_log.exists() else 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._watches: list[Any] = []
+
+    async def start(self) -> None:
+        """List everything once (the first recorded state), then follow each kind."""
+        self.history.started_at = time.time()
+        namespace = self.history.namespace
+        followers: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
+            (
+                "pods",
+                self.core.list_namespaced_pod,
+                (namespace,),
+                {"label_selector": self.selector},
+            ),
+            ("nodes", self.core.list_node, (), {}),
+            (
+                "daemonsets",
+                self.apps.list_namespaced_daemon_set,
+                (namespace,),
+                {"field_selector": f"metadata.name={self.daemonset}"},
+            ),
+            ("events", self.core.list_namespaced_event, (namespace,), {}),
+        ]
+        for name, lister, args, kwargs in followers:
+            version = await self._list(name, lister, args, kwargs)
+            self._tasks.append(
+                asyncio.create_task(
+                    self._follow(name, lister, args, kwargs, version), name=f"invariants-{name}"
+                )
+            )
+        self._tasks.append(asyncio.create_task(self._tail_audit(), name="invariants-audit"))
+
+    async def stop(self) -> None:
+        """Read what is left of the audit log, then stop every watch."""
+        await asyncio.sleep(0.3)
+        self._read_audit()
+        for stream in self._watches:
+            stream.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _list(
+        self,
+        kind: str,
+        lister: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        late: bool = False,
+    ) -> str:
+        history = self.history
+        listed = await lister(*args, **kwargs)
+        now = time.time()
+        if kind == "pods":
+            present = {pod.metadata.uid for pod in listed.items}
+            for uid, life in history.pods.items():
+                if uid not in present and life.deleting_at is None:
+                    life.deleting_at = now  # deleted while the watch was down
+        if kind == "nodes":
+            present = {node.metadata.name for node in listed.items}
+            for name, timeline in history.node_ready.items():
+                if name not in present:
+                    timeline.set(now, False)
+        if kind == "daemonsets" and not listed.items:
+            history.ds_image.set(now, None)
+            history.ds_strategy.set(now, None)
+        for item in listed.items:
+            self._apply(kind, "ADDED", item, now, late=late)
+        return str(listed.metadata.resource_version)
+
+    async def _follow(
+        self,
+        kind: str,
+        lister: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        version: str,
+    ) -> None:
+        while True:
+            stream = watch.Watch()
+            self._watches.append(stream)
+            try:
+                async for event in stream.stream(lister, *args, resource_version=version, **kwargs):
+                    self._apply(kind, event["type"], event["object"], time.time())
+                    if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        version = event["object"].metadata.resource_version
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                # The API server restarted, or the version expired (410 Gone): list again.
+                self.interruptions += 1
+                log.info("invariant watch of %s interrupted: %s", kind, error)
+                await asyncio.sleep(0.5)
+                with contextlib.suppress(Exception):
+                    version = await self._list(kind, lister, args, kwargs, late=True)
+            finally:
+                self._watches.remove(stream)
+                await stream.close()
+
+    def _apply(self, kind: str, event: str, obj: Any, now: float, *, late: bool = False) -> None:
+        history = self.history
+        if event not in ("ADDED", "MODIFIED", "DELETED"):
+            return  # BOOKMARK, or an ERROR object the loop above answers by listing again
+        if kind == "pods":
+            self._apply_pod(event, obj, now, late=late)
+        elif kind == "nodes":
+            name = obj.metadata.name
+            if name in history.node_ready:
+                condition = _condition(obj, "Ready")
+                ready = event != "DELETED" and condition is not None and condition.status == "True"
+                at = now if condition is None else _transition(now, condition, late=late)
+                history.node_ready[name].set(now if event == "DELETED" else at, ready)
+        elif kind == "daemonsets":
+            if event == "DELETED":
+                history.ds_image.set(now, None)
+                history.ds_strategy.set(now, None)
+                return
+            containers = obj.spec.template.spec.containers
+            history.ds_image.set(now, tuple(c.image for c in containers))
+            annotations = obj.metadata.annotations or {}
+            strategy = annotations.get(STRATEGY)
+            history.ds_strategy.set(now, None if strategy is None else strategy.strip().lower())
+        elif (
+            kind == "events"
+            and event != "DELETED"
+            and obj.reason == "SuccessfulDelete"
+            and obj.reporting_component == CONTROLLER_COMPONENT
+        ):
+            message = str(obj.message or "")
+            pod, _, rest = message.removeprefix("Deleted pod: ").partition(" on node ")
+            history.reported[obj.metadata.name] = {
+                "pod": pod,
+                "node": rest.partition(":")[0],
+                "count": int(obj.count or 1),
+                "instance": obj.reporting_instance,
+                "at": now,
+            }
+
+    def _apply_pod(self, event: str, pod: Any, now: float, *, late: bool) -> None:
+        uid = pod.metadata.uid
+        life = self.history.pods.get(uid)
+        if life is None:
+            if event == "DELETED" or not pod.spec.node_name:
+                return
+            life = PodLife(
+                uid=uid,
+                name=pod.metadata.name,
+                node=pod.spec.node_name,
+                images=tuple(c.image for c in pod.spec.containers),
+                seen=now,
+            )
+            self.history.pods[uid] = life
+        if pod.metadata.deletion_timestamp is not None or event == "DELETED":
+            if life.deleting_at is None:
+                life.deleting_at = now
+            if life.deletion_seen is None:
+                life.deletion_seen = now
+            return
+        condition = _condition(pod, "Ready")
+        ready = condition is not None and condition.status == "True"
+        at = now if condition is None else _transition(now, condition, late=late)
+        since = None
+        if ready:
+            stamp = condition.last_transition_time
+            since = float(stamp.timestamp()) if stamp is not None else at
+        if not life.ready.times and since is not None:
+            # Listed Ready: Ready since its transition time (it may be available already).
+            at = min(at, since)
+            life.seen = min(life.seen, at)
+        life.ready.set(at, since)
+
+    async def _tail_audit(self) -> None:
+        while True:
+            self._read_audit()
+            await asyncio.sleep(0.2)
+
+    def _read_audit(self) -> None:
+        if not self.audit_log.exists():
+            return
+        with self.audit_log.open("rb") as handle:
+            handle.seek(self._audit_offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self._audit_offset += end
+        for line in data[:end].splitlines():
+            entry = json.loads(line)
+            ref = entry.get("objectRef") or {}
+            if (
+                entry.get("verb") != "delete"
+                or ref.get("resource") != "pods"
+                or ref.get("subresource")
+                or ref.get("namespace") != self.history.namespace
+            ):
+                continue
+            options = entry.get("requestObject") or {}
+            deletion = AuditedDeletion(
+                at=_parse_time(entry["requestReceivedTimestamp"]),
+                namespace=ref["namespace"],
+                name=ref.get("name", ""),
+                user=(entry.get("user") or {}).get("username", ""),
+                code=int((entry.get("responseStatus") or {}).get("code") or 0),
+                uid_precondition=(options.get("preconditions") or {}).get("uid"),
+            )
+            self.history.deletions.append(deletion)
+            if deletion.maybe_applied:
+                for life in self.history.pods.values():
+                    if (
+                        life.name == deletion.name
+                        and deletion.uid_precondition in (None, life.uid)
+                        and (life.deleting_at is None or deletion.at < life.deleting_at)
+                    ):
+                        life.deleting_at = deletion.at

@@ -1,0 +1,70 @@
+"""What a recorded run looked like, for people: the peak of unavailable nodes, and the whole
+timeline (deletions, template, node readiness, pod lives) printed when a run failed."""
+
+from __future__ import annotations
+
+from tests.e2e.support.invariants.history import History
+from tests.e2e.support.invariants.timeline import clock
+
+
+def peak_unavailable(
+    history: History, min_ready_seconds: float
+) -> tuple[int, float, tuple[str, ...]]:
+    """The most Ready nodes unavailable at once (for any reason) over the recorded run:
+    how many, from when, which."""
+    points = sorted(
+        p
+        for p in {
+            p for life in history.pods.values() for p in life.change_points(min_ready_seconds)
+        }
+        | {t for timeline in history.node_ready.values() for t in timeline.times}
+        if p >= history.started_at
+    )
+    peak: tuple[int, float, tuple[str, ...]] = (0, history.started_at, ())
+    for point in points:
+        nodes = tuple(
+            node
+            for node in history.nodes
+            if history.node_ready[node].at(point) is True
+            and not history.node_available_at(node, point, min_ready_seconds)
+        )
+        if len(nodes) > peak[0]:
+            peak = (len(nodes), point, nodes)
+    return peak
+
+
+def timeline_text(history: History) -> str:
+    """Deletions, node readiness and pod lives, for a failure message."""
+    lines = ["controller deletions (audit log):"]
+    lines += [
+        f"  {clock(d.at)} {d.name} code={d.code} uid-precondition={d.uid_precondition}"
+        for d in history.controller_deletions
+    ]
+    lines.append("DaemonSet template images and strategy:")
+    lines += [
+        f"  {clock(t)} image {v}"
+        for t, v in zip(history.ds_image.times, history.ds_image.values, strict=True)
+    ]
+    lines += [
+        f"  {clock(t)} strategy {v}"
+        for t, v in zip(history.ds_strategy.times, history.ds_strategy.values, strict=True)
+    ]
+    lines.append("node readiness:")
+    for node, timeline in history.node_ready.items():
+        changes = ", ".join(
+            f"{clock(t)} {'Ready' if v else 'NotReady'}"
+            for t, v in zip(timeline.times, timeline.values, strict=True)
+        )
+        lines.append(f"  {node}: {changes}")
+    lines.append("pods:")
+    for life in sorted(history.pods.values(), key=lambda p: (p.node, p.seen)):
+        ready = ", ".join(
+            f"{clock(t)} {f'Ready since {clock(v)}' if v is not None else 'not Ready'}"
+            for t, v in zip(life.ready.times, life.ready.values, strict=True)
+        )
+        gone = clock(life.deleting_at) if life.deleting_at else "-"
+        lines.append(
+            f"  {life.node} {life.name} {','.join(life.images)} seen {clock(life.seen)}; "
+            f"{ready}; deleting {gone}"
+        )
+    return "\n".join(lines)
