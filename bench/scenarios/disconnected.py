@@ -20,7 +20,7 @@ from bench.scenarios.rolling import NATIVE, OURS
 from bench.session import Session
 from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
 from edgerollout.kube.api import DAEMONSETS, NODES
-from edgerollout.lab.api import CUT_LINKS_POLICY
+from edgerollout_lab.api import CUT_LINKS_POLICY
 
 SHARE = 0.2
 TARGET_RATIO = 1.1

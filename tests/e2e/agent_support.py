@@ -21,8 +21,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab import cluster
+from edgerollout_lab.cluster import Lab
 from tests.e2e.controller_process import ControllerProcess, controller_for
 from tests.e2e.support import LabHandle, by_node, fresh_namespace, lab_handle, pod_ready, wait_for
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab import cluster
-from edgerollout.lab.build import binary
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab import cluster
+from edgerollout_lab.build import binary
+from edgerollout_lab.cluster import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "base"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, running_everywhere
 from tests.e2e.support import LabHandle, daemonset, set_image, wait_for

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from edgerollout.lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.controller_process import ControllerProcess
 from tests.e2e.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 from tests.e2e.support import LabHandle, by_node, daemonset, events, hold_for, set_image, wait_for

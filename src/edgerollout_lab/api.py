@@ -18,7 +18,7 @@ from typing import Any, cast
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab.kwok_stages import LINK_LABEL
+from edgerollout_lab.kwok_stages import LINK_LABEL
 
 RECONNECTED_ANNOTATION = "lab.edgerollout.io/link-restored"
 # The simulated kubelets' user, and the admission policy that refuses their writes for cut nodes.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from edgerollout.lab.control_plane import free_port
+from edgerollout_lab.control_plane import free_port
 
 HOST = "127.0.0.1"
 PROGRAM = (sys.executable, "-m", "edgerollout")

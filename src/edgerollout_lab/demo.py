@@ -1,4 +1,5 @@
-"""`edgerollout demo`: seed 001's scenarios, played on a local lab and narrated step by step.
+"""`./dev demo` (`python -m edgerollout_lab demo`): seed 001's scenarios, played on a local lab and
+narrated step by step.
 
 1. The problem: a native RollingUpdate DaemonSet on 3 edge nodes, 2 of them disconnected, stalls.
 2. AdvancedRollingUpdate: the same change upgrades the connected node at once, skips the
@@ -35,7 +36,7 @@ from edgerollout.kube.api import (
     ApiError,
     KubeApi,
 )
-from edgerollout.lab import build, cluster
+from edgerollout_lab import build, cluster
 
 Say = Callable[[str], None]
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
@@ -159,7 +160,7 @@ class Demo:
         await self.api.create(DAEMONSETS, _daemonset(name, None), namespace=ns)
         await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
         await self.table(ns, name)
-        self.say("  $ edgerollout lab disconnect edge-2 edge-3   # their links to the cloud drop")
+        self.say("  $ ./dev lab disconnect edge-2 edge-3   # their links to the cloud drop")
         await self.cut("edge-2", "edge-3")
         self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
         await self.set_image(ns, name, NEW)
@@ -179,14 +180,14 @@ class Demo:
         await self.api.create(DAEMONSETS, _daemonset(name, "AdvancedRollingUpdate"), namespace=ns)
         await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
         await self.table(ns, name)
-        self.say("  $ edgerollout lab disconnect edge-2 edge-3")
+        self.say("  $ ./dev lab disconnect edge-2 edge-3")
         await self.cut("edge-2", "edge-3")
         self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
         await self.set_image(ns, name, NEW)
         await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-1"]), "edge-1 upgraded", 60)
         await self.table(ns, name)
         self.say("  edge-1 is upgraded; the offline nodes keep their pods and do not block it.")
-        self.say("  $ edgerollout lab connect edge-2 edge-3")
+        self.say("  $ ./dev lab connect edge-2 edge-3")
         await self.restore("edge-2", "edge-3")
         ready_at = time.monotonic()
         await self.wait(lambda: self.all_on(ns, name, NEW, NODE_NAMES), "all upgraded", 60)
