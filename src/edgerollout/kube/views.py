@@ -186,15 +186,20 @@ def pod_from_api(obj: JSON) -> CachedPod:
     )
 
 
-def node_from_api(obj: JSON) -> NodeView:
-    meta = obj.get("metadata") or {}
+def node_ready_condition(obj: JSON) -> ConditionStatus | None:
+    """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
     status = None
     for condition in (obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Ready":
-            status = condition.get("status")
+            status = ConditionStatus.from_api(condition.get("status"))
+    return status
+
+
+def node_from_api(obj: JSON) -> NodeView:
+    meta = obj.get("metadata") or {}
     return NodeView(
         name=NodeName(meta.get("name", "")),
-        readiness=NodeReadiness.from_ready_condition(status),
+        readiness=NodeReadiness.from_ready_condition(node_ready_condition(obj)),
     )
 
 

@@ -26,6 +26,7 @@ from edgerollout.kube.views import (
     CachedRevision,
     daemonset_from_api,
     node_from_api,
+    node_ready_condition,
     object_key,
     object_uid,
     pod_conditions,
@@ -339,6 +340,22 @@ def test_node_readiness_comes_from_its_ready_condition(
     assert node_from_api(node_json("edge-1", ready=ready)) == NodeView(
         name=NodeName("edge-1"), readiness=readiness
     )
+
+
+@pytest.mark.parametrize(
+    ("ready", "status"),
+    [
+        pytest.param("True", ConditionStatus.TRUE, id="true"),
+        pytest.param("False", ConditionStatus.FALSE, id="false"),
+        pytest.param("Unknown", ConditionStatus.UNKNOWN, id="unknown"),
+        pytest.param("Maybe", ConditionStatus.UNKNOWN, id="not-a-status"),
+        pytest.param(None, None, id="absent"),
+    ],
+)
+def test_node_ready_condition_is_the_status_of_its_ready_condition_only(
+    ready: str | None, status: ConditionStatus | None
+) -> None:
+    assert node_ready_condition(node_json("edge-1", ready=ready)) is status
 
 
 def test_node_heartbeat_changes_nothing_kept() -> None:
