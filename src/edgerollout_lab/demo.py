@@ -14,8 +14,6 @@ Everything runs for real: the lab's control plane, the native DaemonSet controll
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -47,6 +45,7 @@ from edgerollout.kube.api import (
 )
 from edgerollout.kube.views import CachedPod, node_from_api, pod_conditions, pod_from_api
 from edgerollout_lab import build, cluster
+from edgerollout_lab.controller_process import ControllerProcess
 
 Say = Callable[[str], None]
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
@@ -267,30 +266,13 @@ def run_demo(folder: Path | None, say: Say) -> None:
     lab_dir = Path(tempfile.mkdtemp(prefix="edgerollout-demo-")) if folder is None else folder
     lab = cluster.up(lab_dir, nodes=3, say=say, agents=True)
     controller_log = lab.folder / "logs" / "edgerollout-controller.log"
-    with controller_log.open("ab") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edgerollout",
-                "controller",
-                f"--kubeconfig={lab.kubeconfig}",
-                "--metrics-address=127.0.0.1:0",
-                "--health-address=127.0.0.1:0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    say(f"started edgerollout controller (pid {process.pid}, log {controller_log})")
+    controller = ControllerProcess.launch(lab.kubeconfig, controller_log)
+    say(f"started edgerollout controller (pid {controller.pid}, log {controller_log})")
     try:
         asyncio.run(_play(lab, say))
         say("\nDone. Every step above ran against a real API server and the native controllers.")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        controller.stop()
         cluster.down(lab.folder, say=lambda _: None)
         say(f"lab stopped{'' if owned else f' (its files stay in {lab.folder})'}")
 
