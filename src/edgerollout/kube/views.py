@@ -49,6 +49,12 @@ def _parse_time(raw: str | None) -> datetime | None:
     return datetime.fromisoformat(raw.replace("Z", "+00:00"))
 
 
+def namespaced_name(obj: JSON) -> tuple[str, str]:
+    """The object's namespace ("" for a cluster-scoped one) and name."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def object_uid(obj: JSON) -> str:
     """The object's UID ("" if it has none, as an object not yet created)."""
     return str((obj.get("metadata") or {}).get("uid") or "")

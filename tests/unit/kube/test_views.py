@@ -25,6 +25,7 @@ from edgerollout.kube.views import (
     CachedPod,
     CachedRevision,
     daemonset_from_api,
+    namespaced_name,
     node_from_api,
     node_ready_condition,
     object_key,
@@ -248,6 +249,12 @@ def test_pod_facts_of_an_unbound_pod_name_no_node_even_when_its_affinity_pins_on
         owner_name=None,
         conditions={},
     )
+
+
+def test_namespaced_name_is_namespace_and_name_with_none_as_empty() -> None:
+    assert namespaced_name(TERMINATING_DAEMON_POD) == ("edge", "web-x7k2p")
+    assert namespaced_name(node_json("edge-1")) == ("", "edge-1")
+    assert namespaced_name({}) == ("", "")
 
 
 def test_object_uid_is_the_metadata_uid_or_empty() -> None:
