@@ -20,7 +20,7 @@ from bench import plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine, source_commit
 from bench.scenarios import agent, disconnected, footprint, ota, rolling
 from bench.session import lab_session
-from edgerollout.lab.kwok_stages import (
+from edgerollout_lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
     PRODUCTION_NODE_LEASE_SECONDS,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.machine import cpu_seconds, rss_bytes
 from bench.metrics import Endpoint, Samples
-from edgerollout.lab import controller_process
+from edgerollout_lab import controller_process
 
 # How long the benchmark gives a controller to become ready (its labs are larger than the tests').
 READY_TIMEOUT = 300.0

@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 
-from edgerollout.lab import processes
-from edgerollout.lab.cluster import COMPONENTS
+from edgerollout_lab import processes
+from edgerollout_lab.cluster import COMPONENTS
 
 
 def machine() -> dict[str, Any]:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from edgerollout.lab.cluster import lab_ports
-from edgerollout.lab.control_plane import controller_manager_cert
-from edgerollout.lab.kubeconfig import read_kubeconfig
+from edgerollout_lab.cluster import lab_ports
+from edgerollout_lab.control_plane import controller_manager_cert
+from edgerollout_lab.kubeconfig import read_kubeconfig
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[tuple[str, Labels], float]

@@ -19,9 +19,9 @@ from bench.controller import READY_TIMEOUT, Controller, start_controller
 from bench.machine import Usage, lab_pids
 from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
-from edgerollout.lab import cluster
-from edgerollout.lab.control_plane import audit_log_path
-from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS
+from edgerollout_lab import cluster
+from edgerollout_lab.control_plane import audit_log_path
+from edgerollout_lab.kwok_stages import NODE_LEASE_SECONDS
 
 Say = Callable[[str], None]
 

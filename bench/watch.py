@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from edgerollout.domain.model import ConditionStatus
 from edgerollout.kube.api import ApiError, KubeApi, Resource
+from edgerollout.kube.views import node_ready_condition, pod_conditions
 
 JSON = dict[str, Any]
 # What an object counts as (a node name, its own name), or None when it does not count.
@@ -198,11 +200,13 @@ def _raise_watch_error(status: JSON) -> None:
     raise ApiError(int(status.get("code", 0)), "WatchError", str(status.get("message", status)))
 
 
+def _condition_true(pod: JSON, kind: str) -> bool:
+    condition = pod_conditions(pod, kept=frozenset({kind})).get(kind)
+    return condition is not None and condition.status is ConditionStatus.TRUE
+
+
 def pod_ready(pod: JSON) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
+    return _condition_true(pod, "Ready")
 
 
 def pod_image(pod: JSON) -> str:
@@ -228,10 +232,7 @@ def condition_true(kind: str) -> Key:
     """A live pod whose condition `kind` is True counts as itself."""
 
     def key(pod: JSON) -> str | None:
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        if live(pod) and any(
-            c.get("type") == kind and c.get("status") == "True" for c in conditions
-        ):
+        if live(pod) and _condition_true(pod, kind):
             return str(pod["metadata"]["name"])
         return None
 
@@ -239,10 +240,7 @@ def condition_true(kind: str) -> Key:
 
 
 def node_ready(node: JSON) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
+    return node_ready_condition(node) is ConditionStatus.TRUE
 
 
 def ready_among(names: set[str]) -> Key:

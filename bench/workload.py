@@ -6,7 +6,13 @@ import asyncio
 import time
 from typing import Any
 
-from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAX_UNAVAILABLE_ANNOTATION,
+    ON_DELETE,
+    OTA,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.api import DAEMONSETS, NAMESPACES, PODS, ApiError, KubeApi
 
 JSON = dict[str, Any]
@@ -55,9 +61,9 @@ def advanced_rolling_update(name: str, *, image: str, max_unavailable: str) -> J
     return daemonset(
         name,
         image=image,
-        strategy={"type": "OnDelete"},
+        strategy={"type": ON_DELETE},
         annotations={
-            UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate",
+            UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
             MAX_UNAVAILABLE_ANNOTATION: max_unavailable,
         },
     )
@@ -67,8 +73,8 @@ def ota(name: str, *, image: str) -> JSON:
     return daemonset(
         name,
         image=image,
-        strategy={"type": "OnDelete"},
-        annotations={UPDATE_STRATEGY_ANNOTATION: "OTA"},
+        strategy={"type": ON_DELETE},
+        annotations={UPDATE_STRATEGY_ANNOTATION: OTA},
     )
 
 

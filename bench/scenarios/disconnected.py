@@ -19,8 +19,9 @@ from bench.rollout import Rollout, thin
 from bench.scenarios.rolling import NATIVE, OURS
 from bench.session import Session
 from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
+from edgerollout.domain.vocabulary import ON_DELETE
 from edgerollout.kube.api import DAEMONSETS, NODES
-from edgerollout.lab.api import CUT_LINKS_POLICY
+from edgerollout_lab.api import CUT_LINKS_POLICY
 
 SHARE = 0.2
 TARGET_RATIO = 1.1
@@ -86,7 +87,7 @@ async def run(
         await session.api.patch(
             DAEMONSETS,
             NATIVE,
-            {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}},
+            {"spec": {"updateStrategy": {"type": ON_DELETE, "rollingUpdate": None}}},
             namespace=workload.NATIVE_NAMESPACE,
         )
         session.say(f"disconnected: native updated {native_updated} of {nodes} nodes")

@@ -19,6 +19,11 @@ from typing import Any
 from bench import workload
 from bench.session import Session
 from bench.watch import JSON, ObjectWatch, live
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    ON_DELETE,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.api import NODES, PODS, ApiError
 
 NAME = "footprint"
@@ -68,8 +73,8 @@ async def run(session: Session, *, sizes: list[int], timeout: float) -> dict[str
         workload.daemonset(
             NAME,
             image=workload.IMAGES[0],
-            strategy={"type": "OnDelete"},
-            annotations={"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"},
+            strategy={"type": ON_DELETE},
+            annotations={UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE},
             tolerate_everything=True,
         ),
     )

@@ -19,7 +19,7 @@ from bench.controller import Controller
 from bench.machine import busy_cpu_seconds, cpu_seconds, load_now
 from bench.rollout import Rollout, change_image, lab_wave, wait_running
 from bench.session import Session
-from edgerollout.lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 
 NATIVE, OURS = "native", "edgerollout"
 MAX_UNAVAILABLE = "10%"

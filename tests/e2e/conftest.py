@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from edgerollout.lab import cluster
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab import cluster
+from edgerollout_lab.cluster import Lab
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
 from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own
 

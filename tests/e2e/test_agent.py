@@ -29,8 +29,8 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from edgerollout.lab.cluster import Lab
-from edgerollout.lab.kwok_stages import UNPULLABLE_IMAGE
+from edgerollout_lab.cluster import Lab
+from edgerollout_lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.support.agents import (
     OTA,
     Answer,

@@ -17,8 +17,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab.api import node_manifest
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab.api import node_manifest
+from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,

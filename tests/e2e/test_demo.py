@@ -1,4 +1,4 @@
-"""`edgerollout demo`, the README's first command, runs end to end and tells the seed's story."""
+"""`./dev demo`, the README's first command, runs end to end and tells the seed's story."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 def test_demo_plays_the_three_scenarios_and_cleans_up(tmp_path: Path) -> None:
     folder = tmp_path / "demo-lab"
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "edgerollout"), "demo", "--dir", str(folder)],
+        [sys.executable, "-m", "edgerollout_lab", "demo", "--dir", str(folder)],
         capture_output=True,
         text=True,
         timeout=600,

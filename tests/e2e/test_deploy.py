@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab.build import binary
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab.build import binary
+from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import lab_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The lab as a user drives it: `edgerollout lab up/disconnect/connect/status/down` and kubectl."""
+"""The lab as a user drives it: `./dev lab up/disconnect/connect/status/down` and kubectl."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from edgerollout.lab import processes
-from edgerollout.lab.cluster import COMPONENTS
+from edgerollout_lab import processes
+from edgerollout_lab.cluster import COMPONENTS
 
 NODES = ["edge-1", "edge-2", "edge-3"]
 
@@ -26,7 +26,7 @@ def _installed(name: str) -> str:
 
 def _run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [_installed("edgerollout"), *args],
+        [sys.executable, "-m", "edgerollout_lab", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -68,7 +68,7 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
     folder = tmp_path / "lab"
     pids: dict[str, int | None] = {}
     kubeconfig = ""
-    up = _run("lab", "up", "--nodes", "3", "--dir", str(folder))
+    up = _run("up", "--nodes", "3", "--dir", str(folder))
     try:
         assert up.returncode == 0, up.stderr
         lab = json.loads((folder / "lab.json").read_text())
@@ -82,13 +82,13 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
         edge2 = lab["nodes"][1]["kubeconfig"]
         assert "edge-2" in _kubectl(edge2, "get", "node", "edge-2", "-o", "name")
 
-        cut = _run("lab", "disconnect", "edge-2", "--dir", str(folder))
+        cut = _run("disconnect", "edge-2", "--dir", str(folder))
         assert cut.returncode == 0, cut.stderr
         with pytest.raises(subprocess.CalledProcessError):
             _kubectl(edge2, "get", "node", "edge-2", "--request-timeout=3s")
         _wait_state(kubeconfig, "edge-2", "Unknown", within=20)
         assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
-        status = _run("lab", "status", "--dir", str(folder))
+        status = _run("status", "--dir", str(folder))
         assert "edge-2       Unknown  cut" in status.stdout
         # The simulated kubelets (KWOK) may write for the other nodes, but not for a cut one.
         kwok = str(folder / "kubeconfigs" / "kwok.kubeconfig")
@@ -101,12 +101,12 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
                 _kubectl(kwok, "annotate", *refused_write, "lab.test/probe=1")
             assert "the link of node edge-2 is cut" in refused.value.stderr
 
-        unknown = _run("lab", "disconnect", "edge-9", "--dir", str(folder))
+        unknown = _run("disconnect", "edge-9", "--dir", str(folder))
         assert unknown.returncode == 1
         assert "no node 'edge-9' in this lab (nodes: edge-1, edge-2, edge-3)" in unknown.stderr
         assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
 
-        restored = _run("lab", "connect", "edge-2", "--dir", str(folder))
+        restored = _run("connect", "edge-2", "--dir", str(folder))
         assert restored.returncode == 0, restored.stderr
         _wait_state(kubeconfig, "edge-2", "True", within=20)
         assert "edge-2" in _kubectl(edge2, "get", "node", "edge-2", "-o", "name")
@@ -115,7 +115,7 @@ def test_lab_lifecycle_from_the_command_line(tmp_path: Path) -> None:
         pids = {name: processes.pid_of(folder, name) for name in COMPONENTS}
         assert all(pids.values()), pids
     finally:
-        down = _run("lab", "down", "--dir", str(folder))
+        down = _run("down", "--dir", str(folder))
     assert down.returncode == 0, down.stderr
     assert down.stderr.splitlines() == [f"stopped {name}" for name in COMPONENTS]
     assert pids
@@ -139,7 +139,7 @@ def kubeconfig_port(kubeconfig: str) -> str:
 
 def test_lab_commands_without_a_lab_say_how_to_start_one(tmp_path: Path) -> None:
     folder = tmp_path / "nolab"
-    result = _run("lab", "disconnect", "edge-9", "--dir", str(folder))
+    result = _run("disconnect", "edge-9", "--dir", str(folder))
     assert result.returncode == 1
     assert f"no lab in {folder.resolve()} (no lab.json); start one with `lab up`" in result.stderr
     assert not folder.exists()

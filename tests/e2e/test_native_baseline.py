@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,

@@ -22,6 +22,7 @@ import orjson
 
 from edgerollout.kube.api import PODS, Api
 from edgerollout.kube.informer import Informer
+from edgerollout.kube.views import namespaced_name, object_key
 
 JSON = dict[str, Any]
 log = logging.getLogger("edgerollout.agent")
@@ -71,10 +72,7 @@ class NodePods:
         return max(0.0, time.time() - self.last_contact)
 
     def pods(self) -> list[JSON]:
-        return sorted(
-            self.informer.store.values(),
-            key=lambda pod: (pod["metadata"].get("namespace", ""), pod["metadata"]["name"]),
-        )
+        return sorted(self.informer.store.values(), key=namespaced_name)
 
     def encoded_pods(self) -> bytes:
         """`pods()` as JSON, encoded once per change of the cache rather than once per request:
@@ -122,8 +120,7 @@ class NodePods:
             log.warning("ignoring pod cache %s: it belongs to node %s", path, saved.get("node"))
             return
         for pod in saved.get("items") or []:
-            meta = pod.get("metadata") or {}
-            self.informer.store[f"{meta.get('namespace')}/{meta.get('name')}"] = pod
+            self.informer.store[object_key(*namespaced_name(pod))] = pod
         self.informer.resource_version = str(saved.get("resourceVersion") or "")
         self.last_contact = saved.get("lastContact")
         self.loaded_from_disk = True

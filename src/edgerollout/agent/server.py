@@ -31,7 +31,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.domain.conditions import plan_image_ready
-from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
+from edgerollout.domain.model import ConditionStatus, PodUID, PodView
 from edgerollout.domain.ota_requests import (
     Action,
     PodFacts,
@@ -45,6 +45,7 @@ from edgerollout.domain.ota_requests import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
+from edgerollout.kube.views import daemonset_from_api, object_uid, pod_facts_from_api
 
 JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
@@ -95,33 +96,6 @@ class AgentConfig:
     node_name: str
     token: str | None = None
     cloud_timeout: float = 2.0
-
-
-def _conditions(pod: JSON) -> dict[str, PodCondition]:
-    found = {}
-    for raw in (pod.get("status") or {}).get("conditions") or ():
-        found[raw.get("type", "")] = PodCondition(
-            type=raw.get("type", ""),
-            status=ConditionStatus.from_api(raw.get("status")),
-            reason=raw.get("reason") or "",
-            message=raw.get("message") or "",
-            last_transition_time=raw.get("lastTransitionTime"),
-        )
-    return found
-
-
-def pod_facts(pod: JSON) -> PodFacts:
-    meta = pod.get("metadata") or {}
-    owner: JSON = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), {})
-    return PodFacts(
-        namespace=meta.get("namespace", ""),
-        name=meta.get("name", ""),
-        node_name=(pod.get("spec") or {}).get("nodeName"),
-        deleting=meta.get("deletionTimestamp") is not None,
-        owner_kind=owner.get("kind"),
-        owner_name=owner.get("name"),
-        conditions=_conditions(pod),
-    )
 
 
 class Agent:
@@ -242,7 +216,7 @@ class Agent:
                     Refusal(404, "PodNotFound", f"pod {namespace}/{name} does not exist")
                 ) from None
             raise
-        facts = pod_facts(pod)
+        facts = pod_facts_from_api(pod)
         refusal = judge_pod(facts, node_name=self.config.node_name)
         if refusal is not None:
             raise Refused(refusal)
@@ -253,10 +227,10 @@ class Agent:
             if error.not_found:
                 raise Refused(not_ota(facts, "no longer exists")) from None
             raise
-        meta, spec = owner.get("metadata") or {}, owner.get("spec") or {}
+        daemonset = daemonset_from_api(owner).view
         choice = choose_strategy(
-            annotations=meta.get("annotations") or {},
-            update_strategy_type=(spec.get("updateStrategy") or {}).get("type") or "RollingUpdate",
+            annotations=daemonset.annotations,
+            update_strategy_type=daemonset.update_strategy_type,
         )
         if choice.strategy is not UpdateStrategy.OTA:
             raise Refused(not_ota(facts, "does not use the OTA update strategy"))
@@ -305,7 +279,7 @@ class Agent:
     async def upgrade(self, request: web.Request) -> web.Response:
         async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.UPGRADE)
-            uid = pod["metadata"]["uid"]
+            uid = object_uid(pod)
             sent.append("deletion of the pod")
             try:
                 await self.api.delete(PODS, facts.name, namespace=facts.namespace, uid=uid)
@@ -340,7 +314,7 @@ class Agent:
             view = PodView(
                 namespace=facts.namespace,
                 name=facts.name,
-                uid=PodUID(pod["metadata"]["uid"]),
+                uid=PodUID(object_uid(pod)),
                 node_name=None,
                 conditions=facts.conditions,
             )

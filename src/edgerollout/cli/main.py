@@ -6,8 +6,6 @@ import click
 
 from edgerollout.cli.agent_command import agent
 from edgerollout.cli.controller_command import controller
-from edgerollout.cli.demo_command import demo
-from edgerollout.cli.lab_commands import lab
 from edgerollout.cli.status_command import status
 
 
@@ -17,10 +15,8 @@ def cli() -> None:
     """DaemonSet upgrades for Kubernetes clusters whose nodes live at the edge."""
 
 
-cli.add_command(lab)
 cli.add_command(controller)
 cli.add_command(agent)
-cli.add_command(demo)
 cli.add_command(status)
 
 

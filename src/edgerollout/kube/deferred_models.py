@@ -6,8 +6,8 @@ agent use none of them: `kube.api` needs the kubeconfig loaders, `Configuration`
 (whose bodies it reads raw). `defer()` registers the three packages whose `__init__` does that
 (`kubernetes_asyncio`, `.client`, `.client.models`) as empty package modules, so their submodules
 import as usual (also as attributes); the first attribute one of them is asked for that is not a
-submodule runs the real `__init__` then. Code that uses the generated classes (the lab, the tests) works unchanged and pays
-for them on first use.
+submodule runs the real `__init__` then. Code that uses the generated classes (the lab, the tests)
+works unchanged and pays for them on first use.
 
 It must run before anything imports kubernetes_asyncio; the command line calls it first.
 """
@@ -19,6 +19,9 @@ import sys
 from types import ModuleType
 from typing import Any
 
+# The kubernetes_asyncio behaviour worked around: these three `__init__` files import every
+# generated API class and model (859 modules with the transport, 56 MB of the controller's 105 MB
+# at start-up; docs/decisions.md), while the rest of the package imports only what it uses.
 PACKAGES = ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.client.models")
 
 

@@ -24,6 +24,7 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
+from edgerollout.domain.ota_requests import PodFacts
 from edgerollout.domain.prepull import PREPULL_LABEL, JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
@@ -46,6 +47,17 @@ def _parse_time(raw: str | None) -> datetime | None:
     if not raw:
         return None
     return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+
+
+def namespaced_name(obj: JSON) -> tuple[str, str]:
+    """The object's namespace ("" for a cluster-scoped one) and name."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def object_uid(obj: JSON) -> str:
+    """The object's UID ("" if it has none, as an object not yet created)."""
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def controller_uid(meta: JSON) -> str | None:
@@ -113,29 +125,50 @@ def _pinned_node(spec: JSON) -> str | None:
     return None
 
 
-def pod_from_api(obj: JSON) -> CachedPod:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    labels = meta.get("labels") or {}
+def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str, PodCondition]:
+    """A pod's conditions by type (only the `kept` types, if given; the last of a repeated type)."""
     conditions: dict[str, PodCondition] = {}
-    ready = False
-    ready_since: datetime | None = None
-    for raw in status.get("conditions") or ():
-        kind = raw.get("type")
-        if kind not in KEPT_CONDITIONS:
+    for raw in (obj.get("status") or {}).get("conditions") or ():
+        kind = raw.get("type", "")
+        if kept is not None and kind not in kept:
             continue
-        condition = PodCondition(
+        conditions[kind] = PodCondition(
             type=kind,
             status=ConditionStatus.from_api(raw.get("status")),
             reason=raw.get("reason") or "",
             message=raw.get("message") or "",
             last_transition_time=raw.get("lastTransitionTime"),
         )
-        conditions[kind] = condition
-        if kind == "Ready" and condition.status is ConditionStatus.TRUE:
-            ready = True
-            ready_since = _parse_time(condition.last_transition_time)
+    return conditions
+
+
+def pod_facts_from_api(obj: JSON) -> PodFacts:
+    """What the agent judges a request for a pod by, from the pod read fresh: every condition, and
+    the node it is bound to (`spec.nodeName` only: a pod not bound yet belongs to no node)."""
+    meta = obj.get("metadata") or {}
+    owner: JSON = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), {})
+    return PodFacts(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        node_name=(obj.get("spec") or {}).get("nodeName"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        owner_kind=owner.get("kind"),
+        owner_name=owner.get("name"),
+        conditions=pod_conditions(obj),
+    )
+
+
+def pod_from_api(obj: JSON) -> CachedPod:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    labels = meta.get("labels") or {}
+    conditions = pod_conditions(obj, kept=KEPT_CONDITIONS)
+    ready = False
+    ready_since: datetime | None = None
+    readiness = conditions.get("Ready")
+    if readiness is not None and readiness.status is ConditionStatus.TRUE:
+        ready = True
+        ready_since = _parse_time(readiness.last_transition_time)
     node = spec.get("nodeName") or _pinned_node(spec)
     owner_kind = None
     for owner in meta.get("ownerReferences") or ():
@@ -159,15 +192,20 @@ def pod_from_api(obj: JSON) -> CachedPod:
     )
 
 
-def node_from_api(obj: JSON) -> NodeView:
-    meta = obj.get("metadata") or {}
+def node_ready_condition(obj: JSON) -> ConditionStatus | None:
+    """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
     status = None
     for condition in (obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Ready":
-            status = condition.get("status")
+            status = ConditionStatus.from_api(condition.get("status"))
+    return status
+
+
+def node_from_api(obj: JSON) -> NodeView:
+    meta = obj.get("metadata") or {}
     return NodeView(
         name=NodeName(meta.get("name", "")),
-        readiness=NodeReadiness.from_ready_condition(status),
+        readiness=NodeReadiness.from_ready_condition(node_ready_condition(obj)),
     )
 
 

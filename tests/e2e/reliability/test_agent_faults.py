@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from edgerollout.lab.cluster import Lab
-from edgerollout.lab.control_plane import audit_log_path
+from edgerollout_lab.cluster import Lab
+from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.reliability.conftest import Plan
 from tests.e2e.support.agents import agent_of, snapshot
 from tests.e2e.support.audit import audited_pod_deletions

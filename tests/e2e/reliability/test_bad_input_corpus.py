@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from edgerollout.lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (

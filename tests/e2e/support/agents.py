@@ -19,7 +19,7 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
 
 JSON = dict[str, Any]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from edgerollout.lab import controller_process
+from edgerollout_lab import controller_process
 
 
 class ControllerProcess(controller_process.ControllerProcess):

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster, link
-from edgerollout.lab.cluster import Lab
+from edgerollout_lab import cluster, link
+from edgerollout_lab.cluster import Lab
 
 T = TypeVar("T")
 

@@ -17,6 +17,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.server import Agent, AgentConfig
+from edgerollout.domain import vocabulary
+from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, REVISION_MESSAGE_PREFIX
 from edgerollout.kube.api import DAEMONSETS, PODS, Resource
 from edgerollout.kube.views import object_key
 from tests.unit.kube.fake_api import FakeApi
@@ -29,24 +31,24 @@ NODE: Final = "edge-2"
 POD: Final = "web-x"
 UPGRADE: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/upgrade"
 IMAGEPULL: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/imagepull"
-OTA: Final = {STRATEGY: "OTA"}
+OTA: Final = {STRATEGY: vocabulary.OTA}
 
 
 def need_upgrade(status: str = "True", revision: str = NEW) -> JSON:
     return {
-        "type": "PodNeedUpgrade",
+        "type": POD_NEED_UPGRADE,
         "status": status,
-        "message": f"controllerrevision: {revision}",
+        "message": f"{REVISION_MESSAGE_PREFIX}{revision}",
         "lastTransitionTime": "2025-03-01T11:30:00Z",
     }
 
 
 def image_ready(status: str, reason: str, revision: str = NEW) -> JSON:
     return {
-        "type": "PodImageReady",
+        "type": POD_IMAGE_READY,
         "status": status,
         "reason": reason,
-        "message": f"controllerrevision: {revision}",
+        "message": f"{REVISION_MESSAGE_PREFIX}{revision}",
         "lastTransitionTime": "2025-03-01T11:45:00Z",
     }
 

@@ -22,6 +22,7 @@ from edgerollout.domain.model import (
 from edgerollout.domain.prepull import JobView, PullTemplate
 from edgerollout.domain.reconcile import Snapshot
 from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.vocabulary import ON_DELETE
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_RFC3339 = "2025-03-01T12:00:00Z"
@@ -87,7 +88,7 @@ def revision(name: str, number: int, revision_hash: str | None) -> RevisionView:
 def daemonset(
     annotations: Mapping[str, str] | None = None,
     *,
-    update_strategy_type: str = "OnDelete",
+    update_strategy_type: str = ON_DELETE,
     min_ready_seconds: int = 0,
     desired_nodes: int | None = None,
 ) -> DaemonSetView:

@@ -11,6 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    CONTROLLER_REVISION_HASH_LABEL,
+    MAX_UNAVAILABLE_ANNOTATION,
+    ON_DELETE,
+    POD_TEMPLATE_GENERATION_LABEL,
+    TEMPLATE_GENERATION_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
+
 JSON = dict[str, Any]
 
 NAMESPACE: Final = "default"
@@ -19,9 +29,9 @@ WEB_UID: Final = "uid-ds-web"
 NEW: Final = "hash-new"
 OLD: Final = "hash-old"
 READY_SINCE: Final = "2025-03-01T11:00:00Z"
-STRATEGY: Final = "apps.openyurt.io/update-strategy"
-MAX_UNAVAILABLE: Final = "apps.openyurt.io/max-unavailable"
-ADVANCED: Final = {STRATEGY: "AdvancedRollingUpdate"}
+STRATEGY: Final = UPDATE_STRATEGY_ANNOTATION
+MAX_UNAVAILABLE: Final = MAX_UNAVAILABLE_ANNOTATION
+ADVANCED: Final = {STRATEGY: ADVANCED_ROLLING_UPDATE}
 
 
 def daemonset_json(
@@ -29,7 +39,7 @@ def daemonset_json(
     *,
     uid: str = WEB_UID,
     annotations: Mapping[str, str] | None = None,
-    update_strategy: str = "OnDelete",
+    update_strategy: str = ON_DELETE,
     min_ready_seconds: int = 0,
     image: str = "nginx:1.27",
 ) -> JSON:
@@ -42,7 +52,7 @@ def daemonset_json(
             "uid": uid,
             "generation": 2,
             "annotations": {
-                "deprecated.daemonset.template.generation": "2",
+                TEMPLATE_GENERATION_ANNOTATION: "2",
                 **(ADVANCED if annotations is None else annotations),
             },
         },
@@ -89,8 +99,8 @@ def pod_json(
         "uid": uid or f"uid-{name}",
         "labels": {
             "app": WEB,
-            "controller-revision-hash": revision_hash,
-            "pod-template-generation": "2" if revision_hash == NEW else "1",
+            CONTROLLER_REVISION_HASH_LABEL: revision_hash,
+            POD_TEMPLATE_GENERATION_LABEL: "2" if revision_hash == NEW else "1",
         },
     }
     if owner_uid is not None:
@@ -148,7 +158,7 @@ def revision_json(name: str, *, number: int, revision_hash: str, owner_uid: str 
             "name": name,
             "namespace": NAMESPACE,
             "uid": f"uid-{name}",
-            "labels": {"app": WEB, "controller-revision-hash": revision_hash},
+            "labels": {"app": WEB, CONTROLLER_REVISION_HASH_LABEL: revision_hash},
             "ownerReferences": [owner_reference(owner_uid)],
         },
         "revision": number,

@@ -19,13 +19,19 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
+from edgerollout.domain.ota_requests import PodFacts
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
     CachedRevision,
     daemonset_from_api,
+    namespaced_name,
     node_from_api,
+    node_ready_condition,
     object_key,
+    object_uid,
+    pod_conditions,
+    pod_facts_from_api,
     pod_from_api,
     revision_from_api,
 )
@@ -191,6 +197,72 @@ def test_daemon_pod_keeps_owner_revision_readiness_and_only_our_conditions() -> 
     )
 
 
+def test_pod_conditions_are_every_condition_by_type_or_only_the_kept_ones() -> None:
+    every = pod_conditions(TERMINATING_DAEMON_POD)
+    assert list(every) == [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+        "PodNeedUpgrade",
+    ]
+    assert every["PodScheduled"] == PodCondition(
+        type="PodScheduled",
+        status=ConditionStatus.TRUE,
+        last_transition_time="2025-03-01T10:58:12Z",
+    )
+    assert pod_conditions(PENDING_DAEMON_POD, kept=frozenset({"Ready", "PodScheduled"})) == {
+        "PodScheduled": PodCondition(
+            type="PodScheduled", status=ConditionStatus.FALSE, reason="Unschedulable"
+        )
+    }
+    assert pod_conditions({"metadata": {"name": "new"}}) == {}
+
+
+def test_pod_facts_for_the_agent_keep_every_condition_and_the_controlling_owner() -> None:
+    facts = pod_facts_from_api(TERMINATING_DAEMON_POD)
+    assert facts == PodFacts(
+        namespace="edge",
+        name="web-x7k2p",
+        node_name="edge-7",
+        deleting=True,
+        owner_kind="DaemonSet",
+        owner_name="web",
+        conditions=pod_conditions(TERMINATING_DAEMON_POD),
+    )
+    assert len(facts.conditions) == 6
+
+
+def test_pod_facts_of_an_unbound_pod_name_no_node_even_when_its_affinity_pins_one() -> None:
+    facts = pod_facts_from_api(PENDING_DAEMON_POD)
+    assert facts.node_name is None
+    assert facts.deleting is False
+    assert (facts.owner_kind, facts.owner_name) == ("DaemonSet", "web")
+    bare = pod_facts_from_api({"metadata": {"name": "p", "namespace": "edge"}})
+    assert bare == PodFacts(
+        namespace="edge",
+        name="p",
+        node_name=None,
+        deleting=False,
+        owner_kind=None,
+        owner_name=None,
+        conditions={},
+    )
+
+
+def test_namespaced_name_is_namespace_and_name_with_none_as_empty() -> None:
+    assert namespaced_name(TERMINATING_DAEMON_POD) == ("edge", "web-x7k2p")
+    assert namespaced_name(node_json("edge-1")) == ("", "edge-1")
+    assert namespaced_name({}) == ("", "")
+
+
+def test_object_uid_is_the_metadata_uid_or_empty() -> None:
+    assert object_uid(TERMINATING_DAEMON_POD) == "5f0c2c1e-8b0a-4d61-9d6e-1f2a3b4c5d6e"
+    assert object_uid({"metadata": {"name": "not-created-yet"}}) == ""
+    assert object_uid({}) == ""
+
+
 def test_pending_daemon_pod_is_placed_on_the_node_its_affinity_pins() -> None:
     pod = pod_from_api(PENDING_DAEMON_POD)
     assert pod.view.node_name == "edge-9"
@@ -275,6 +347,22 @@ def test_node_readiness_comes_from_its_ready_condition(
     assert node_from_api(node_json("edge-1", ready=ready)) == NodeView(
         name=NodeName("edge-1"), readiness=readiness
     )
+
+
+@pytest.mark.parametrize(
+    ("ready", "status"),
+    [
+        pytest.param("True", ConditionStatus.TRUE, id="true"),
+        pytest.param("False", ConditionStatus.FALSE, id="false"),
+        pytest.param("Unknown", ConditionStatus.UNKNOWN, id="unknown"),
+        pytest.param("Maybe", ConditionStatus.UNKNOWN, id="not-a-status"),
+        pytest.param(None, None, id="absent"),
+    ],
+)
+def test_node_ready_condition_is_the_status_of_its_ready_condition_only(
+    ready: str | None, status: ConditionStatus | None
+) -> None:
+    assert node_ready_condition(node_json("edge-1", ready=ready)) is status
 
 
 def test_node_heartbeat_changes_nothing_kept() -> None:

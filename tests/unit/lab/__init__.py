@@ -1,1 +1,1 @@
-"""Unit tests of the lab's building blocks, `edgerollout.lab`: no Kubernetes, no Go binaries."""
+"""Unit tests of the lab's building blocks, `edgerollout_lab`: no Kubernetes, no Go binaries."""

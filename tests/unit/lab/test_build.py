@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab import build, versions
-from edgerollout.lab.build import BuildError
-from edgerollout.lab.versions import COMPONENTS, GoComponent
+from edgerollout_lab import build, versions
+from edgerollout_lab.build import BuildError
+from edgerollout_lab.versions import COMPONENTS, GoComponent
 
 FAKE_GO = f"""#!{sys.executable}
 import json, os, sys
@@ -215,6 +215,5 @@ def test_binary_of_an_unbuilt_program_says_how_to_build_it(
         build.binary("helm")
 
     assert str(failure.value) == (
-        f"helm is not built yet (looked in {versions.bin_dir() / 'helm'}); "
-        "run `edgerollout lab build`"
+        f"helm is not built yet (looked in {versions.bin_dir() / 'helm'}); run `./dev lab build`"
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab import cluster
-from edgerollout.lab.cluster import Lab, LabError, LabNode, node_names
+from edgerollout_lab import cluster
+from edgerollout_lab.cluster import Lab, LabError, LabNode, node_names
 
 
 def write_lab(folder: Path, nodes: list[str], **extra: object) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab import controller_process
-from edgerollout.lab.controller_process import ControllerProcess, controller_argv
+from edgerollout_lab import controller_process
+from edgerollout_lab.controller_process import ControllerProcess, controller_argv
 
 SLEEP_FOREVER = "import time; print('up', flush=True); time.sleep(60)"
 IGNORE_SIGTERM = (

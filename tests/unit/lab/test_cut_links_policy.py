@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgerollout.lab.api import (
+from edgerollout_lab.api import (
     CUT_LINKS_POLICY,
     KWOK_USER,
     NO_NODE_IS_CUT,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from edgerollout.lab.kubeconfig import Access, read_kubeconfig, write_kubeconfig
+from edgerollout_lab.kubeconfig import Access, read_kubeconfig, write_kubeconfig
 
 
 def test_kubeconfig_points_at_the_server_with_the_ca_and_the_identity_token(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from edgerollout.lab.kwok_stages import (
+from edgerollout_lab.kwok_stages import (
     LINK_LABEL,
     NODE_LEASE_SECONDS,
     PRODUCTION_NODE_LEASE_SECONDS,

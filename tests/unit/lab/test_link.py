@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab import link
+from edgerollout_lab import link
 
 TIMEOUT = 5.0
 LOOPBACK = "127.0.0.1"
@@ -160,7 +160,7 @@ async def relay(tmp_path: Path, api_server: EchoServer) -> AsyncIterator[Relay]:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "edgerollout.lab.link",
+            "edgerollout_lab.link",
             str(tmp_path),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,

@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from edgerollout.lab.pki import Identity, PkiPaths, create_pki, new_identity
+from edgerollout_lab.pki import Identity, PkiPaths, create_pki, new_identity
 
 IDENTITIES = [
     Identity(token="t-admin", user="lab-admin", groups=("system:masters",)),

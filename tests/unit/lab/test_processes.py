@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from edgerollout.lab import processes
-from edgerollout.lab.processes import ComponentError
+from edgerollout_lab import processes
+from edgerollout_lab.processes import ComponentError
 
 SLEEP_FOREVER = "import time; time.sleep(60)"
 

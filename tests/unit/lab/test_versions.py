@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edgerollout.lab import versions
-from edgerollout.lab.versions import COMPONENTS, GoComponent
+from edgerollout_lab import versions
+from edgerollout_lab.versions import COMPONENTS, GoComponent
 
 MAIN_MODULES = {
     "etcd": "go.etcd.io/etcd/server/v3",

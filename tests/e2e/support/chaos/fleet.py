@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgerollout.lab import link, processes
-from edgerollout.lab.kubeconfig import read_kubeconfig, write_kubeconfig
+from edgerollout_lab import link, processes
+from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from tests.e2e.support.controller_process import ControllerProcess
 
 LEASE = "edgerollout-chaos"
@@ -141,7 +141,7 @@ class Relay:
     async def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         link.write_wanted(self.folder, host=self.host, port=self.port, links={self.NAME: True})
-        argv = [sys.executable, "-m", "edgerollout.lab.link", str(self.folder)]
+        argv = [sys.executable, "-m", "edgerollout_lab.link", str(self.folder)]
         processes.start(self.folder, "relay", argv)
         ports_file = self.folder / link.PORTS_FILE
         for _ in range(150):

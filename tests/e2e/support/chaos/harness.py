@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgerollout.lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.support.chaos.fleet import Fleet, Relay
 from tests.e2e.support.invariants import InvariantWatcher, clock
 from tests.e2e.support.lab import (

@@ -11,8 +11,8 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab import cluster
-from edgerollout.lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab import cluster
+from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.chaos.fleet import LEASE
 from tests.e2e.support.chaos.harness import (
     NAME,

@@ -22,10 +22,10 @@ from typing import Any, cast
 
 from kubernetes_asyncio import client
 
-from edgerollout.lab import processes
-from edgerollout.lab.api import api_client
-from edgerollout.lab.control_plane import free_port
-from edgerollout.lab.kubeconfig import write_kubeconfig
+from edgerollout_lab import processes
+from edgerollout_lab.api import api_client
+from edgerollout_lab.control_plane import free_port
+from edgerollout_lab.kubeconfig import write_kubeconfig
 
 AGENT_NAMESPACE = "edgerollout-system"
 AGENT_SERVICE_ACCOUNT = "edgerollout-agent"

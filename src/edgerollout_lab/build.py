@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgerollout.lab.versions import COMPONENTS, GoComponent, bin_dir, build_key, gomod_files
+from edgerollout_lab.versions import COMPONENTS, GoComponent, bin_dir, build_key, gomod_files
 
 Progress = Callable[[str], None]
 
@@ -53,7 +53,7 @@ def binary(name: str) -> Path:
     """The path of one built program; raises if the lab has not been built."""
     path = bin_dir() / name
     if not path.exists():
-        raise BuildError(f"{name} is not built yet (looked in {path}); run `edgerollout lab build`")
+        raise BuildError(f"{name} is not built yet (looked in {path}); run `./dev lab build`")
     return path
 
 

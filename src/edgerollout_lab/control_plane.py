@@ -22,9 +22,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgerollout.lab.build import binary
-from edgerollout.lab.kwok_stages import NODE_LEASE_SECONDS, node_monitor_grace_seconds
-from edgerollout.lab.pki import PkiPaths
+from edgerollout_lab.build import binary
+from edgerollout_lab.kwok_stages import NODE_LEASE_SECONDS, node_monitor_grace_seconds
+from edgerollout_lab.pki import PkiPaths
 
 NODE_MONITOR_GRACE_SECONDS = node_monitor_grace_seconds(NODE_LEASE_SECONDS)
 SERVICE_CIDR = "10.96.0.0/16"

@@ -1,4 +1,4 @@
-"""`edgerollout demo`: the seed scenarios, played on the local lab."""
+"""`./dev demo` (`python -m edgerollout_lab demo`): the seed scenarios, played on the lab."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from edgerollout.cli.demo import run_demo
-from edgerollout.lab.build import BuildError
-from edgerollout.lab.cluster import LabError
-from edgerollout.lab.processes import ComponentError
+from edgerollout_lab.build import BuildError
+from edgerollout_lab.cluster import LabError
+from edgerollout_lab.demo import run_demo
+from edgerollout_lab.processes import ComponentError
 
 
 @click.command()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +19,9 @@ from typing import Any, cast
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.lab.kwok_stages import LINK_LABEL
+from edgerollout.domain.model import ConditionStatus
+from edgerollout.kube.views import node_from_api, node_ready_condition
+from edgerollout_lab.kwok_stages import LINK_LABEL
 
 RECONNECTED_ANNOTATION = "lab.edgerollout.io/link-restored"
 # The simulated kubelets' user, and the admission policy that refuses their writes for cut nodes.
@@ -192,18 +195,16 @@ async def _set_link_label(api: Any, names: list[str], *, up: bool) -> None:
         await core.patch_node(name, body)
 
 
-def ready_status(node: Any) -> str:
-    """The node's Ready condition status: "True", "False" or "Unknown" ("Unknown" if absent)."""
-    for condition in node.status.conditions or []:
-        if condition.type == "Ready":
-            return str(condition.status)
-    return "Unknown"
-
-
 async def node_readiness(kubeconfig: Path) -> dict[str, str]:
+    """Each node's Ready condition status: "True", "False" or "Unknown" ("Unknown" if absent)."""
     async with api_client(kubeconfig) as api:
-        nodes = await client.CoreV1Api(api).list_node()
-        return {node.metadata.name: ready_status(node) for node in nodes.items}
+        # Unparsed: the body is read as JSON, not as generated models.
+        response: Any = await client.CoreV1Api(api).list_node(_preload_content=False)
+        listed = json.loads(await response.read())
+    return {
+        node_from_api(item).name: str(node_ready_condition(item) or ConditionStatus.UNKNOWN)
+        for item in listed["items"]
+    }
 
 
 async def wait_nodes(

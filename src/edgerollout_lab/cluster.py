@@ -21,18 +21,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from edgerollout.lab import api, control_plane, link, processes
-from edgerollout.lab.agents import start_agents
-from edgerollout.lab.build import missing_components
-from edgerollout.lab.control_plane import Ports
-from edgerollout.lab.kubeconfig import read_kubeconfig, write_kubeconfig
-from edgerollout.lab.kwok_stages import (
+from edgerollout_lab import api, control_plane, link, processes
+from edgerollout_lab.agents import start_agents
+from edgerollout_lab.build import missing_components
+from edgerollout_lab.control_plane import Ports
+from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
+from edgerollout_lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
     kwok_config,
     node_monitor_grace_seconds,
 )
-from edgerollout.lab.pki import Identity, create_pki, new_identity
+from edgerollout_lab.pki import Identity, create_pki, new_identity
 
 LAB_FILE = "lab.json"
 STATE_FILE = "state.json"
@@ -136,7 +136,7 @@ def up(
         raise LabError(
             "the lab's programs are not built yet ("
             + ", ".join(c.name for c in missing)
-            + "); run `edgerollout lab build` first"
+            + "); run `./dev lab build` first"
         )
     folder = folder.resolve()
     if running_components(folder):
@@ -222,7 +222,7 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
     link.write_wanted(
         folder, host="127.0.0.1", port=ports.apiserver, links=dict.fromkeys(names, True)
     )
-    processes.start(folder, "link", [sys.executable, "-m", "edgerollout.lab.link", str(folder)])
+    processes.start(folder, "link", [sys.executable, "-m", "edgerollout_lab.link", str(folder)])
     processes.wait_until(
         folder, "link", lambda: (folder / link.PORTS_FILE).exists(), timeout=30, what="listening"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from edgerollout.lab.pki import write_private
+from edgerollout_lab.pki import write_private
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ COMPONENTS: tuple[GoComponent, ...] = (
 
 def gomod_files(component: GoComponent) -> dict[str, bytes]:
     """The shipped module files of a component (go.mod, go.sum, tools.go), by file name."""
-    folder = resources.files("edgerollout.lab").joinpath("gomod", component.name)
+    folder = resources.files("edgerollout_lab").joinpath("gomod", component.name)
     return {name: folder.joinpath(name).read_bytes() for name in ("go.mod", "go.sum", "tools.go")}
 
 

@@ -1,4 +1,5 @@
-"""`edgerollout lab ...`: build, start, cut, restore and stop the local real control plane."""
+"""`python -m edgerollout_lab ...` (`./dev lab ...`): build, start, cut, restore and stop the local
+real control plane, and play the demo on it."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from edgerollout.lab import build, cluster
-from edgerollout.lab.build import BuildError
-from edgerollout.lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
-from edgerollout.lab.processes import ComponentError
+from edgerollout_lab import build, cluster
+from edgerollout_lab.build import BuildError
+from edgerollout_lab.demo_command import demo
+from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
+from edgerollout_lab.processes import ComponentError
 
 DEFAULT_DIR = Path(".edgerollout-lab")
 
@@ -31,7 +33,7 @@ def _fail(error: Exception) -> click.ClickException:
     return click.ClickException(str(error))
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def lab() -> None:
     """A local Kubernetes control plane with simulated edge nodes (no Docker needed)."""
 
@@ -138,3 +140,10 @@ def status_command(folder: Path) -> None:
     click.echo(f"{'NODE':<12} {'READY':<8} LINK")
     for node in nodes:
         click.echo(f"{node.name:<12} {node.ready:<8} {'up' if node.link_up else 'cut'}")
+
+
+lab.add_command(demo)
+
+
+def main() -> None:
+    lab(prog_name="python -m edgerollout_lab")

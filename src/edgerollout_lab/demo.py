@@ -1,4 +1,5 @@
-"""`edgerollout demo`: seed 001's scenarios, played on a local lab and narrated step by step.
+"""`./dev demo` (`python -m edgerollout_lab demo`): seed 001's scenarios, played on a local lab and
+narrated step by step.
 
 1. The problem: a native RollingUpdate DaemonSet on 3 edge nodes, 2 of them disconnected, stalls.
 2. AdvancedRollingUpdate: the same change upgrades the connected node at once, skips the
@@ -13,11 +14,9 @@ Everything runs for real: the lab's control plane, the native DaemonSet controll
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,16 @@ import aiohttp
 
 from edgerollout.cli.status_command import read_status
 from edgerollout.cli.status_render import render_table
-from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
+from edgerollout.domain.model import ConditionStatus, NodeReadiness, PodCondition, PodView
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAX_UNAVAILABLE_ANNOTATION,
+    ON_DELETE,
+    OTA,
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.api import (
     DAEMONSETS,
     NAMESPACES,
@@ -35,7 +43,9 @@ from edgerollout.kube.api import (
     ApiError,
     KubeApi,
 )
-from edgerollout.lab import build, cluster
+from edgerollout.kube.views import CachedPod, node_from_api, pod_conditions, pod_from_api
+from edgerollout_lab import build, cluster
+from edgerollout_lab.controller_process import ControllerProcess
 
 Say = Callable[[str], None]
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
@@ -43,10 +53,10 @@ NODE_NAMES = ["edge-1", "edge-2", "edge-3"]
 
 
 def _daemonset(name: str, strategy: str | None) -> dict[str, Any]:
-    annotations = {"apps.openyurt.io/update-strategy": strategy} if strategy else {}
-    if strategy == "AdvancedRollingUpdate":
-        annotations["apps.openyurt.io/max-unavailable"] = "30%"
-    update = {"type": "OnDelete"} if strategy else {"type": "RollingUpdate"}
+    annotations = {UPDATE_STRATEGY_ANNOTATION: strategy} if strategy else {}
+    if strategy == ADVANCED_ROLLING_UPDATE:
+        annotations[MAX_UNAVAILABLE_ANNOTATION] = "30%"
+    update = {"type": ON_DELETE} if strategy else {"type": "RollingUpdate"}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -62,30 +72,27 @@ def _daemonset(name: str, strategy: str | None) -> dict[str, Any]:
     }
 
 
+def _status(conditions: Mapping[str, PodCondition], kind: str) -> ConditionStatus | None:
+    """The status of the pod's condition of this type (None: the pod has none)."""
+    condition = conditions.get(kind)
+    return None if condition is None else condition.status
+
+
 class Demo:
     def __init__(self, api: KubeApi, lab: cluster.Lab, say: Say) -> None:
         self.api = api
         self.lab = lab
         self.say = say
 
-    async def node_ready(self) -> dict[str, str]:
+    async def node_ready(self) -> dict[str, bool]:
         listed = await self.api.list(NODES)
-        ready = {}
-        for node in listed.items:
-            status = next(
-                (c["status"] for c in node["status"].get("conditions", []) if c["type"] == "Ready"),
-                "Unknown",
-            )
-            ready[node["metadata"]["name"]] = {"True": "Ready", "False": "NotReady"}.get(
-                status, "NotReady"
-            )
-        return ready
+        views = [node_from_api(node) for node in listed.items]
+        return {view.name: view.readiness is NodeReadiness.READY for view in views}
 
-    async def pods(self, namespace: str, name: str) -> list[dict[str, Any]]:
+    async def pods(self, namespace: str, name: str) -> list[CachedPod]:
         listed = await self.api.list(PODS, namespace=namespace, label_selector=f"app={name}")
-        return sorted(
-            listed.items, key=lambda p: (p["spec"].get("nodeName", ""), p["metadata"]["name"])
-        )
+        pods = [pod_from_api(item) for item in listed.items]
+        return sorted(pods, key=lambda p: (p.view.node_name or "", p.view.name))
 
     async def table(self, namespace: str, name: str) -> None:
         """What `edgerollout status` prints at this moment, indented under its command line."""
@@ -103,18 +110,9 @@ class Demo:
 
     async def all_on(self, namespace: str, name: str, image: str, nodes: list[str]) -> bool:
         pods = await self.pods(namespace, name)
-        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-        on = {
-            p["spec"].get("nodeName") for p in live if p["spec"]["containers"][0]["image"] == image
-        }
-        return set(nodes) <= on and all(
-            any(
-                c["type"] == "Ready" and c["status"] == "True"
-                for c in p["status"].get("conditions", [])
-            )
-            for p in live
-            if p["spec"].get("nodeName") in nodes
-        )
+        live = [p for p in pods if not p.view.deleting]
+        on = {p.view.node_name for p in live if p.images[0] == image}
+        return set(nodes) <= on and all(p.view.ready for p in live if p.view.node_name in nodes)
 
     async def set_image(self, namespace: str, name: str, image: str) -> None:
         patch = {
@@ -127,7 +125,7 @@ class Demo:
 
         async def not_ready() -> bool:
             ready = await self.node_ready()
-            return all(ready[n] == "NotReady" for n in nodes)
+            return not any(ready[n] for n in nodes)
 
         await self.wait(not_ready, f"{', '.join(nodes)} to turn NotReady", 60)
 
@@ -135,8 +133,8 @@ class Demo:
         await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
 
         async def ready() -> bool:
-            states = await self.node_ready()
-            return all(states[n] == "Ready" for n in nodes)
+            ready = await self.node_ready()
+            return all(ready[n] for n in nodes)
 
         await self.wait(ready, f"{', '.join(nodes)} to turn Ready", 60)
 
@@ -159,7 +157,7 @@ class Demo:
         await self.api.create(DAEMONSETS, _daemonset(name, None), namespace=ns)
         await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
         await self.table(ns, name)
-        self.say("  $ edgerollout lab disconnect edge-2 edge-3   # their links to the cloud drop")
+        self.say("  $ ./dev lab disconnect edge-2 edge-3   # their links to the cloud drop")
         await self.cut("edge-2", "edge-3")
         self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
         await self.set_image(ns, name, NEW)
@@ -176,17 +174,17 @@ class Demo:
         ns, name = "advanced", "nginx-daemonset"
         self.say("\n== 2. AdvancedRollingUpdate: the same change, with edgerollout's controller")
         await self.namespace(ns)
-        await self.api.create(DAEMONSETS, _daemonset(name, "AdvancedRollingUpdate"), namespace=ns)
+        await self.api.create(DAEMONSETS, _daemonset(name, ADVANCED_ROLLING_UPDATE), namespace=ns)
         await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
         await self.table(ns, name)
-        self.say("  $ edgerollout lab disconnect edge-2 edge-3")
+        self.say("  $ ./dev lab disconnect edge-2 edge-3")
         await self.cut("edge-2", "edge-3")
         self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
         await self.set_image(ns, name, NEW)
         await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-1"]), "edge-1 upgraded", 60)
         await self.table(ns, name)
         self.say("  edge-1 is upgraded; the offline nodes keep their pods and do not block it.")
-        self.say("  $ edgerollout lab connect edge-2 edge-3")
+        self.say("  $ ./dev lab connect edge-2 edge-3")
         await self.restore("edge-2", "edge-3")
         ready_at = time.monotonic()
         await self.wait(lambda: self.all_on(ns, name, NEW, NODE_NAMES), "all upgraded", 60)
@@ -200,50 +198,44 @@ class Demo:
         ns, name = "ota", "nginx-daemonset"
         self.say("\n== 3. OTA: the controller marks pods, the node decides when")
         await self.namespace(ns)
-        await self.api.create(DAEMONSETS, _daemonset(name, "OTA"), namespace=ns)
+        await self.api.create(DAEMONSETS, _daemonset(name, OTA), namespace=ns)
         await self.wait(lambda: self.all_on(ns, name, OLD, NODE_NAMES), "3 running pods", 60)
 
-        async def marked(status: str) -> bool:
+        async def marked(status: ConditionStatus) -> bool:
             pods = await self.pods(ns, name)
             return len(pods) == 3 and all(
-                any(
-                    c["type"] == POD_NEED_UPGRADE and c["status"] == status
-                    for c in p["status"].get("conditions", [])
-                )
-                for p in pods
+                _status(p.view.conditions, POD_NEED_UPGRADE) is status for p in pods
             )
 
-        await self.wait(lambda: marked("False"), "PodNeedUpgrade=False", 30)
+        await self.wait(lambda: marked(ConditionStatus.FALSE), f"{POD_NEED_UPGRADE}=False", 30)
         await self.table(ns, name)
         self.say(f"  $ kubectl -n {ns} set image ds/{name} nginx={NEW}")
         await self.set_image(ns, name, NEW)
-        await self.wait(lambda: marked("True"), "PodNeedUpgrade=True", 30)
+        await self.wait(lambda: marked(ConditionStatus.TRUE), f"{POD_NEED_UPGRADE}=True", 30)
         await self.table(ns, name)
         self.say("  Every pod says an upgrade is available; nothing was deleted.")
         agent = self.lab.node("edge-2").agent_url
         assert agent is not None
         self.say("  On edge-2 the node asks its agent (the same API as OpenYurt's YurtHub):")
         async with aiohttp.ClientSession() as http:
-            found: dict[str, Any] = {}
+            found: list[PodView] = []
 
             async def agent_sees_upgrade() -> bool:
                 async with http.get(f"{agent}/pods") as response:
                     listed = await response.json()
-                for item in listed["items"]:
-                    marks = [
-                        c
-                        for c in item["status"].get("conditions", [])
-                        if c["type"] == POD_NEED_UPGRADE and c["status"] == "True"
-                    ]
-                    if item["metadata"]["namespace"] == ns and marks:
-                        found.update(pod=item["metadata"]["name"], mark=marks[0])
-                        return True
-                return False
+                views = [pod_from_api(item).view for item in listed["items"]]
+                found[:] = [
+                    view
+                    for view in views
+                    if view.namespace == ns
+                    and _status(view.conditions, POD_NEED_UPGRADE) is ConditionStatus.TRUE
+                ]
+                return bool(found)
 
             await self.wait(agent_sees_upgrade, "edge-2's agent to list the upgrade", 60)
-            pod, mark = found["pod"], found["mark"]
+            pod, mark = found[0].name, found[0].conditions[POD_NEED_UPGRADE]
             self.say("  $ curl http://127.0.0.1:10267/pods")
-            self.say(f"    {ns}/{pod}: {POD_NEED_UPGRADE}={mark['status']} ({mark['message']})")
+            self.say(f"    {ns}/{pod}: {POD_NEED_UPGRADE}={mark.status} ({mark.message})")
             for action in ("imagepull", "upgrade"):
                 path = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}/{action}"
                 if action == "upgrade":
@@ -261,10 +253,7 @@ class Demo:
 
     async def pulled(self, namespace: str, pod: str) -> bool:
         found = await self.api.get(PODS, pod, namespace=namespace)
-        return any(
-            c["type"] == "PodImageReady" and c["status"] == "True"
-            for c in found["status"].get("conditions", [])
-        )
+        return _status(pod_conditions(found), POD_IMAGE_READY) is ConditionStatus.TRUE
 
 
 def run_demo(folder: Path | None, say: Say) -> None:
@@ -277,30 +266,13 @@ def run_demo(folder: Path | None, say: Say) -> None:
     lab_dir = Path(tempfile.mkdtemp(prefix="edgerollout-demo-")) if folder is None else folder
     lab = cluster.up(lab_dir, nodes=3, say=say, agents=True)
     controller_log = lab.folder / "logs" / "edgerollout-controller.log"
-    with controller_log.open("ab") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edgerollout",
-                "controller",
-                f"--kubeconfig={lab.kubeconfig}",
-                "--metrics-address=127.0.0.1:0",
-                "--health-address=127.0.0.1:0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    say(f"started edgerollout controller (pid {process.pid}, log {controller_log})")
+    controller = ControllerProcess.launch(lab.kubeconfig, controller_log)
+    say(f"started edgerollout controller (pid {controller.pid}, log {controller_log})")
     try:
         asyncio.run(_play(lab, say))
         say("\nDone. Every step above ran against a real API server and the native controllers.")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        controller.stop()
         cluster.down(lab.folder, say=lambda _: None)
         say(f"lab stopped{'' if owned else f' (its files stay in {lab.folder})'}")
 

@@ -1,9 +1,9 @@
 """edgerollout's controller as a process beside the lab, exactly as it runs in a cluster.
 
-The end-to-end tests and the benchmark both start the real `edgerollout controller` against a lab:
-on free loopback ports for its metrics and health checks, logging to a file, waited for until its
-`/readyz` answers 200 (its caches have listed), and stopped as Kubernetes stops a pod: SIGTERM, a
-grace period, then SIGKILL.
+The demo, the end-to-end tests and the benchmark all start the real `edgerollout controller`
+against a lab through this one launcher: on free loopback ports for its metrics and health checks,
+logging to a file, waited for until its `/readyz` answers 200 (its caches have listed), and stopped
+as Kubernetes stops a pod: SIGTERM, a grace period, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from edgerollout.lab.control_plane import free_port
+from edgerollout_lab.control_plane import free_port
 
 HOST = "127.0.0.1"
 PROGRAM = (sys.executable, "-m", "edgerollout")

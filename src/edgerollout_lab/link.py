@@ -6,7 +6,7 @@ through this link. Cutting a link closes the node's open connections and resets 
 dropped uplink as the client sees it, fast enough for tests to assert on. The lab writes the wanted
 state to `links.json` and sends SIGHUP; the process answers by re-reading it.
 
-Run as `python -m edgerollout.lab.link DIR`.
+Run as `python -m edgerollout_lab.link DIR`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,3 @@
+from edgerollout_lab.commands import main
+
+main()
