@@ -22,6 +22,7 @@ import orjson
 
 from edgerollout.kube.api import PODS, Api
 from edgerollout.kube.informer import Informer
+from edgerollout.settings import AGENT, AgentSettings
 
 JSON = dict[str, Any]
 log = logging.getLogger("edgerollout.agent")
@@ -36,18 +37,24 @@ def _slim(pod: JSON) -> JSON:
 
 
 class NodePods:
-    def __init__(self, api: Api, *, node_name: str, cache_dir: Path | None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        node_name: str,
+        cache_dir: Path | None,
+        settings: AgentSettings = AGENT,
+    ) -> None:
         self.node_name = node_name
         self.cache_dir = cache_dir
+        self.save_interval = settings.cache_save_interval
         self.informer: Informer[JSON] = Informer(
             api,
             PODS,
             _slim,
             field_selector=f"spec.nodeName={node_name}",
             relist_after_failure=True,
-            # A node's link comes back at any moment; retrying every few seconds at most makes the
-            # cache current soon after, at the cost of a refused connection now and then.
-            max_backoff=3.0,
+            max_backoff=settings.watch_max_backoff,
         )
         self.informer.on_contact = self._contact
         self.informer.on_lost = self._lost
@@ -166,4 +173,4 @@ class NodePods:
                     self.save()
                 except OSError as error:
                     log.warning("could not save the pod cache: %s", error)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(self.save_interval)

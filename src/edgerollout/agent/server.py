@@ -45,10 +45,11 @@ from edgerollout.domain.ota_requests import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
+from edgerollout.settings import AGENT
 
 JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
-MAX_BODY = 64 * 1024
+MAX_BODY = AGENT.max_body_bytes
 POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
 
 REQUESTS = Counter(
@@ -94,7 +95,7 @@ _HTTP_REASONS = {
 class AgentConfig:
     node_name: str
     token: str | None = None
-    cloud_timeout: float = 2.0
+    cloud_timeout: float = AGENT.cloud_timeout
 
 
 def _conditions(pod: JSON) -> dict[str, PodCondition]:

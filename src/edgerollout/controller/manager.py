@@ -18,7 +18,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -32,25 +32,22 @@ from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.settings import CONTROLLER, ControllerSettings
 
 log = logging.getLogger("edgerollout.controller")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerOptions:
+    """One run of the controller: where the cluster is, what it may touch, and its settings."""
+
     kubeconfig: str | None = None
+    # Only DaemonSets in this namespace (None: every namespace).
     namespace: str | None = None
     leader_elect: bool = False
-    leader_election_namespace: str = "kube-system"
-    leader_election_name: str = "edgerollout-controller"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    metrics_address: str = "127.0.0.1:8080"
-    health_address: str = "127.0.0.1:8081"
-    workers: int = 4
+    # The Lease holder's name (empty: host_pid, unique per process as client-go's are).
     identity: str = ""
-    prepull: PrepullSettings = field(default_factory=PrepullSettings)
+    settings: ControllerSettings = CONTROLLER
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -61,35 +58,44 @@ def _host_port(address: str) -> tuple[str, int]:
 class Controller:
     def __init__(self, options: ControllerOptions, api: KubeApi) -> None:
         self.options = options
+        self.settings = settings = options.settings
         self.api = api
         self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
-        self.queue = WorkQueue(name=metrics.CONTROLLER)
+        self.queue = WorkQueue(
+            name=metrics.CONTROLLER,
+            base_delay=settings.queue.base_delay,
+            max_delay=settings.queue.max_delay,
+        )
         self.cache = ClusterCache(api, namespace=options.namespace, enqueue=self.queue.add)
         self.elector: LeaderElector | None = None
+        election = settings.leader_election
         if options.leader_elect:
             self.elector = LeaderElector(
                 api,
-                namespace=options.leader_election_namespace,
-                name=options.leader_election_name,
+                namespace=election.namespace,
+                name=election.name,
                 identity=self.identity,
-                lease_duration=options.lease_duration,
-                renew_deadline=options.renew_deadline,
-                retry_period=options.retry_period,
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
                 on_change=self._on_leadership,
             )
-        metrics.LEADER.labels(name=options.leader_election_name).set(0)
+        metrics.LEADER.labels(name=election.name).set(0)
         self.reconciler = Reconciler(
             api=api,
             cache=self.cache,
             recorder=EventRecorder(api, instance=self.identity),
             expectations=Expectations(),
             may_write=self.may_write,
-            prepull=options.prepull,
+            prepull=PrepullSettings(
+                toolbox_image=settings.prepull.toolbox_image,
+                deadline_seconds=settings.prepull.deadline_seconds,
+            ),
         )
         self.leading = False
 
     def _on_leadership(self, leading: bool) -> None:
-        metrics.LEADER.labels(name=self.options.leader_election_name).set(1 if leading else 0)
+        metrics.LEADER.labels(name=self.settings.leader_election.name).set(1 if leading else 0)
         if leading:
             return
         if self.elector is not None and self.elector.released:
@@ -146,7 +152,7 @@ class Controller:
         for key in self.cache.opted_in_keys():
             self.queue.add(key)
         async with asyncio.TaskGroup() as group:
-            for index in range(self.options.workers):
+            for index in range(self.settings.workers):
                 group.create_task(self._worker(), name=f"worker-{index}")
         if not self.queue.shutting_down:
             # A worker stops only when the queue shuts down or a write found this replica no
@@ -172,13 +178,13 @@ class Controller:
         health = web.Application()
         health.router.add_get("/healthz", healthz)
         health.router.add_get("/readyz", readyz)
-        served = [(health, self.options.health_address)]
-        if self.options.metrics_address == self.options.health_address:
+        served = [(health, self.settings.health_address)]
+        if self.settings.metrics_address == self.settings.health_address:
             health.router.add_get("/metrics", metrics_handler)
         else:
             app = web.Application()
             app.router.add_get("/metrics", metrics_handler)
-            served.append((app, self.options.metrics_address))
+            served.append((app, self.settings.metrics_address))
         for app, address in served:
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
@@ -222,7 +228,9 @@ class Controller:
             # Events of deletions already made, before the Lease is released (a few seconds
             # at most: each is one request).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.reconciler.reports_sent(), timeout=5)
+                await asyncio.wait_for(
+                    self.reconciler.reports_sent(), timeout=self.settings.shutdown_report_grace
+                )
             if self.elector is not None:
                 await self.elector.release()
             for runner in runners:

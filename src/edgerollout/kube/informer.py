@@ -23,12 +23,14 @@ from typing import Any, Generic, TypeVar
 
 from edgerollout.kube.api import Api, ApiError, Resource
 from edgerollout.kube.views import object_key
+from edgerollout.settings import CONTROLLER
 
 T = TypeVar("T")
 JSON = dict[str, Any]
 Handler = Callable[[T | None, T | None], None]
 
 log = logging.getLogger(__name__)
+WATCH = CONTROLLER.watch
 
 
 class Informer(Generic[T]):
@@ -40,9 +42,9 @@ class Informer(Generic[T]):
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
-        page_size: int = 500,
+        page_size: int = WATCH.page_size,
         relist_after_failure: bool = False,
-        max_backoff: float = 30.0,
+        max_backoff: float = WATCH.max_backoff,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -141,7 +143,7 @@ class Informer(Generic[T]):
 
     async def run(self) -> None:
         """List, then watch forever; cancel the task to stop."""
-        delay = 0.5
+        delay = WATCH.first_retry_delay
         need_list = True
         while True:
             try:
@@ -149,7 +151,9 @@ class Informer(Generic[T]):
                     await self._list()
                     need_list = False
                 # Spread re-watches out so many caches do not reconnect in lockstep.
-                timeout = random.randint(240, 360)  # noqa: S311 - jitter, not security
+                timeout = random.randint(  # noqa: S311 - jitter, not security
+                    WATCH.rewatch_min_seconds, WATCH.rewatch_max_seconds
+                )
                 async for event in self.api.watch(
                     self.resource,
                     resource_version=self.resource_version,
@@ -159,7 +163,7 @@ class Informer(Generic[T]):
                 ):
                     self._apply(event)
                     self.on_contact()
-                    delay = 0.5
+                    delay = WATCH.first_retry_delay
             except ApiError as error:
                 self.on_lost(error)
                 if error.gone:

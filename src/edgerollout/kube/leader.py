@@ -19,8 +19,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from edgerollout.kube.api import LEASES, Api, ApiError
+from edgerollout.settings import CONTROLLER
 
 log = logging.getLogger(__name__)
+ELECTION = CONTROLLER.leader_election
 
 
 class LeadershipLost(RuntimeError):
@@ -39,9 +41,9 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        lease_duration: float = ELECTION.lease_duration,
+        renew_deadline: float = ELECTION.renew_deadline,
+        retry_period: float = ELECTION.retry_period,
         on_change: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = api

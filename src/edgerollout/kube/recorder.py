@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.kube.api import EVENTS, Api, ApiError
+from edgerollout.settings import CONTROLLER
 
 COMPONENT = "edgerollout-controller"
 
-# client-go's defaults for its spam filter: a burst of 25, then one Event every 5 minutes.
-BURST = 25
-REFILL_SECONDS = 300.0
+BURST = CONTROLLER.events.burst
+REFILL_SECONDS = CONTROLLER.events.refill_seconds
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ import pytest
 from edgerollout.controller.manager import Controller, ControllerOptions
 from edgerollout.controller.reconciler import NotLeader, Outcome
 from edgerollout.kube.leader import LeadershipLost
+from edgerollout.settings import ControllerSettings
 from tests.unit.kube.fake_api import FakeApi
 
 
@@ -16,7 +17,8 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
     # Every worker that meets NotLeader stops; once all have, nothing reconciles any more. The
     # process must then exit as on a lost Lease (code 3, restarted as a standby), not return as
     # if it had been asked to stop (code 0, nothing in the log saying why).
-    controller = Controller(ControllerOptions(workers=2), FakeApi())  # type: ignore[arg-type]
+    options = ControllerOptions(settings=ControllerSettings(workers=2))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
     for informer in controller.cache.informers:
         informer.synced.set()
     reconciled: list[str] = []
@@ -37,7 +39,8 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
 async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scans(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    controller = Controller(ControllerOptions(workers=1), FakeApi())  # type: ignore[arg-type]
+    options = ControllerOptions(settings=ControllerSettings(workers=1))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
     frozen_when_synced: list[bool] = []
     monkeypatch.setattr(
         "edgerollout.controller.manager.gc.freeze",
