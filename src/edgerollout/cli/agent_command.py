@@ -10,7 +10,7 @@ import uvloop
 
 from edgerollout.agent.runner import AgentOptions, run_agent
 from edgerollout.cli import logging_setup
-from edgerollout.settings import AGENT, LOG_FORMATS, LogFormat, LogSettings
+from edgerollout.settings import AGENT, LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel, LogSettings
 
 
 @click.command()
@@ -37,6 +37,9 @@ from edgerollout.settings import AGENT, LOG_FORMATS, LogFormat, LogSettings
 @click.option(
     "--log-format", type=click.Choice(LOG_FORMATS), default=AGENT.log.format, show_default=True
 )
+@click.option(
+    "--log-level", type=click.Choice(LOG_LEVELS), default=AGENT.log.level, show_default=True
+)
 def agent(
     node_name: str,
     kubeconfig: str | None,
@@ -44,9 +47,10 @@ def agent(
     token_file: Path | None,
     cache_dir: Path | None,
     log_format: LogFormat,
+    log_level: LogLevel,
 ) -> None:
     """Serve the OTA API for one node: list its pods, pre-pull images, upgrade a pod."""
-    logging_setup.configure(log_format)
+    logging_setup.configure(log_format, level=log_level)
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         raise click.BadParameter(f"expected HOST:PORT, got {listen!r}", param_hint="--listen")
@@ -55,7 +59,9 @@ def agent(
         kubeconfig=kubeconfig,
         token_file=token_file,
         cache_dir=cache_dir,
-        settings=dataclasses.replace(AGENT, listen=listen, log=LogSettings(format=log_format)),
+        settings=dataclasses.replace(
+            AGENT, listen=listen, log=LogSettings(format=log_format, level=log_level)
+        ),
     )
     try:
         uvloop.run(run_agent(options))

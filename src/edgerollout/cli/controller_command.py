@@ -14,8 +14,10 @@ from edgerollout.kube.leader import LeadershipLost
 from edgerollout.settings import (
     CONTROLLER,
     LOG_FORMATS,
+    LOG_LEVELS,
     LeaderElectionSettings,
     LogFormat,
+    LogLevel,
     LogSettings,
     PrepullSettings,
 )
@@ -82,6 +84,13 @@ ELECTION = CONTROLLER.leader_election
     default=CONTROLLER.log.format,
     show_default=True,
 )
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default=CONTROLLER.log.level,
+    show_default=True,
+    help="debug adds a line per pod decision to the summary line per reconcile.",
+)
 def controller(
     kubeconfig: str | None,
     namespace: str | None,
@@ -98,15 +107,16 @@ def controller(
     prepull_toolbox_image: str,
     prepull_deadline: int,
     log_format: LogFormat,
+    log_level: LogLevel,
 ) -> None:
     """Upgrade annotated DaemonSets: AdvancedRollingUpdate and OTA."""
-    logging_setup.configure(log_format)
+    logging_setup.configure(log_format, level=log_level)
     settings = dataclasses.replace(
         CONTROLLER,
         workers=workers,
         metrics_address=metrics_address,
         health_address=health_address,
-        log=LogSettings(format=log_format),
+        log=LogSettings(format=log_format, level=log_level),
         leader_election=LeaderElectionSettings(
             namespace=leader_election_namespace,
             name=leader_election_name,

@@ -46,6 +46,7 @@ def test_each_controller_flag_defaults_to_its_settings_field() -> None:
         "prepull_toolbox_image": CONTROLLER.prepull.toolbox_image,
         "prepull_deadline": CONTROLLER.prepull.deadline_seconds,
         "log_format": CONTROLLER.log.format,
+        "log_level": CONTROLLER.log.level,
     }
 
 
@@ -56,6 +57,7 @@ def test_each_agent_flag_defaults_to_its_settings_field() -> None:
         "token_file": None,
         "cache_dir": None,
         "log_format": AGENT.log.format,
+        "log_level": AGENT.log.level,
     }
 
 
@@ -69,9 +71,11 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
     monkeypatch.setattr(controller_command, "run_controller", run)
     monkeypatch.setattr(agent_command, "run_agent", run)
-    monkeypatch.setattr(
-        "edgerollout.cli.logging_setup.configure", lambda *args, **kwargs: calls.append(args)
-    )
+
+    def configure(log_format: str, *, level: str) -> None:
+        calls.append((log_format, level))
+
+    monkeypatch.setattr("edgerollout.cli.logging_setup.configure", configure)
     return calls
 
 
@@ -79,7 +83,7 @@ def test_controller_without_flags_runs_with_the_default_settings(ran: list[objec
     result = CliRunner().invoke(controller_command.controller, [])
 
     assert result.exit_code == 0, result.output
-    assert ran == [("text",), ControllerOptions()]
+    assert ran == [("text", "info"), ControllerOptions()]
     assert ControllerOptions().settings == ControllerSettings()
 
 
@@ -94,19 +98,20 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
             "--workers=8",
             "--prepull-deadline=120",
             "--log-format=json",
+            "--log-level=debug",
         ],
     )
 
     assert result.exit_code == 0, result.output
     assert ran == [
-        ("json",),
+        ("json", "debug"),
         ControllerOptions(
             namespace="shop-17",
             leader_elect=True,
             settings=dataclasses.replace(
                 CONTROLLER,
                 workers=8,
-                log=LogSettings(format="json"),
+                log=LogSettings(format="json", level="debug"),
                 leader_election=LeaderElectionSettings(namespace="edge-ops", lease_duration=30.0),
                 prepull=PrepullSettings(deadline_seconds=120),
             ),
@@ -118,7 +123,7 @@ def test_agent_without_flags_runs_with_the_default_settings(ran: list[object]) -
     result = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1"])
 
     assert result.exit_code == 0, result.output
-    assert ran == [("text",), AgentOptions(node_name="edge-1")]
+    assert ran == [("text", "info"), AgentOptions(node_name="edge-1")]
 
 
 def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) -> None:
@@ -128,7 +133,7 @@ def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) ->
 
     assert result.exit_code == 0, result.output
     assert ran == [
-        ("text",),
+        ("text", "info"),
         AgentOptions(
             node_name="edge-1", settings=dataclasses.replace(AGENT, listen="0.0.0.0:9000")
         ),

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from edgerollout.settings import AGENT, CONTROLLER, LOG_FORMATS
+from edgerollout.settings import AGENT, CONTROLLER, LOG_FORMATS, LOG_LEVELS
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = ROOT / "deploy" / "base"
@@ -61,10 +61,15 @@ def test_chart_watches_every_namespace_by_default_as_the_controller_does() -> No
     assert _values()["controller"]["watchNamespace"] == ""
 
 
-def test_chart_schema_accepts_exactly_the_log_formats_of_the_commands() -> None:
+def test_chart_logs_at_the_commands_default_level() -> None:
+    assert _values()["logLevel"] == CONTROLLER.log.level == AGENT.log.level
+
+
+def test_chart_schema_accepts_exactly_the_log_formats_and_levels_of_the_commands() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
 
     assert sorted(schema["properties"]["logFormat"]["enum"]) == sorted(LOG_FORMATS)
+    assert schema["properties"]["logLevel"]["enum"] == list(LOG_LEVELS)
     # json on purpose: an installed controller writes for a log pipeline, not a terminal.
     assert _values()["logFormat"] == "json"
 
@@ -80,6 +85,7 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
         "metrics-address": f"0.0.0.0:{metrics}",
         "health-address": f"0.0.0.0:{health}",
         "log-format": "json",
+        "log-level": CONTROLLER.log.level,
     }
     assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
         "metrics": metrics,
@@ -99,6 +105,7 @@ def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
         "listen": AGENT.listen,
         "cache-dir": _values()["agent"]["cacheDir"],
         "log-format": "json",
+        "log-level": AGENT.log.level,
     }
     for probe in ("livenessProbe", "readinessProbe"):
         get = container[probe]["httpGet"]
