@@ -7,7 +7,7 @@ message says what happened, the fields say to what. Pass the fields with the sta
     log.debug(
         "deleted pod",
         extra=LogFields(daemonset="default/agent", node="edge-7", pod="default/agent-x2x9k",
-                        revision="6d5f8b7c4d", reason="outdated"),
+                        revision="6d5f8b7c4d", reason="outdated_within_budget"),
     )
 
 `edgerollout controller` and `edgerollout agent` (`cli/logging_setup.py`) write each field as a key
@@ -25,11 +25,12 @@ something that went wrong and is retried is WARNING; something that needs a pers
 | `pod`           | a pod, `namespace/name`                                             | `default/agent-x2x9k` |
 | `uid`           | the pod's UID (the precondition of its deletion)                    |                       |
 | `revision`      | a ControllerRevision hash (the revision a pod is moved to)          | `6d5f8b7c4d`          |
-| `reason`        | why: a deletion's reason, an Event's or a refusal's reason          | `outdated`            |
+| `reason`        | why: an Event's or a refusal's reason; for a deletion, the `reason` | `Unauthorized`        |
+|                 | label of `edgerollout_pods_deleted_total`                           | `outdated_unavailable` |
 | `strategy`      | the DaemonSet's update strategy                                     | `OTA`                 |
 | `condition`     | a pod condition's type                                              | `PodNeedUpgrade`      |
 | `status`        | a pod condition's status                                            | `True`                |
-| `unavailable`   | nodes unavailable (counted against the budget) after a decision    | `3`                   |
+| `unavailable`   | nodes unavailable (counted against the budget) after a decision     | `3`                   |
 | `budget`        | the DaemonSet's maxUnavailable, as a number of nodes                | `10`                  |
 | `deleted`       | pods one reconcile deleted                                          | `10`                  |
 | `written`       | pod conditions one reconcile wrote                                  | `4`                   |
@@ -41,7 +42,7 @@ something that went wrong and is retried is WARNING; something that needs a pers
 | `identity`      | this replica's name on the Lease                                    | `host-1_4711`         |
 | `address`       | where a server listens                                              | `127.0.0.1:10267`     |
 | `method`        | an HTTP request's method                                            | `POST`                |
-| `path`          | an HTTP request's path                                              |                       |
+| `path`          | an HTTP request's path, or a file's                                 | `/pods`               |
 | `code`          | an HTTP status code                                                 | `409`                 |
 | `error`         | what went wrong, as the error says it                               |                       |
 | `retry_after`   | seconds until a failed step is tried again                          | `0.04`                |

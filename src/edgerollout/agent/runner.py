@@ -14,6 +14,7 @@ from aiohttp import web
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.server import Agent, AgentConfig
 from edgerollout.kube.api import KubeApi
+from edgerollout.logfields import LogFields
 from edgerollout.settings import AGENT, AgentSettings
 
 log = logging.getLogger("edgerollout.agent")
@@ -54,7 +55,7 @@ async def run_agent(options: AgentOptions) -> None:
     host, _, port = settings.listen.rpartition(":")
     site = web.TCPSite(runner, host or "127.0.0.1", int(port))
     await site.start()
-    log.info("agent for node %s listening on %s", options.node_name, settings.listen)
+    log.info("agent listening", extra=LogFields(node=options.node_name, address=settings.listen))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -45,6 +45,7 @@ from edgerollout.domain.ota_requests import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
+from edgerollout.logfields import LogFields
 from edgerollout.settings import AGENT
 
 JSON = dict[str, Any]
@@ -150,11 +151,13 @@ class Agent:
         except Refused as refused:
             if refused.refusal.code >= 400:
                 log.info(
-                    "refused %s %s: %s %s",
-                    request.method,
-                    request.path,
-                    refused.refusal.code,
-                    refused.refusal.reason,
+                    "refused a request",
+                    extra=LogFields(
+                        method=request.method,
+                        path=request.path,
+                        code=refused.refusal.code,
+                        reason=refused.refusal.reason,
+                    ),
                 )
             return refusal_response(refused.refusal, refused.headers)
         except web.HTTPException as error:
@@ -321,7 +324,10 @@ class Agent:
                         )
                     ) from None
                 raise
-            log.info("upgrade: deleted pod %s/%s (uid %s)", facts.namespace, facts.name, uid)
+            log.info(
+                "upgrade: deleted pod",
+                extra=LogFields(pod=f"{facts.namespace}/{facts.name}", uid=uid),
+            )
             return web.Response(text=f"Start updating pod {facts.namespace}/{facts.name}")
 
         return await self._with_cloud(work)
@@ -359,7 +365,8 @@ class Agent:
                     PODS, facts.name, body, namespace=facts.namespace, subresource="status"
                 )
             log.info(
-                "imagepull: requested for pod %s/%s (%s)", facts.namespace, facts.name, revision
+                "imagepull: requested",
+                extra=LogFields(pod=f"{facts.namespace}/{facts.name}", revision=revision),
             )
             return web.Response(
                 text=f"Image pre-pull requested for pod {facts.namespace}/{facts.name}"

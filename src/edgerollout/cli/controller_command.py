@@ -11,6 +11,7 @@ import uvloop
 from edgerollout.cli import logging_setup
 from edgerollout.controller.manager import ControllerOptions, run_controller
 from edgerollout.kube.leader import LeadershipLost
+from edgerollout.logfields import LogFields
 from edgerollout.settings import (
     CONTROLLER,
     LOG_FORMATS,
@@ -141,5 +142,7 @@ def controller(
         lost = error
     else:
         return
-    logging.getLogger("edgerollout.controller").error("%s; exiting", lost)
+    logging.getLogger("edgerollout.controller").error(
+        "exiting: this replica no longer leads", extra=LogFields(error=str(lost))
+    )
     raise SystemExit(3)

@@ -32,6 +32,7 @@ from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER, ControllerSettings
 
 log = logging.getLogger("edgerollout.controller")
@@ -98,10 +99,11 @@ class Controller:
         metrics.LEADER.labels(name=self.settings.leader_election.name).set(1 if leading else 0)
         if leading:
             return
+        lease = LogFields(lease=self.elector.lease_key) if self.elector is not None else None
         if self.elector is not None and self.elector.released:
-            log.info("released the leader lease")
+            log.info("released the leader lease", extra=lease)
         else:
-            log.error("lost the leader lease: every write stops now")
+            log.error("lost the leader lease: every write stops now", extra=lease)
 
     def may_write(self) -> bool:
         if self.elector is None:
@@ -126,7 +128,10 @@ class Controller:
                 result = "error"
                 metrics.RECONCILE_ERRORS.labels(controller=metrics.CONTROLLER).inc()
                 delay = self.queue.add_rate_limited(key)
-                log.warning("reconcile %s failed: %s; retrying in %.2f s", key, error, delay)
+                log.warning(
+                    "reconcile failed; retrying",
+                    extra=LogFields(daemonset=key, error=str(error), retry_after=round(delay, 3)),
+                )
             else:
                 self.queue.forget(key)
                 if outcome.requeue_after is not None:
@@ -147,7 +152,8 @@ class Controller:
         # 1,000 pods, more with more). Objects made later are collected as usual.
         gc.freeze()
         log.info(
-            "caches synced; reconciling %d opted-in DaemonSet(s)", len(self.cache.opted_in_keys())
+            "caches synced; reconciling the opted-in DaemonSets",
+            extra=LogFields(count=len(self.cache.opted_in_keys())),
         )
         for key in self.cache.opted_in_keys():
             self.queue.add(key)

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from edgerollout.kube.api import Api, ApiError, Resource
 from edgerollout.kube.views import object_key
+from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER
 
 T = TypeVar("T")
@@ -79,7 +80,9 @@ class Informer(Generic[T]):
             try:
                 handler(old, new)
             except Exception:
-                log.exception("handler for %s failed", self.resource.plural)
+                log.exception(
+                    "cache handler failed", extra=LogFields(resource=self.resource.plural)
+                )
 
     async def _list(self) -> None:
         fresh: dict[str, T] = {}
@@ -168,16 +171,29 @@ class Informer(Generic[T]):
                 self.on_lost(error)
                 if error.gone:
                     # 410 Gone: the resourceVersion is too old for the server, list again.
-                    log.info("%s watch expired (%s); listing again", self.resource.plural, error)
+                    log.info(
+                        "watch expired; listing again",
+                        extra=LogFields(resource=self.resource.plural, error=str(error)),
+                    )
                     need_list = True
                     continue
-                log.warning("%s list/watch failed: %s; retrying", self.resource.plural, error)
+                log.warning(
+                    "list/watch failed; retrying",
+                    extra=LogFields(
+                        resource=self.resource.plural, error=str(error), retry_after=delay
+                    ),
+                )
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
             except (OSError, TimeoutError, ValueError) as error:
                 self.on_lost(error)
-                log.warning("%s watch broke: %r; retrying", self.resource.plural, error)
+                log.warning(
+                    "watch broke; retrying",
+                    extra=LogFields(
+                        resource=self.resource.plural, error=repr(error), retry_after=delay
+                    ),
+                )
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
@@ -185,7 +201,9 @@ class Informer(Generic[T]):
                 # An object we could not read (or a bug): never let the cache die silently.
                 # Listing again rebuilds it from what the API server says now.
                 self.on_lost(error)
-                log.exception("%s cache failed; listing again", self.resource.plural)
+                log.exception(
+                    "cache failed; listing again", extra=LogFields(resource=self.resource.plural)
+                )
                 need_list = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)

@@ -23,7 +23,7 @@ DELETED = LogFields(
     node="edge-7",
     pod="default/agent-x2x9k",
     revision="6d5f8b7c4d",
-    reason="outdated",
+    reason="outdated_within_budget",
     unavailable=3,
     budget=10,
 )
@@ -60,7 +60,7 @@ def test_json_line_carries_every_structured_field_after_the_message() -> None:
         '{"time":"2026-11-23T22:45:00.250000+00:00","level":"info",'
         '"logger":"edgerollout.controller","msg":"deleted pod",'
         '"daemonset":"default/agent","node":"edge-7","pod":"default/agent-x2x9k",'
-        '"revision":"6d5f8b7c4d","reason":"outdated","unavailable":3,"budget":10}'
+        '"revision":"6d5f8b7c4d","reason":"outdated_within_budget","unavailable":3,"budget":10}'
     )
 
 
@@ -111,7 +111,7 @@ def test_text_line_shows_fields_as_klog_key_value_pairs(utc_text: TextFormatter)
     assert line == (
         "2026-11-23 22:45:00,250 INFO edgerollout.controller: deleted pod "
         'daemonset="default/agent" node="edge-7" pod="default/agent-x2x9k" '
-        'revision="6d5f8b7c4d" reason="outdated" unavailable=3 budget=10'
+        'revision="6d5f8b7c4d" reason="outdated_within_budget" unavailable=3 budget=10'
     )
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
+from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.manager import Controller, ControllerOptions
 from edgerollout.controller.reconciler import NotLeader, Outcome
 from edgerollout.kube.leader import LeadershipLost
@@ -61,3 +63,31 @@ async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scan
     await asyncio.wait_for(leading, timeout=5)
 
     assert frozen_when_synced == [True]
+
+
+async def test_a_failed_reconcile_is_logged_with_its_daemonset_error_and_retry_delay(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("edgerollout.controller.manager.gc.freeze", lambda: None)
+    options = ControllerOptions(settings=ControllerSettings(workers=1))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
+    for informer in controller.cache.informers:
+        informer.synced.set()
+
+    async def fail(key: str) -> Outcome:
+        controller.queue.shut_down()
+        raise RuntimeError("the API server said no")
+
+    controller.reconciler.reconcile = fail  # type: ignore[method-assign]
+    controller.queue.add("ns/a")
+    with caplog.at_level(logging.INFO, logger="edgerollout.controller"):
+        await asyncio.wait_for(controller.lead(), timeout=5)
+
+    assert [(r.levelname, r.getMessage(), structured_fields(r)) for r in caplog.records] == [
+        ("INFO", "caches synced; reconciling the opted-in DaemonSets", {"count": 0}),
+        (
+            "WARNING",
+            "reconcile failed; retrying",
+            {"daemonset": "ns/a", "error": "the API server said no", "retry_after": 0.005},
+        ),
+    ]
