@@ -3,8 +3,8 @@
 Like controller-runtime's `Options` or kopf's `OperatorSettings`: the command-line flags take their
 defaults from `CONTROLLER` and `AGENT` below, the Helm chart's values and the manifests in
 `deploy/base` are checked against them by a unit test, and the code that uses a value reads it from
-here rather than spelling the number again. A flag builds a changed copy
-(`dataclasses.replace`); the defaults themselves are frozen.
+here rather than spelling the number again. A flag builds a changed copy (`dataclasses.replace`);
+the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says.
 
 This module imports nothing from the project, so every layer (domain included) may read it.
 """
@@ -68,6 +68,23 @@ class WatchSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KubeClientSettings:
+    """How both processes talk to the API server (`kube/api.py`, `kube/informer.py`)."""
+
+    # A single request (get, create, patch, delete) not answered in 30 s fails, and what made it
+    # is tried again (a reconcile with backoff): a healthy API server answers in milliseconds.
+    request_timeout: float = 30.0
+    # A page of a list can take the API server longer (it may come from etcd, not its cache).
+    list_timeout: float = 60.0
+    # Opening a watch's connection: 10 s, after which the cache's backoff retries it.
+    watch_connect_timeout: float = 10.0
+    # A watch asks the server to end it after its timeout; one silent for 30 s longer than that
+    # (no event, no bookmark) is a dead connection.
+    watch_read_slack: float = 30.0
+    watch: WatchSettings = field(default_factory=WatchSettings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkQueueSettings:
     # client-go's default controller rate limiter: a key that failed comes back after 5 ms,
     # doubling per consecutive failure up to 5 minutes; a success resets it.
@@ -119,7 +136,6 @@ class ControllerSettings:
     log: LogSettings = field(default_factory=LogSettings)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     prepull: PrepullSettings = field(default_factory=PrepullSettings)
-    watch: WatchSettings = field(default_factory=WatchSettings)
     queue: WorkQueueSettings = field(default_factory=WorkQueueSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     events: EventSettings = field(default_factory=EventSettings)
@@ -147,3 +163,4 @@ class AgentSettings:
 
 CONTROLLER: Final = ControllerSettings()
 AGENT: Final = AgentSettings()
+KUBE_CLIENT: Final = KubeClientSettings()

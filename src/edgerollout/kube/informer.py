@@ -24,14 +24,14 @@ from typing import Any, Generic, TypeVar
 from edgerollout.kube.api import Api, ApiError, Resource
 from edgerollout.kube.views import object_key
 from edgerollout.logfields import LogFields
-from edgerollout.settings import CONTROLLER
+from edgerollout.settings import KUBE_CLIENT
 
 T = TypeVar("T")
 JSON = dict[str, Any]
 Handler = Callable[[T | None, T | None], None]
 
 log = logging.getLogger(__name__)
-WATCH = CONTROLLER.watch
+WATCH = KUBE_CLIENT.watch
 
 
 class Informer(Generic[T]):
