@@ -473,6 +473,7 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
         "--metrics-address=0.0.0.0:8080",
         "--health-address=0.0.0.0:8081",
         "--log-format=text",
+        "--log-level=info",
         "--namespace=shop-17",
         "--prepull-toolbox-image=registry.example.com/busybox:1.36.1-musl",
         "--prepull-deadline=120",

@@ -23,6 +23,8 @@ import orjson
 from edgerollout.kube.api import PODS, Api
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import namespaced_name, object_key
+from edgerollout.logfields import LogFields
+from edgerollout.settings import AGENT, AgentSettings
 
 JSON = dict[str, Any]
 log = logging.getLogger("edgerollout.agent")
@@ -37,18 +39,24 @@ def _slim(pod: JSON) -> JSON:
 
 
 class NodePods:
-    def __init__(self, api: Api, *, node_name: str, cache_dir: Path | None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        node_name: str,
+        cache_dir: Path | None,
+        settings: AgentSettings = AGENT,
+    ) -> None:
         self.node_name = node_name
         self.cache_dir = cache_dir
+        self.save_interval = settings.cache_save_interval
         self.informer: Informer[JSON] = Informer(
             api,
             PODS,
             _slim,
             field_selector=f"spec.nodeName={node_name}",
             relist_after_failure=True,
-            # A node's link comes back at any moment; retrying every few seconds at most makes the
-            # cache current soon after, at the cost of a refused connection now and then.
-            max_backoff=3.0,
+            max_backoff=settings.watch_max_backoff,
         )
         self.informer.on_contact = self._contact
         self.informer.on_lost = self._lost
@@ -86,7 +94,10 @@ class NodePods:
 
     def _contact(self) -> None:
         if not self.connected:
-            log.info("connected to the API server; pod cache is current")
+            log.info(
+                "connected to the API server; pod cache is current",
+                extra=LogFields(node=self.node_name),
+            )
         self.connected = True
         self.last_contact = time.time()
         self._dirty.set()
@@ -95,7 +106,10 @@ class NodePods:
         if self.connected:
             # The watch was live until now: the cache was current up to this moment.
             self.last_contact = time.time()
-            log.warning("lost the API server (%s); serving pods from the cache", error)
+            log.warning(
+                "lost the API server; serving pods from the cache",
+                extra=LogFields(node=self.node_name, error=str(error)),
+            )
         self.connected = False
 
     def _changed(self) -> None:
@@ -114,10 +128,16 @@ class NodePods:
         try:
             saved = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as error:
-            log.warning("ignoring unreadable pod cache %s: %s", path, error)
+            log.warning(
+                "ignoring an unreadable pod cache",
+                extra=LogFields(path=str(path), error=str(error)),
+            )
             return
         if saved.get("node") != self.node_name:
-            log.warning("ignoring pod cache %s: it belongs to node %s", path, saved.get("node"))
+            log.warning(
+                "ignoring a pod cache saved for another node",
+                extra=LogFields(path=str(path), node=str(saved.get("node"))),
+            )
             return
         for pod in saved.get("items") or []:
             self.informer.store[object_key(*namespaced_name(pod))] = pod
@@ -125,7 +145,10 @@ class NodePods:
         self.last_contact = saved.get("lastContact")
         self.loaded_from_disk = True
         self._generation += 1
-        log.info("serving %d pod(s) saved at the last contact", len(self.informer.store))
+        log.info(
+            "serving the pods saved at the last contact",
+            extra=LogFields(node=self.node_name, count=len(self.informer.store)),
+        )
 
     def save(self) -> None:
         path = self._file
@@ -162,5 +185,8 @@ class NodePods:
                 try:
                     self.save()
                 except OSError as error:
-                    log.warning("could not save the pod cache: %s", error)
-            await asyncio.sleep(1.0)
+                    log.warning(
+                        "could not save the pod cache",
+                        extra=LogFields(path=str(self._file), error=str(error)),
+                    )
+            await asyncio.sleep(self.save_interval)

@@ -14,18 +14,21 @@ from aiohttp import web
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.server import Agent, AgentConfig
 from edgerollout.kube.api import KubeApi
+from edgerollout.logfields import LogFields
+from edgerollout.settings import AGENT, AgentSettings
 
 log = logging.getLogger("edgerollout.agent")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentOptions:
+    """One run of the agent: its node, where the cluster is, its credentials and its settings."""
+
     node_name: str
     kubeconfig: str | None = None
-    listen: str = "127.0.0.1:10267"
     token_file: Path | None = None
     cache_dir: Path | None = None
-    cloud_timeout: float = 2.0
+    settings: AgentSettings = AGENT
 
 
 def read_token(path: Path) -> str:
@@ -37,19 +40,22 @@ def read_token(path: Path) -> str:
 
 async def run_agent(options: AgentOptions) -> None:
     api = await KubeApi.connect(options.kubeconfig)
-    pods = NodePods(api, node_name=options.node_name, cache_dir=options.cache_dir)
+    settings = options.settings
+    pods = NodePods(
+        api, node_name=options.node_name, cache_dir=options.cache_dir, settings=settings
+    )
     token = read_token(options.token_file) if options.token_file else None
     agent = Agent(
-        AgentConfig(node_name=options.node_name, token=token, cloud_timeout=options.cloud_timeout),
+        AgentConfig(node_name=options.node_name, token=token, cloud_timeout=settings.cloud_timeout),
         api,
         pods,
     )
     runner = web.AppRunner(agent.app(), access_log=None)
     await runner.setup()
-    host, _, port = options.listen.rpartition(":")
+    host, _, port = settings.listen.rpartition(":")
     site = web.TCPSite(runner, host or "127.0.0.1", int(port))
     await site.start()
-    log.info("agent for node %s listening on %s", options.node_name, options.listen)
+    log.info("agent listening", extra=LogFields(node=options.node_name, address=settings.listen))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -46,10 +46,12 @@ from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
 from edgerollout.kube.views import daemonset_from_api, object_uid, pod_facts_from_api
+from edgerollout.logfields import LogFields
+from edgerollout.settings import AGENT
 
 JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
-MAX_BODY = 64 * 1024
+MAX_BODY = AGENT.max_body_bytes
 POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
 
 REQUESTS = Counter(
@@ -95,7 +97,7 @@ _HTTP_REASONS = {
 class AgentConfig:
     node_name: str
     token: str | None = None
-    cloud_timeout: float = 2.0
+    cloud_timeout: float = AGENT.cloud_timeout
 
 
 class Agent:
@@ -123,11 +125,13 @@ class Agent:
         except Refused as refused:
             if refused.refusal.code >= 400:
                 log.info(
-                    "refused %s %s: %s %s",
-                    request.method,
-                    request.path,
-                    refused.refusal.code,
-                    refused.refusal.reason,
+                    "refused a request",
+                    extra=LogFields(
+                        method=request.method,
+                        path=request.path,
+                        code=refused.refusal.code,
+                        reason=refused.refusal.reason,
+                    ),
                 )
             return refusal_response(refused.refusal, refused.headers)
         except web.HTTPException as error:
@@ -294,7 +298,10 @@ class Agent:
                         )
                     ) from None
                 raise
-            log.info("upgrade: deleted pod %s/%s (uid %s)", facts.namespace, facts.name, uid)
+            log.info(
+                "upgrade: deleted pod",
+                extra=LogFields(pod=f"{facts.namespace}/{facts.name}", uid=uid),
+            )
             return web.Response(text=f"Start updating pod {facts.namespace}/{facts.name}")
 
         return await self._with_cloud(work)
@@ -332,7 +339,8 @@ class Agent:
                     PODS, facts.name, body, namespace=facts.namespace, subresource="status"
                 )
             log.info(
-                "imagepull: requested for pod %s/%s (%s)", facts.namespace, facts.name, revision
+                "imagepull: requested",
+                extra=LogFields(pod=f"{facts.namespace}/{facts.name}", revision=revision),
             )
             return web.Response(
                 text=f"Image pre-pull requested for pod {facts.namespace}/{facts.name}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import uvloop
 
 from edgerollout.agent.runner import AgentOptions, run_agent
 from edgerollout.cli import logging_setup
+from edgerollout.settings import AGENT, LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel, LogSettings
 
 
 @click.command()
@@ -19,7 +21,7 @@ from edgerollout.cli import logging_setup
     default=None,
     help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
 )
-@click.option("--listen", default="127.0.0.1:10267", show_default=True, help="Address to serve on.")
+@click.option("--listen", default=AGENT.listen, show_default=True, help="Address to serve on.")
 @click.option(
     "--token-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -33,7 +35,10 @@ from edgerollout.cli import logging_setup
     help="Keep the node's pods here, to answer GET /pods across restarts while disconnected.",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format", type=click.Choice(LOG_FORMATS), default=AGENT.log.format, show_default=True
+)
+@click.option(
+    "--log-level", type=click.Choice(LOG_LEVELS), default=AGENT.log.level, show_default=True
 )
 def agent(
     node_name: str,
@@ -41,19 +46,22 @@ def agent(
     listen: str,
     token_file: Path | None,
     cache_dir: Path | None,
-    log_format: str,
+    log_format: LogFormat,
+    log_level: LogLevel,
 ) -> None:
     """Serve the OTA API for one node: list its pods, pre-pull images, upgrade a pod."""
-    logging_setup.configure(log_format)
+    logging_setup.configure(log_format, level=log_level)
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         raise click.BadParameter(f"expected HOST:PORT, got {listen!r}", param_hint="--listen")
     options = AgentOptions(
         node_name=node_name,
         kubeconfig=kubeconfig,
-        listen=listen,
         token_file=token_file,
         cache_dir=cache_dir,
+        settings=dataclasses.replace(
+            AGENT, listen=listen, log=LogSettings(format=log_format, level=log_level)
+        ),
     )
     try:
         uvloop.run(run_agent(options))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import click
@@ -9,8 +10,20 @@ import uvloop
 
 from edgerollout.cli import logging_setup
 from edgerollout.controller.manager import ControllerOptions, run_controller
-from edgerollout.domain.prepull import PrepullSettings
 from edgerollout.kube.leader import LeadershipLost
+from edgerollout.logfields import LogFields
+from edgerollout.settings import (
+    CONTROLLER,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    LeaderElectionSettings,
+    LogFormat,
+    LogLevel,
+    LogSettings,
+    PrepullSettings,
+)
+
+ELECTION = CONTROLLER.leader_election
 
 
 @click.command()
@@ -27,30 +40,57 @@ from edgerollout.kube.leader import LeadershipLost
     show_default=True,
     help="Hold a Lease before writing (run 2 replicas with this on).",
 )
-@click.option("--leader-election-namespace", default="kube-system", show_default=True)
-@click.option("--leader-election-name", default="edgerollout-controller", show_default=True)
-@click.option("--lease-duration", type=click.FloatRange(min=1), default=15.0, show_default=True)
-@click.option("--renew-deadline", type=click.FloatRange(min=0.5), default=10.0, show_default=True)
-@click.option("--retry-period", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
-@click.option("--metrics-address", default="127.0.0.1:8080", show_default=True)
-@click.option("--health-address", default="127.0.0.1:8081", show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--leader-election-namespace", default=ELECTION.namespace, show_default=True)
+@click.option("--leader-election-name", default=ELECTION.name, show_default=True)
+@click.option(
+    "--lease-duration",
+    type=click.FloatRange(min=1),
+    default=ELECTION.lease_duration,
+    show_default=True,
+)
+@click.option(
+    "--renew-deadline",
+    type=click.FloatRange(min=0.5),
+    default=ELECTION.renew_deadline,
+    show_default=True,
+)
+@click.option(
+    "--retry-period",
+    type=click.FloatRange(min=0.1),
+    default=ELECTION.retry_period,
+    show_default=True,
+)
+@click.option("--metrics-address", default=CONTROLLER.metrics_address, show_default=True)
+@click.option("--health-address", default=CONTROLLER.health_address, show_default=True)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=CONTROLLER.workers, show_default=True
+)
 @click.option("--identity", default="", help="Leader election identity (default: host_pid).")
 @click.option(
     "--prepull-toolbox-image",
-    default="busybox:1.36.1-musl",
+    default=CONTROLLER.prepull.toolbox_image,
     show_default=True,
     help="Image with a static /bin/busybox, copied into image pre-pull Jobs.",
 )
 @click.option(
     "--prepull-deadline",
     type=click.IntRange(min=10),
-    default=600,
+    default=CONTROLLER.prepull.deadline_seconds,
     show_default=True,
     help="Seconds an image pre-pull may take before it is reported failed.",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default=CONTROLLER.log.format,
+    show_default=True,
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default=CONTROLLER.log.level,
+    show_default=True,
+    help="debug adds a line per pod decision to the summary line per reconcile.",
 )
 def controller(
     kubeconfig: str | None,
@@ -67,26 +107,34 @@ def controller(
     identity: str,
     prepull_toolbox_image: str,
     prepull_deadline: int,
-    log_format: str,
+    log_format: LogFormat,
+    log_level: LogLevel,
 ) -> None:
     """Upgrade annotated DaemonSets: AdvancedRollingUpdate and OTA."""
-    logging_setup.configure(log_format)
+    logging_setup.configure(log_format, level=log_level)
+    settings = dataclasses.replace(
+        CONTROLLER,
+        workers=workers,
+        metrics_address=metrics_address,
+        health_address=health_address,
+        log=LogSettings(format=log_format, level=log_level),
+        leader_election=LeaderElectionSettings(
+            namespace=leader_election_namespace,
+            name=leader_election_name,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+        ),
+        prepull=PrepullSettings(
+            toolbox_image=prepull_toolbox_image, deadline_seconds=prepull_deadline
+        ),
+    )
     options = ControllerOptions(
         kubeconfig=kubeconfig,
         namespace=namespace,
         leader_elect=leader_elect,
-        leader_election_namespace=leader_election_namespace,
-        leader_election_name=leader_election_name,
-        lease_duration=lease_duration,
-        renew_deadline=renew_deadline,
-        retry_period=retry_period,
-        metrics_address=metrics_address,
-        health_address=health_address,
-        workers=workers,
         identity=identity,
-        prepull=PrepullSettings(
-            toolbox_image=prepull_toolbox_image, deadline_seconds=prepull_deadline
-        ),
+        settings=settings,
     )
     try:
         uvloop.run(run_controller(options))
@@ -94,5 +142,7 @@ def controller(
         lost = error
     else:
         return
-    logging.getLogger("edgerollout.controller").error("%s; exiting", lost)
+    logging.getLogger("edgerollout.controller").error(
+        "exiting: this replica no longer leads", extra=LogFields(error=str(lost))
+    )
     raise SystemExit(3)

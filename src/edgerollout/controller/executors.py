@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from edgerollout.controller import metrics
 from edgerollout.controller.rollout_state import RolloutState
@@ -34,6 +34,7 @@ from edgerollout.kube.api import JOBS, PODS, Api, ApiError
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.kube.views import object_key
+from edgerollout.logfields import LogFields
 
 log = logging.getLogger("edgerollout.controller")
 Item = TypeVar("Item")
@@ -43,9 +44,8 @@ class NotLeader(RuntimeError):
     """A write was about to happen while this replica does not hold the Lease."""
 
 
-def fields(ds: DaemonSetView, **more: Any) -> dict[str, Any]:
-    """Structured log fields naming the DaemonSet, plus `more`."""
-    return {"daemonset": object_key(ds.namespace, ds.name), **more}
+def _key(ds: DaemonSetView) -> str:
+    return object_key(ds.namespace, ds.name)
 
 
 class Executors:
@@ -74,13 +74,13 @@ class Executors:
         self.guard()
         if await self.recorder.emit(ds, notice):
             metrics.EVENTS_EMITTED.labels(reason=notice.reason).inc()
-            log.info(
-                "event %s on %s/%s: %s",
-                notice.reason,
-                ds.namespace,
-                ds.name,
+            # A Warning Event asks a person to act; a Normal one (a deletion's report) is a
+            # per-pod detail, summed up by the reconcile's own line.
+            log.log(
+                logging.WARNING if notice.type is EventType.WARNING else logging.DEBUG,
+                "event: %s",
                 notice.message,
-                extra=fields(ds, reason=notice.reason),
+                extra=LogFields(daemonset=_key(ds), reason=notice.reason),
             )
 
     def report(self, ds: DaemonSetView, notice: Notice) -> None:
@@ -122,13 +122,14 @@ class Executors:
             return 0
         state.conditions.sent(write)
         log.debug(
-            "set %s=%s on pod %s/%s (%s)",
-            write.condition.type,
-            write.condition.status,
-            write.namespace,
-            write.name,
-            write.condition.message,
-            extra=fields(ds, pod=write.name, reason=write.condition.reason),
+            "condition written",
+            extra=LogFields(
+                daemonset=_key(ds),
+                pod=object_key(write.namespace, write.name),
+                condition=write.condition.type,
+                status=str(write.condition.status),
+                reason=write.condition.reason,
+            ),
         )
         return 1
 
@@ -180,23 +181,19 @@ class Executors:
             )
             raise
         metrics.PODS_DELETED.labels(reason=deletion.reason.name.lower()).inc()
-        rollout = plan.rollout
-        log.debug(
-            "deleted pod %s/%s on node %s (%s; unavailable %d/%d)",
-            deletion.namespace,
-            deletion.name,
-            deletion.node_name,
-            deletion.reason.value,
-            rollout.unavailable if rollout else 0,
-            plan.budget.value if plan.budget else 0,
-            extra=fields(
-                ds,
-                pod=deletion.name,
-                node=deletion.node_name,
-                revision=plan.target.hash if plan.target else None,
-                reason=deletion.reason.name.lower(),
-            ),
+        fields = LogFields(
+            daemonset=_key(ds),
+            pod=object_key(deletion.namespace, deletion.name),
+            uid=deletion.uid,
+            node=deletion.node_name,
+            reason=deletion.reason.name.lower(),
         )
+        if plan.target is not None and plan.target.hash is not None:
+            fields["revision"] = plan.target.hash
+        if plan.rollout is not None:
+            fields["unavailable"] = plan.rollout.unavailable
+            fields["budget"] = plan.rollout.max_unavailable
+        log.debug("deleted pod", extra=fields)
         self.report(ds, deletion.notice)
         return 1
 
@@ -216,22 +213,21 @@ class Executors:
                     if not error.conflict:  # 409: it exists already (a previous attempt)
                         raise
                 log.debug(
-                    "pre-pull: started Job for pod %s/%s (%s)",
-                    pod.namespace,
-                    pod.name,
-                    step.revision,
-                    extra=fields(ds, pod=pod.name, node=pod.node_name, revision=step.revision),
+                    "pre-pull Job started",
+                    extra=LogFields(
+                        daemonset=_key(ds),
+                        pod=object_key(pod.namespace, pod.name),
+                        node=pod.node_name or "",
+                        revision=step.revision,
+                    ),
                 )
             if step.report is not None and await self._patch_status(step.report):
                 written += 1
                 log.debug(
-                    "pre-pull for pod %s/%s: %s",
-                    pod.namespace,
-                    pod.name,
-                    step.report.condition.reason,
-                    extra=fields(
-                        ds,
-                        pod=pod.name,
+                    "pre-pull reported",
+                    extra=LogFields(
+                        daemonset=_key(ds),
+                        pod=object_key(pod.namespace, pod.name),
                         revision=step.revision,
                         reason=step.report.condition.reason,
                     ),

@@ -18,7 +18,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -27,39 +27,30 @@ from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Reconciler
-from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
-from edgerollout.domain.prepull import PrepullSettings
 from edgerollout.domain.reconcile import PlanSettings
 from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.logfields import LogFields
+from edgerollout.settings import CONTROLLER, ControllerSettings
 
 log = logging.getLogger("edgerollout.controller")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerOptions:
+    """One run of the controller: where the cluster is, what it may touch, and its settings."""
+
     kubeconfig: str | None = None
+    # Only DaemonSets in this namespace (None: every namespace).
     namespace: str | None = None
     leader_elect: bool = False
-    leader_election_namespace: str = "kube-system"
-    leader_election_name: str = "edgerollout-controller"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    metrics_address: str = "127.0.0.1:8080"
-    health_address: str = "127.0.0.1:8081"
-    workers: int = 4
+    # The Lease holder's name (empty: host_pid, unique per process as client-go's are).
     identity: str = ""
-    prepull: PrepullSettings = field(default_factory=PrepullSettings)
-    # Writes of one reconcile in flight at once: as many as the API client's connection pool
-    # holds (100), so that a whole wave of deletions (the first one of a rollout is the budget)
-    # leaves at once, as the native DaemonSet controller sends its own. With 32, the first 100
-    # deletions of a 1,000-node rollout took four round trips on the loaded lab (0.6-1.0 s
-    # against its 0.3 s).
-    write_concurrency: int = 100
+    settings: ControllerSettings = CONTROLLER
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -70,26 +61,32 @@ def _host_port(address: str) -> tuple[str, int]:
 class Controller:
     def __init__(self, options: ControllerOptions, api: KubeApi) -> None:
         self.options = options
+        self.settings = settings = options.settings
         self.api = api
         self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
-        self.queue = WorkQueue(name=metrics.CONTROLLER)
-        self.states = RolloutStates(settings=StateSettings(), clock=time.monotonic)
+        self.queue = WorkQueue(
+            name=metrics.CONTROLLER,
+            base_delay=settings.queue.base_delay,
+            max_delay=settings.queue.max_delay,
+        )
+        self.states = RolloutStates(settings=settings.reconcile, clock=time.monotonic)
         self.cache = ClusterCache(
             api, namespace=options.namespace, enqueue=self.queue.add, changes=self.states
         )
         self.elector: LeaderElector | None = None
+        election = settings.leader_election
         if options.leader_elect:
             self.elector = LeaderElector(
                 api,
-                namespace=options.leader_election_namespace,
-                name=options.leader_election_name,
+                namespace=election.namespace,
+                name=election.name,
                 identity=self.identity,
-                lease_duration=options.lease_duration,
-                renew_deadline=options.renew_deadline,
-                retry_period=options.retry_period,
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
                 on_change=self._on_leadership,
             )
-        metrics.LEADER.labels(name=options.leader_election_name).set(0)
+        metrics.LEADER.labels(name=election.name).set(0)
         recorder = EventRecorder(api, instance=self.identity)
         self.reconciler = Reconciler(
             cache=self.cache,
@@ -98,21 +95,22 @@ class Controller:
                 api=api,
                 recorder=recorder,
                 may_write=self.may_write,
-                write_concurrency=options.write_concurrency,
+                write_concurrency=settings.reconcile.write_concurrency,
             ),
             recorder=recorder,
-            settings=PlanSettings(prepull=options.prepull),
+            settings=PlanSettings.of(settings),
         )
         self.leading = False
 
     def _on_leadership(self, leading: bool) -> None:
-        metrics.LEADER.labels(name=self.options.leader_election_name).set(1 if leading else 0)
+        metrics.LEADER.labels(name=self.settings.leader_election.name).set(1 if leading else 0)
         if leading:
             return
+        lease = LogFields(lease=self.elector.lease_key) if self.elector is not None else None
         if self.elector is not None and self.elector.released:
-            log.info("released the leader lease")
+            log.info("released the leader lease", extra=lease)
         else:
-            log.error("lost the leader lease: every write stops now")
+            log.error("lost the leader lease: every write stops now", extra=lease)
 
     def may_write(self) -> bool:
         if self.elector is None:
@@ -137,7 +135,10 @@ class Controller:
                 result = "error"
                 metrics.RECONCILE_ERRORS.labels(controller=metrics.CONTROLLER).inc()
                 delay = self.queue.add_rate_limited(key)
-                log.warning("reconcile %s failed: %s; retrying in %.2f s", key, error, delay)
+                log.warning(
+                    "reconcile failed; retrying",
+                    extra=LogFields(daemonset=key, error=str(error), retry_after=round(delay, 3)),
+                )
             else:
                 self.queue.forget(key)
                 if outcome.requeue_after is not None:
@@ -158,12 +159,13 @@ class Controller:
         # 1,000 pods, more with more). Objects made later are collected as usual.
         gc.freeze()
         log.info(
-            "caches synced; reconciling %d opted-in DaemonSet(s)", len(self.cache.opted_in_keys())
+            "caches synced; reconciling the opted-in DaemonSets",
+            extra=LogFields(count=len(self.cache.opted_in_keys())),
         )
         for key in self.cache.opted_in_keys():
             self.queue.add(key)
         async with asyncio.TaskGroup() as group:
-            for index in range(self.options.workers):
+            for index in range(self.settings.workers):
                 group.create_task(self._worker(), name=f"worker-{index}")
         if not self.queue.shutting_down:
             # A worker stops only when the queue shuts down or a write found this replica no
@@ -189,13 +191,13 @@ class Controller:
         health = web.Application()
         health.router.add_get("/healthz", healthz)
         health.router.add_get("/readyz", readyz)
-        served = [(health, self.options.health_address)]
-        if self.options.metrics_address == self.options.health_address:
+        served = [(health, self.settings.health_address)]
+        if self.settings.metrics_address == self.settings.health_address:
             health.router.add_get("/metrics", metrics_handler)
         else:
             app = web.Application()
             app.router.add_get("/metrics", metrics_handler)
-            served.append((app, self.options.metrics_address))
+            served.append((app, self.settings.metrics_address))
         for app, address in served:
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
@@ -239,7 +241,9 @@ class Controller:
             # Events of deletions already made, before the Lease is released (a few seconds
             # at most: each is one request).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.reconciler.reports_sent(), timeout=5)
+                await asyncio.wait_for(
+                    self.reconciler.reports_sent(), timeout=self.settings.shutdown_report_grace
+                )
             if self.elector is not None:
                 await self.elector.release()
             for runner in runners:

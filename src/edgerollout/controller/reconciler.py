@@ -21,6 +21,7 @@ from edgerollout.controller.snapshot import take_snapshot
 from edgerollout.domain.reconcile import Plan, PlanSettings, plan
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.logfields import LogFields
 
 __all__ = ["NotLeader", "Outcome", "Reconciler"]
 
@@ -113,26 +114,16 @@ class Reconciler:
         level = logging.INFO if deleted or written else logging.DEBUG
         if not log.isEnabledFor(level):
             return
+        fields = LogFields(daemonset=key, deleted=deleted, written=written)
+        if decided.strategy is not None:
+            fields["strategy"] = decided.strategy.value
+        if decided.target is not None and decided.target.hash is not None:
+            fields["revision"] = decided.target.hash
         rollout = decided.rollout
-        parts = [f"{key}: {decided.strategy.value if decided.strategy else 'not managed'}"]
-        extra: dict[str, object] = {
-            "strategy": decided.strategy.value if decided.strategy else None,
-            "revision": decided.target.hash if decided.target else None,
-            "deleted": deleted,
-            "conditions": written,
-            "requeue_after": requeue,
-        }
         if rollout is not None:
-            parts.append(
-                f"deleted {deleted} (unavailable {rollout.unavailable}/{rollout.max_unavailable})"
-            )
-            extra |= {
-                "unavailable": rollout.unavailable,
-                "max_unavailable": rollout.max_unavailable,
-                "skipped": len(rollout.skipped_nodes),
-            }
-            if rollout.skipped_nodes:
-                parts.append(f"skipping not-Ready nodes {', '.join(rollout.skipped_nodes)}")
-        if written or decided.condition_writes or decided.prepulls:
-            parts.append(f"conditions written {written}")
-        log.log(level, "; ".join(parts), extra={"daemonset": key, **extra})
+            fields["unavailable"] = rollout.unavailable_after
+            fields["budget"] = rollout.max_unavailable
+            fields["skipped"] = len(rollout.skipped_nodes)
+        if requeue is not None:
+            fields["requeue_after"] = requeue
+        log.log(level, "reconciled", extra=fields)

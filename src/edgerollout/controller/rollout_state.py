@@ -13,33 +13,20 @@ for DaemonSets that have a state, and handed over once (`RolloutState.take_chang
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from edgerollout.controller.expectations import Clock, ConditionWrites, Expectations
 from edgerollout.domain.model import DaemonSetUID, NodeName
 from edgerollout.domain.rollout_book import RolloutBook
-
-
-@dataclass(frozen=True, slots=True)
-class StateSettings:
-    """How long a write waits for its echo before the cache is trusted again."""
-
-    # A deletion the cache never reflected (its watch event lost, the pod never replaced) stops
-    # holding its node's unit of budget after this long; the native controller's expectations
-    # time out after five minutes too.
-    deletion_timeout_seconds: float = 300.0
-    # A condition write whose echo never came may be sent again after this long.
-    condition_timeout_seconds: float = 10.0
+from edgerollout.settings import ReconcileSettings
 
 
 class RolloutState:
     """Everything remembered about one DaemonSet's rollout (see the module docstring)."""
 
-    def __init__(self, uid: DaemonSetUID, *, settings: StateSettings, clock: Clock) -> None:
+    def __init__(self, uid: DaemonSetUID, *, settings: ReconcileSettings, clock: Clock) -> None:
         self.uid = uid
         self.book = RolloutBook()
-        self.deletions = Expectations(timeout=settings.deletion_timeout_seconds, clock=clock)
-        self.conditions = ConditionWrites(timeout=settings.condition_timeout_seconds, clock=clock)
+        self.deletions = Expectations(timeout=settings.expectations_timeout, clock=clock)
+        self.conditions = ConditionWrites(timeout=settings.condition_write_timeout, clock=clock)
         self.skipped_nodes = 0
         self._changed: set[NodeName] = set()
 
@@ -57,7 +44,7 @@ class RolloutState:
 class RolloutStates:
     """The state of every DaemonSet being reconciled, by key (`namespace/name`)."""
 
-    def __init__(self, *, settings: StateSettings, clock: Clock) -> None:
+    def __init__(self, *, settings: ReconcileSettings, clock: Clock) -> None:
         self.settings = settings
         self._clock = clock
         self._by_key: dict[str, RolloutState] = {}

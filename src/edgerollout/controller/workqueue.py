@@ -4,7 +4,7 @@
 - A key is never processed by two workers at once: one added while it is being processed is
   queued again when that processing ends (so the newest state is always looked at).
 - A failed key comes back after a per-key exponential backoff (5 ms doubling to 5 min, as
-  client-go's default controller rate limiter); success resets it.
+  client-go's default controller rate limiter; `edgerollout.settings`); success resets it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from prometheus_client import Counter, Gauge, Histogram
 
 from edgerollout.controller import metrics
+from edgerollout.settings import CONTROLLER
 
 
 class QueueShutDown(Exception):
@@ -26,8 +27,8 @@ class QueueShutDown(Exception):
 @dataclass
 class WorkQueue:
     name: str
-    base_delay: float = 0.005
-    max_delay: float = 300.0
+    base_delay: float = CONTROLLER.queue.base_delay
+    max_delay: float = CONTROLLER.queue.max_delay
     _queue: deque[str] = field(default_factory=deque)
     _queued: set[str] = field(default_factory=set)
     _processing: set[str] = field(default_factory=set)

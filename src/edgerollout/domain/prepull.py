@@ -29,6 +29,7 @@ from edgerollout.domain.vocabulary import (
     PULL_IMAGE_SUCCESS,
     WAIT_PULL_IMAGE,
 )
+from edgerollout.settings import PrepullSettings
 
 PREPULL_LABEL = "edgerollout.io/prepull-for"
 REVISION_ANNOTATION = "edgerollout.io/prepull-revision"
@@ -68,14 +69,6 @@ class PullTemplate:
     tolerations: tuple[dict[str, Any], ...] = ()
     image_pull_secrets: tuple[str, ...] = ()
     service_account: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PrepullSettings:
-    """The image pull Jobs take a static busybox from, and how long a pull may take."""
-
-    toolbox_image: str = "busybox:1.36.1-musl"
-    deadline_seconds: int = 600
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,7 @@ The order of the steps is the order of the questions a user would ask:
 from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Self
 
 from edgerollout.domain.budget import (
     InvalidMaxUnavailable,
@@ -46,7 +47,6 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
 from edgerollout.domain.prepull import (
     JobView,
-    PrepullSettings,
     PrepullStep,
     PullTemplate,
     plan_prepulls,
@@ -55,18 +55,27 @@ from edgerollout.domain.revisions import TargetRevision, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION
+from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlanSettings:
-    """The tuning a plan is made with (the controller's settings hold the values it runs with)."""
+    """The tuning a plan is made with; the defaults, and why, are in `edgerollout.settings`."""
 
-    # While deletions are in flight, look again this often even if no event comes: the echo of a
-    # deletion normally triggers the next reconcile, this only bounds the wait if it is lost.
-    deletion_recheck_seconds: float = 5.0
-    # A reconcile never comes back sooner than this for a condition write whose echo is overdue.
-    min_recheck_seconds: float = 1.0
-    prepull: PrepullSettings = field(default_factory=PrepullSettings)
+    # While deletions are in flight, look again this often even if no event comes.
+    deletion_recheck_seconds: float = CONTROLLER.reconcile.requeue_while_deleting
+    # A condition write whose echo is overdue is looked at again no sooner than this.
+    min_recheck_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
+    prepull: PrepullSettings = CONTROLLER.prepull
+
+    @classmethod
+    def of(cls, settings: ControllerSettings) -> Self:
+        """The plan's share of the controller's settings."""
+        return cls(
+            deletion_recheck_seconds=settings.reconcile.requeue_while_deleting,
+            min_recheck_seconds=settings.reconcile.condition_recheck_floor,
+            prepull=settings.prepull,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,7 +126,7 @@ class Recheck:
 
     deletions_seconds: float
     starting_seconds: float | None = None
-    min_seconds: float = 1.0
+    min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
 
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""

@@ -27,6 +27,8 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from edgerollout.settings import KUBE_CLIENT
+
 JSON = dict[str, Any]
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -251,7 +253,7 @@ class KubeApi:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        timeout: aiohttp.ClientTimeout | float | None = 30.0,
+        timeout: aiohttp.ClientTimeout | float | None = KUBE_CLIENT.request_timeout,
     ) -> aiohttp.ClientResponse:
         try:
             response: aiohttp.ClientResponse = await self._client.call_api(
@@ -305,7 +307,9 @@ class KubeApi:
             query.append(("labelSelector", label_selector))
         if continue_token:
             query.append(("continue", continue_token))
-        data = await self._json("GET", resource.path(namespace), query=query, timeout=60.0)
+        data = await self._json(
+            "GET", resource.path(namespace), query=query, timeout=KUBE_CLIENT.list_timeout
+        )
         meta = data.get("metadata") or {}
         return ListPage(
             items=list(data.get("items") or []),
@@ -333,7 +337,11 @@ class KubeApi:
             query.append(("fieldSelector", field_selector))
         # No total timeout: the server ends the stream after timeoutSeconds; a read stalled
         # well past that means the connection is dead.
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=KUBE_CLIENT.watch_connect_timeout,
+            sock_read=timeout_seconds + KUBE_CLIENT.watch_read_slack,
+        )
         response = await self._send("GET", resource.path(namespace), query=query, timeout=timeout)
         async with response:
             try:

@@ -23,12 +23,15 @@ from typing import Any, Generic, TypeVar
 
 from edgerollout.kube.api import Api, ApiError, Resource
 from edgerollout.kube.views import object_key
+from edgerollout.logfields import LogFields
+from edgerollout.settings import KUBE_CLIENT
 
 T = TypeVar("T")
 JSON = dict[str, Any]
 Handler = Callable[[T | None, T | None], None]
 
 log = logging.getLogger(__name__)
+WATCH = KUBE_CLIENT.watch
 
 
 class Informer(Generic[T]):
@@ -40,9 +43,9 @@ class Informer(Generic[T]):
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
-        page_size: int = 500,
+        page_size: int = WATCH.page_size,
         relist_after_failure: bool = False,
-        max_backoff: float = 30.0,
+        max_backoff: float = WATCH.max_backoff,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -77,7 +80,9 @@ class Informer(Generic[T]):
             try:
                 handler(old, new)
             except Exception:
-                log.exception("handler for %s failed", self.resource.plural)
+                log.exception(
+                    "cache handler failed", extra=LogFields(resource=self.resource.plural)
+                )
 
     async def _list(self) -> None:
         fresh: dict[str, T] = {}
@@ -141,7 +146,7 @@ class Informer(Generic[T]):
 
     async def run(self) -> None:
         """List, then watch forever; cancel the task to stop."""
-        delay = 0.5
+        delay = WATCH.first_retry_delay
         need_list = True
         while True:
             try:
@@ -149,7 +154,9 @@ class Informer(Generic[T]):
                     await self._list()
                     need_list = False
                 # Spread re-watches out so many caches do not reconnect in lockstep.
-                timeout = random.randint(240, 360)  # noqa: S311 - jitter, not security
+                timeout = random.randint(  # noqa: S311 - jitter, not security
+                    WATCH.rewatch_min_seconds, WATCH.rewatch_max_seconds
+                )
                 async for event in self.api.watch(
                     self.resource,
                     resource_version=self.resource_version,
@@ -159,21 +166,34 @@ class Informer(Generic[T]):
                 ):
                     self._apply(event)
                     self.on_contact()
-                    delay = 0.5
+                    delay = WATCH.first_retry_delay
             except ApiError as error:
                 self.on_lost(error)
                 if error.gone:
                     # 410 Gone: the resourceVersion is too old for the server, list again.
-                    log.info("%s watch expired (%s); listing again", self.resource.plural, error)
+                    log.info(
+                        "watch expired; listing again",
+                        extra=LogFields(resource=self.resource.plural, error=str(error)),
+                    )
                     need_list = True
                     continue
-                log.warning("%s list/watch failed: %s; retrying", self.resource.plural, error)
+                log.warning(
+                    "list/watch failed; retrying",
+                    extra=LogFields(
+                        resource=self.resource.plural, error=str(error), retry_after=delay
+                    ),
+                )
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
             except (OSError, TimeoutError, ValueError) as error:
                 self.on_lost(error)
-                log.warning("%s watch broke: %r; retrying", self.resource.plural, error)
+                log.warning(
+                    "watch broke; retrying",
+                    extra=LogFields(
+                        resource=self.resource.plural, error=repr(error), retry_after=delay
+                    ),
+                )
                 need_list = need_list or self.relist_after_failure
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
@@ -181,7 +201,9 @@ class Informer(Generic[T]):
                 # An object we could not read (or a bug): never let the cache die silently.
                 # Listing again rebuilds it from what the API server says now.
                 self.on_lost(error)
-                log.exception("%s cache failed; listing again", self.resource.plural)
+                log.exception(
+                    "cache failed; listing again", extra=LogFields(resource=self.resource.plural)
+                )
                 need_list = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)

@@ -19,8 +19,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from edgerollout.kube.api import LEASES, Api, ApiError
+from edgerollout.logfields import LogFields
+from edgerollout.settings import CONTROLLER
 
 log = logging.getLogger(__name__)
+ELECTION = CONTROLLER.leader_election
 
 
 class LeadershipLost(RuntimeError):
@@ -39,9 +42,9 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        lease_duration: float = ELECTION.lease_duration,
+        renew_deadline: float = ELECTION.renew_deadline,
+        retry_period: float = ELECTION.retry_period,
         on_change: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = api
@@ -57,6 +60,10 @@ class LeaderElector:
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
         self.released = False
+
+    @property
+    def lease_key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
     @property
     def is_leader(self) -> bool:
@@ -132,7 +139,10 @@ class LeaderElector:
             async with asyncio.timeout(self.retry_period * 2):
                 return await self._try_acquire_or_renew()
         except (ApiError, TimeoutError) as error:
-            log.warning("lease %s/%s: %s", self.namespace, self.name, error)
+            log.warning(
+                "could not take or renew the lease",
+                extra=LogFields(lease=self.lease_key, error=str(error)),
+            )
             return False
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -141,9 +151,7 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period)
         started = time.monotonic()
         self._set_leader(started)
-        log.info(
-            "became leader (lease %s/%s, identity %s)", self.namespace, self.name, self.identity
-        )
+        log.info("became leader", extra=LogFields(lease=self.lease_key, identity=self.identity))
         leading = asyncio.create_task(lead(), name="leading")
         try:
             while True:
@@ -182,4 +190,7 @@ class LeaderElector:
         try:
             await self.api.replace(LEASES, self.name, lease, namespace=self.namespace)
         except ApiError as error:
-            log.warning("could not release lease %s/%s: %s", self.namespace, self.name, error)
+            log.warning(
+                "could not release the lease",
+                extra=LogFields(lease=self.lease_key, error=str(error)),
+            )

@@ -27,14 +27,20 @@ from dataclasses import dataclass
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.kube.api import EVENTS, Api, ApiError
+from edgerollout.kube.views import object_key
+from edgerollout.logfields import LogFields
+from edgerollout.settings import CONTROLLER
 
 COMPONENT = "edgerollout-controller"
 
-# client-go's defaults for its spam filter: a burst of 25, then one Event every 5 minutes.
-BURST = 25
-REFILL_SECONDS = 300.0
+BURST = CONTROLLER.events.burst
+REFILL_SECONDS = CONTROLLER.events.refill_seconds
 
 log = logging.getLogger(__name__)
+
+
+def _key(daemonset: DaemonSetView) -> str:
+    return object_key(daemonset.namespace, daemonset.name)
 
 
 @dataclass
@@ -81,7 +87,10 @@ class EventRecorder:
         if not self.is_new(daemonset, notice):
             return False
         if not self._allowed(daemonset, notice):
-            log.debug("event %s on %s dropped: over the rate", notice.reason, daemonset.name)
+            log.debug(
+                "event dropped: over the rate",
+                extra=LogFields(daemonset=_key(daemonset), reason=notice.reason),
+            )
             return False
         now = datetime.datetime.now(datetime.UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -113,7 +122,10 @@ class EventRecorder:
             await self.api.create(EVENTS, body, namespace=daemonset.namespace)
         except ApiError as error:
             # An Event is a report, not a decision: failing to write one never blocks a rollout.
-            log.warning("could not record event %s on %s: %s", notice.reason, daemonset.name, error)
+            log.warning(
+                "could not record event",
+                extra=LogFields(daemonset=_key(daemonset), reason=notice.reason, error=str(error)),
+            )
             return False
         self._emitted[daemonset.uid].add(notice.key)
         return True

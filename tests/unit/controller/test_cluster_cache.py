@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import pytest
 
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
 from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
+from edgerollout.settings import CONTROLLER
 
 from ..domain.builders import NOW
 from ..kube.fake_api import FakeApi
@@ -58,7 +59,7 @@ async def cluster() -> AsyncIterator[Cluster]:
     api.put(NODES, node_json("edge-1"))
     api.put(NODES, node_json("edge-2"))
     enqueued: list[str] = []
-    states = RolloutStates(settings=StateSettings(), clock=lambda: 0.0)
+    states = RolloutStates(settings=CONTROLLER.reconcile, clock=lambda: 0.0)
     cache = ClusterCache(api, namespace=None, enqueue=enqueued.append, changes=states)
     async with running(*cache.informers):
         enqueued.clear()

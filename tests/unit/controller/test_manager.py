@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
+from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.manager import Controller, ControllerOptions
 from edgerollout.controller.reconciler import NotLeader, Outcome
 from edgerollout.kube.leader import LeadershipLost
+from edgerollout.settings import ControllerSettings
 from tests.unit.kube.fake_api import FakeApi
 
 
@@ -16,7 +19,8 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
     # Every worker that meets NotLeader stops; once all have, nothing reconciles any more. The
     # process must then exit as on a lost Lease (code 3, restarted as a standby), not return as
     # if it had been asked to stop (code 0, nothing in the log saying why).
-    controller = Controller(ControllerOptions(workers=2), FakeApi())  # type: ignore[arg-type]
+    options = ControllerOptions(settings=ControllerSettings(workers=2))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
     for informer in controller.cache.informers:
         informer.synced.set()
     reconciled: list[str] = []
@@ -37,7 +41,8 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
 async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scans(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    controller = Controller(ControllerOptions(workers=1), FakeApi())  # type: ignore[arg-type]
+    options = ControllerOptions(settings=ControllerSettings(workers=1))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
     frozen_when_synced: list[bool] = []
     monkeypatch.setattr(
         "edgerollout.controller.manager.gc.freeze",
@@ -58,3 +63,31 @@ async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scan
     await asyncio.wait_for(leading, timeout=5)
 
     assert frozen_when_synced == [True]
+
+
+async def test_a_failed_reconcile_is_logged_with_its_daemonset_error_and_retry_delay(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("edgerollout.controller.manager.gc.freeze", lambda: None)
+    options = ControllerOptions(settings=ControllerSettings(workers=1))
+    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
+    for informer in controller.cache.informers:
+        informer.synced.set()
+
+    async def fail(key: str) -> Outcome:
+        controller.queue.shut_down()
+        raise RuntimeError("the API server said no")
+
+    controller.reconciler.reconcile = fail  # type: ignore[method-assign]
+    controller.queue.add("ns/a")
+    with caplog.at_level(logging.INFO, logger="edgerollout.controller"):
+        await asyncio.wait_for(controller.lead(), timeout=5)
+
+    assert [(r.levelname, r.getMessage(), structured_fields(r)) for r in caplog.records] == [
+        ("INFO", "caches synced; reconciling the opted-in DaemonSets", {"count": 0}),
+        (
+            "WARNING",
+            "reconcile failed; retrying",
+            {"daemonset": "ns/a", "error": "the API server said no", "retry_after": 0.005},
+        ),
+    ]

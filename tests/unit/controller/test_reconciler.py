@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
-from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.prepull import job_name
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
@@ -31,6 +32,7 @@ from edgerollout.kube.api import (
     Resource,
 )
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.settings import CONTROLLER
 
 from ..domain.builders import NOW
 from ..kube.fake_api import JSON, FakeApi
@@ -117,7 +119,7 @@ async def controller(
         api.put(NODES, node_json(name))
     for pod in pods:
         api.put(PODS, pod)
-    states = RolloutStates(settings=StateSettings(), clock=lambda: 0.0)
+    states = RolloutStates(settings=CONTROLLER.reconcile, clock=lambda: 0.0)
     cache = ClusterCache(api, namespace=None, enqueue=lambda key: None, changes=states)
     recorder = EventRecorder(api, instance="controller-0")
     reconciler = Reconciler(
@@ -542,3 +544,55 @@ async def test_a_deleted_daemonset_loses_its_rollout_state_and_a_recreated_one_s
         assert second is not None
         assert second is not first
         assert second.uid == "uid-ds-web-2"
+
+
+async def test_a_reconcile_logs_one_summary_at_info_and_each_deletion_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="edgerollout.controller")
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()
+
+    def fields(record: logging.LogRecord) -> dict[str, object]:
+        names = ("daemonset", "pod", "uid", "node", "reason", "revision", "unavailable", "budget")
+        names += ("strategy", "deleted", "written", "skipped", "requeue_after")
+        return {name: getattr(record, name) for name in names if hasattr(record, name)}
+
+    # The deletion's Event is sent by a task of its own: its line comes before or after the summary.
+    lines = sorted(((r.levelname, r.getMessage(), fields(r)) for r in caplog.records), key=str)
+    assert lines == [
+        (
+            "DEBUG",
+            "deleted pod",
+            {
+                "daemonset": KEY,
+                "pod": f"{NAMESPACE}/web-a",
+                "uid": "uid-web-a",
+                "node": "edge-1",
+                "reason": "outdated_within_budget",
+                "revision": NEW,
+                "unavailable": 0,
+                "budget": 1,
+            },
+        ),
+        (
+            "DEBUG",
+            "event: Deleted pod: web-a on node edge-1: outdated, deleted within max-unavailable",
+            {"daemonset": KEY, "reason": "SuccessfulDelete"},
+        ),
+        (
+            "INFO",
+            "reconciled",
+            {
+                "daemonset": KEY,
+                "revision": NEW,
+                "unavailable": 1,
+                "budget": 1,
+                "strategy": "AdvancedRollingUpdate",
+                "deleted": 1,
+                "written": 0,
+                "skipped": 0,
+                "requeue_after": 5.0,
+            },
+        ),
+    ]

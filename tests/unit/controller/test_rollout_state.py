@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from edgerollout.controller.rollout_state import RolloutStates, StateSettings
+from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.model import DaemonSetUID, NodeName, PodUID
+from edgerollout.settings import ReconcileSettings
 
 from .test_expectations import Clock
 
@@ -12,7 +13,7 @@ WEB, API = DaemonSetUID("uid-ds-web"), DaemonSetUID("uid-ds-api")
 
 def states(clock: Clock | None = None) -> RolloutStates:
     return RolloutStates(
-        settings=StateSettings(deletion_timeout_seconds=300.0, condition_timeout_seconds=10.0),
+        settings=ReconcileSettings(expectations_timeout=300.0, condition_write_timeout=10.0),
         clock=clock or Clock(),
     )
 

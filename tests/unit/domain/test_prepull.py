@@ -7,13 +7,13 @@ from edgerollout.domain.prepull import (
     DAEMON_TOLERATIONS,
     JobState,
     JobView,
-    PrepullSettings,
     PullJob,
     PullTemplate,
     job_name,
     plan_prepulls,
     pull_job,
 )
+from edgerollout.settings import PrepullSettings
 
 from .builders import NEW, NOW, NOW_RFC3339, OLD, old_pod, pod, uid
 

@@ -17,11 +17,12 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.prepull import PrepullSettings, PullTemplate
+from edgerollout.domain.prepull import PullTemplate
 from edgerollout.domain.reconcile import Plan, PlanSettings, Recheck, plan
 from edgerollout.domain.revisions import TargetRevision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.settings import PrepullSettings
 
 from .builders import (
     NEW,

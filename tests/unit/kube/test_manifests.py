@@ -5,12 +5,12 @@ from typing import Any
 from edgerollout.domain.model import ConditionStatus, PodCondition
 from edgerollout.domain.prepull import (
     DAEMON_TOLERATIONS,
-    PrepullSettings,
     PullTemplate,
     job_name,
     pull_job,
 )
 from edgerollout.kube.manifests import pull_job_manifest
+from edgerollout.settings import PrepullSettings
 
 from ..domain.builders import NEW, OLD, pod, uid
 

@@ -1,0 +1,166 @@
+"""Every default and tuning constant of the controller and the agent, each named once with its reason.
+
+Like controller-runtime's `Options` or kopf's `OperatorSettings`: the command-line flags take their
+defaults from `CONTROLLER` and `AGENT` below, the Helm chart's values and the manifests in
+`deploy/base` are checked against them by a unit test, and the code that uses a value reads it from
+here rather than spelling the number again. A flag builds a changed copy (`dataclasses.replace`);
+the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says.
+
+This module imports nothing from the project, so every layer (domain included) may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("text", "json")
+LOG_LEVELS: Final[tuple[LogLevel, ...]] = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogSettings:
+    # Text for a person at a terminal; the chart and the manifests choose json for log pipelines.
+    format: LogFormat = "text"
+    # Per-pod decisions are logged at debug, one summary line per reconcile at info.
+    level: LogLevel = "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElectionSettings:
+    # Where kube-controller-manager keeps its own Leases; the chart puts it in its own namespace.
+    namespace: str = "kube-system"
+    # The controller's RBAC Role grants get/update on this one Lease name only.
+    name: str = "edgerollout-controller"
+    # client-go's and kube-controller-manager's defaults (15 s / 10 s / 2 s): a standby takes over
+    # within a lease duration of the leader's last renewal, and a leader that could not renew for
+    # the renew deadline stops writing before anyone else may start.
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepullSettings:
+    # Any image with a static /bin/busybox: it is copied into the pull Job, so that an image
+    # without a shell can be pulled too. Pinned to a musl build, whose busybox is static.
+    toolbox_image: str = "busybox:1.36.1-musl"
+    # A pull that has not finished in 10 minutes is reported failed (PullImageFail) rather than
+    # left waiting for ever; large images over an edge link can take minutes.
+    deadline_seconds: int = 600
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchSettings:
+    # client-go's reflector lists in pages of 500: one page is one request the API server can
+    # answer from its watch cache without holding much memory for it.
+    page_size: int = 500
+    # Each watch asks the API server to end it after a random 4-6 minutes, so that many caches
+    # do not reconnect in lockstep (client-go spreads its own over 5-10 minutes).
+    rewatch_min_seconds: int = 240
+    rewatch_max_seconds: int = 360
+    # After a failed list or watch: retry after half a second, doubling up to 30 s. A controller
+    # that cannot see the cluster does nothing, so it keeps trying, but without hammering.
+    first_retry_delay: float = 0.5
+    max_backoff: float = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KubeClientSettings:
+    """How both processes talk to the API server (`kube/api.py`, `kube/informer.py`)."""
+
+    # A single request (get, create, patch, delete) not answered in 30 s fails, and what made it
+    # is tried again (a reconcile with backoff): a healthy API server answers in milliseconds.
+    request_timeout: float = 30.0
+    # A page of a list can take the API server longer (it may come from etcd, not its cache).
+    list_timeout: float = 60.0
+    # Opening a watch's connection: 10 s, after which the cache's backoff retries it.
+    watch_connect_timeout: float = 10.0
+    # A watch asks the server to end it after its timeout; one silent for 30 s longer than that
+    # (no event, no bookmark) is a dead connection.
+    watch_read_slack: float = 30.0
+    watch: WatchSettings = field(default_factory=WatchSettings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkQueueSettings:
+    # client-go's default controller rate limiter: a key that failed comes back after 5 ms,
+    # doubling per consecutive failure up to 5 minutes; a success resets it.
+    base_delay: float = 0.005
+    max_delay: float = 300.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconcileSettings:
+    # Writes of one reconcile in flight at once: as many as the API client's connection pool holds
+    # (100), so that a whole wave of deletions (the first one of a rollout is the budget) leaves at
+    # once, as the native DaemonSet controller sends its own. With 32, the first 100 deletions of
+    # a 1,000-node rollout took four round trips on the loaded lab (0.6-1.0 s against its 0.3 s).
+    write_concurrency: int = 100
+    # While deletions are in flight, look again after 5 s even if no event arrives: the check is
+    # made from the cache (never a LIST), so it costs nothing when all is well.
+    requeue_while_deleting: float = 5.0
+    # A deletion whose effect the cache never shows stops holding the budget after 5 minutes
+    # (client-go's ExpectationsTimeout), so a lost watch event cannot stall a rollout for ever.
+    expectations_timeout: float = 300.0
+    # A condition write whose echo has not reached the cache after 10 s may be sent again (so a
+    # condition someone changed back meanwhile is written again).
+    condition_write_timeout: float = 10.0
+    # An unechoed condition write is re-checked no sooner than 1 s after the reconcile: its echo
+    # normally arrives first and triggers the reconcile by itself.
+    condition_recheck_floor: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventSettings:
+    # client-go's event spam filter: per DaemonSet, a burst of 25 Normal Events, then one more
+    # every 5 minutes; a 1,000-node rollout must not write 1,000 Events.
+    burst: int = 25
+    refill_seconds: float = 300.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerSettings:
+    # Four DaemonSets reconciled at once: a reconcile mostly waits on the API server, and one key
+    # is never worked on by two workers, so more workers only help with many DaemonSets.
+    workers: int = 4
+    # Loopback by default: a controller run by hand exposes nothing; the manifests and the chart
+    # bind all interfaces for Prometheus and the kubelet's probes.
+    metrics_address: str = "127.0.0.1:8080"
+    health_address: str = "127.0.0.1:8081"
+    # On shutdown, the Events of deletions already made are sent before the Lease is released;
+    # each is one request, so 5 s is ample and a stuck API server cannot hold the exit.
+    shutdown_report_grace: float = 5.0
+    log: LogSettings = field(default_factory=LogSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    prepull: PrepullSettings = field(default_factory=PrepullSettings)
+    queue: WorkQueueSettings = field(default_factory=WorkQueueSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    events: EventSettings = field(default_factory=EventSettings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    # The address OpenYurt's YurtHub and ACK Edge's edge-hub serve, which node-side scripts call;
+    # loopback, so only the node itself can reach it.
+    listen: str = "127.0.0.1:10267"
+    # An upgrade or pre-pull request that cannot reach the API server is answered 503
+    # CloudUnreachable within 2 s, so a node-side script learns at once that the link is down.
+    cloud_timeout: float = 2.0
+    # No route reads a body: 64 KiB is far more than any client sends, and bounds what one may
+    # make the agent read.
+    max_body_bytes: int = 64 * 1024
+    # A node's link comes back at any moment: the pod cache retries every 3 s at most, current
+    # soon after, at the cost of a refused connection now and then.
+    watch_max_backoff: float = 3.0
+    # The pod cache is written to disk at most once a second: fresh enough to serve after a
+    # restart, without a write per pod event.
+    cache_save_interval: float = 1.0
+    log: LogSettings = field(default_factory=LogSettings)
+
+
+CONTROLLER: Final = ControllerSettings()
+AGENT: Final = AgentSettings()
+KUBE_CLIENT: Final = KubeClientSettings()

@@ -1,0 +1,140 @@
+"""The `controller` and `agent` commands take every default from `edgerollout.settings`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from edgerollout.agent.runner import AgentOptions
+from edgerollout.cli import agent_command, controller_command
+from edgerollout.controller.manager import ControllerOptions
+from edgerollout.settings import (
+    AGENT,
+    CONTROLLER,
+    ControllerSettings,
+    LeaderElectionSettings,
+    LogSettings,
+    PrepullSettings,
+)
+
+ELECTION = CONTROLLER.leader_election
+
+
+def _defaults(command: click.Command) -> dict[str, Any]:
+    """Each optional flag's default (a required flag has none)."""
+    return {param.name: param.default for param in command.params if not param.required}
+
+
+def test_each_controller_flag_defaults_to_its_settings_field() -> None:
+    assert _defaults(controller_command.controller) == {
+        "kubeconfig": None,
+        "namespace": None,
+        "leader_elect": False,
+        "leader_election_namespace": ELECTION.namespace,
+        "leader_election_name": ELECTION.name,
+        "lease_duration": ELECTION.lease_duration,
+        "renew_deadline": ELECTION.renew_deadline,
+        "retry_period": ELECTION.retry_period,
+        "metrics_address": CONTROLLER.metrics_address,
+        "health_address": CONTROLLER.health_address,
+        "workers": CONTROLLER.workers,
+        "identity": "",
+        "prepull_toolbox_image": CONTROLLER.prepull.toolbox_image,
+        "prepull_deadline": CONTROLLER.prepull.deadline_seconds,
+        "log_format": CONTROLLER.log.format,
+        "log_level": CONTROLLER.log.level,
+    }
+
+
+def test_each_agent_flag_defaults_to_its_settings_field() -> None:
+    assert _defaults(agent_command.agent) == {
+        "kubeconfig": None,
+        "listen": AGENT.listen,
+        "token_file": None,
+        "cache_dir": None,
+        "log_format": AGENT.log.format,
+        "log_level": AGENT.log.level,
+    }
+
+
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What each command would have run, and the log setup it asked for, in order."""
+    calls: list[object] = []
+
+    async def run(options: object) -> None:
+        calls.append(options)
+
+    monkeypatch.setattr(controller_command, "run_controller", run)
+    monkeypatch.setattr(agent_command, "run_agent", run)
+
+    def configure(log_format: str, *, level: str) -> None:
+        calls.append((log_format, level))
+
+    monkeypatch.setattr("edgerollout.cli.logging_setup.configure", configure)
+    return calls
+
+
+def test_controller_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
+    result = CliRunner().invoke(controller_command.controller, [])
+
+    assert result.exit_code == 0, result.output
+    assert ran == [("text", "info"), ControllerOptions()]
+    assert ControllerOptions().settings == ControllerSettings()
+
+
+def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -> None:
+    result = CliRunner().invoke(
+        controller_command.controller,
+        [
+            "--namespace=shop-17",
+            "--leader-elect",
+            "--leader-election-namespace=edge-ops",
+            "--lease-duration=30",
+            "--workers=8",
+            "--prepull-deadline=120",
+            "--log-format=json",
+            "--log-level=debug",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [
+        ("json", "debug"),
+        ControllerOptions(
+            namespace="shop-17",
+            leader_elect=True,
+            settings=dataclasses.replace(
+                CONTROLLER,
+                workers=8,
+                log=LogSettings(format="json", level="debug"),
+                leader_election=LeaderElectionSettings(namespace="edge-ops", lease_duration=30.0),
+                prepull=PrepullSettings(deadline_seconds=120),
+            ),
+        ),
+    ]
+
+
+def test_agent_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
+    result = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1"])
+
+    assert result.exit_code == 0, result.output
+    assert ran == [("text", "info"), AgentOptions(node_name="edge-1")]
+
+
+def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) -> None:
+    result = CliRunner().invoke(
+        agent_command.agent, ["--node-name=edge-1", "--listen=0.0.0.0:9000"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [
+        ("text", "info"),
+        AgentOptions(
+            node_name="edge-1", settings=dataclasses.replace(AGENT, listen="0.0.0.0:9000")
+        ),
+    ]

@@ -1,0 +1,122 @@
+"""The Helm chart and deploy/base say nothing about a default that `edgerollout.settings` does not.
+
+Either a value defers to the settings (empty: the flag is not passed, the command's default
+applies), or it is the settings' value, or it differs on purpose and the test says why. The chart
+renders exactly deploy/base with its default values (tests/e2e/test_deploy.py), so checking the
+base's flags checks the chart's too; the templates' fixed flags are checked here as text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgerollout.settings import AGENT, CONTROLLER, LOG_FORMATS, LOG_LEVELS
+
+ROOT = Path(__file__).resolve().parents[3]
+BASE = ROOT / "deploy" / "base"
+CHART = ROOT / "deploy" / "helm" / "edgerollout"
+# The chart installs into its own namespace and keeps the Lease there, not in kube-system.
+INSTALL_NAMESPACE = "edgerollout-system"
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _container(path: Path, kind: str) -> dict[str, Any]:
+    (workload,) = (doc for doc in _documents(path) if doc["kind"] == kind)
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def _flags(container: dict[str, Any]) -> dict[str, str]:
+    """`--name=value` arguments after the subcommand, as {name: value} ('' for a bare switch)."""
+    flags = {}
+    for arg in container["args"][1:]:
+        name, _, value = arg.removeprefix("--").partition("=")
+        flags[name] = value
+    return flags
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
+
+
+def _values() -> dict[str, Any]:
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return values
+
+
+def test_chart_values_leave_the_prepull_defaults_to_the_controller() -> None:
+    # Empty and null pass no flag: --prepull-toolbox-image and --prepull-deadline keep the
+    # settings' defaults, which the chart therefore never restates.
+    assert _values()["controller"]["prepull"] == {"toolboxImage": "", "deadlineSeconds": None}
+
+
+def test_chart_watches_every_namespace_by_default_as_the_controller_does() -> None:
+    assert _values()["controller"]["watchNamespace"] == ""
+
+
+def test_chart_logs_at_the_commands_default_level() -> None:
+    assert _values()["logLevel"] == CONTROLLER.log.level == AGENT.log.level
+
+
+def test_chart_schema_accepts_exactly_the_log_formats_and_levels_of_the_commands() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+
+    assert sorted(schema["properties"]["logFormat"]["enum"]) == sorted(LOG_FORMATS)
+    assert schema["properties"]["logLevel"]["enum"] == list(LOG_LEVELS)
+    # json on purpose: an installed controller writes for a log pipeline, not a terminal.
+    assert _values()["logFormat"] == "json"
+
+
+def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings_lease() -> None:
+    container = _container(BASE / "controller.yaml", "Deployment")
+    metrics, health = _port(CONTROLLER.metrics_address), _port(CONTROLLER.health_address)
+
+    # All interfaces instead of the settings' loopback, for Prometheus and the kubelet's probes.
+    assert _flags(container) == {
+        "leader-elect": "",
+        "leader-election-namespace": INSTALL_NAMESPACE,
+        "metrics-address": f"0.0.0.0:{metrics}",
+        "health-address": f"0.0.0.0:{health}",
+        "log-format": "json",
+        "log-level": CONTROLLER.log.level,
+    }
+    assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
+        "metrics": metrics,
+        "health": health,
+    }
+    (role,) = (doc for doc in _documents(BASE / "controller-rbac.yaml") if doc["kind"] == "Role")
+    lease_rules = [rule for rule in role["rules"] if "resourceNames" in rule]
+    assert [rule["resourceNames"] for rule in lease_rules] == [[CONTROLLER.leader_election.name]]
+
+
+def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
+    container = _container(BASE / "agent.yaml", "DaemonSet")
+    host, _, port = AGENT.listen.rpartition(":")
+
+    assert _flags(container) == {
+        "node-name": "$(NODE_NAME)",
+        "listen": AGENT.listen,
+        "cache-dir": _values()["agent"]["cacheDir"],
+        "log-format": "json",
+        "log-level": AGENT.log.level,
+    }
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        assert (get["host"], get["port"]) == (host, int(port)), probe
+
+
+def test_chart_templates_pass_the_same_fixed_flags_as_deploy_base() -> None:
+    controller = (CHART / "templates" / "controller.yaml").read_text()
+    agent = (CHART / "templates" / "agent.yaml").read_text()
+
+    assert f"- --metrics-address=0.0.0.0:{_port(CONTROLLER.metrics_address)}\n" in controller
+    assert f"- --health-address=0.0.0.0:{_port(CONTROLLER.health_address)}\n" in controller
+    assert f"- --listen={AGENT.listen}\n" in agent
+    assert f"port: {_port(AGENT.listen)}\n" in agent
