@@ -554,8 +554,8 @@ async def test_a_reconcile_logs_one_summary_at_info_and_each_deletion_at_debug(
         await c.reconcile()
 
     def fields(record: logging.LogRecord) -> dict[str, object]:
-        names = ("daemonset", "pod", "uid", "node", "reason", "revision", "unavailable", "budget")
-        names += ("strategy", "deleted", "written", "skipped", "requeue_after")
+        names = [*("daemonset", "pod", "uid", "node", "reason", "revision", "unavailable")]
+        names += ("budget", "strategy", "deleted", "written", "skipped", "requeue_after")
         return {name: getattr(record, name) for name in names if hasattr(record, name)}
 
     # The deletion's Event is sent by a task of its own: its line comes before or after the summary.
