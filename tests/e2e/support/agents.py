@@ -19,11 +19,12 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
 
 JSON = dict[str, Any]
-OTA = {"apps.openyurt.io/update-strategy": "ota"}
+OTA = {UPDATE_STRATEGY_ANNOTATION: "ota"}  # any letter case is accepted
 CACHE_AGE = "X-Edgerollout-Cache-Age"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgerollout.domain.vocabulary import CONTROLLER_REVISION_HASH_LABEL
 from tests.e2e.support.lab import LabHandle, by_node, daemonset, images, pod_ready, wait_for
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
@@ -52,4 +53,4 @@ async def seed_daemonset(
 async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:
     listed = await kube.apps.list_namespaced_controller_revision(namespace)
     newest = max(listed.items, key=lambda revision: revision.revision)
-    return str(newest.metadata.labels["controller-revision-hash"])
+    return str(newest.metadata.labels[CONTROLLER_REVISION_HASH_LABEL])

@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAX_UNAVAILABLE_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.support.chaos.fleet import Fleet, Relay
 from tests.e2e.support.invariants import InvariantWatcher, clock
@@ -41,10 +46,10 @@ CONVERGE_TIMEOUT = 120.0
 ON_DELETE = {"type": "OnDelete"}
 
 
-def opt_in(strategy: str = "AdvancedRollingUpdate") -> dict[str, str]:
+def opt_in(strategy: str = ADVANCED_ROLLING_UPDATE) -> dict[str, str]:
     return {
-        "apps.openyurt.io/update-strategy": strategy,
-        "apps.openyurt.io/max-unavailable": str(BUDGET),
+        UPDATE_STRATEGY_ANNOTATION: strategy,
+        MAX_UNAVAILABLE_ANNOTATION: str(BUDGET),
     }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.vocabulary import ADVANCED_ROLLING_UPDATE, OTA
 from edgerollout_lab import cluster
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.chaos.fleet import LEASE
@@ -204,7 +205,7 @@ async def strategy_switched(chaos: Chaos) -> None:
     switches = 0
     while chaos.remaining() > 1:
         await chaos.pause(0.5, 3.0)
-        for strategy in ("OTA", "AdvancedRollingUpdate"):
+        for strategy in (OTA, ADVANCED_ROLLING_UPDATE):
             patch: Any = {"metadata": {"annotations": opt_in(strategy)}}
             await chaos.kube.apps.patch_namespaced_daemon_set(NAME, chaos.namespace, patch)
             switches += 1

@@ -20,11 +20,12 @@ from typing import Any
 
 from kubernetes_asyncio import client, watch
 
+from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
 
 log = logging.getLogger(__name__)
 
-STRATEGY = "apps.openyurt.io/update-strategy"
+STRATEGY = UPDATE_STRATEGY_ANNOTATION
 CONTROLLER_COMPONENT = "edgerollout-controller"
 
 
