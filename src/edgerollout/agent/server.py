@@ -45,6 +45,7 @@ from edgerollout.domain.ota_requests import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
+from edgerollout.kube.manifests import condition_patch
 from edgerollout.kube.views import daemonset_from_api, object_uid, pod_facts_from_api
 from edgerollout.logfields import LogFields
 from edgerollout.settings import AGENT
@@ -334,7 +335,7 @@ class Agent:
             )
             if write is not None:
                 sent.append("pre-pull request")
-                body = {"metadata": {"uid": view.uid}, **write.patch}
+                body = condition_patch(write)
                 await self.api.patch(
                     PODS, facts.name, body, namespace=facts.namespace, subresource="status"
                 )

@@ -31,7 +31,7 @@ from edgerollout.domain.prepull import PrepullStep
 from edgerollout.domain.reconcile import Plan
 from edgerollout.domain.vocabulary import FAILED_DELETE
 from edgerollout.kube.api import JOBS, PODS, Api, ApiError
-from edgerollout.kube.manifests import pull_job_manifest
+from edgerollout.kube.manifests import condition_patch, pull_job_manifest
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.kube.views import object_key
 from edgerollout.logfields import LogFields
@@ -135,7 +135,7 @@ class Executors:
 
     async def _patch_status(self, write: ConditionWrite) -> bool:
         """Patch one pod's condition; False if the pod is gone or was replaced."""
-        body = {"metadata": {"uid": write.uid}, **write.patch}
+        body = condition_patch(write)
         try:
             await self.api.patch(
                 PODS, write.name, body, namespace=write.namespace, subresource="status"

@@ -11,7 +11,8 @@ finds everything right writes nothing; `lastTransitionTime` moves only when the 
 Kubernetes' own `UpdatePodCondition` does. The reason takes part in the comparison because
 `PodImageReady` goes from `False/WaitPullImage` to `False/PullImageFail` without a status change.
 
-The write is a strategic merge patch of `pods/status` holding that single condition. Conditions
+The write is a strategic merge patch of `pods/status` holding that single condition (rendered by
+`kube.manifests.condition_patch`). Conditions
 merge by `type`, so the kubelet's `Ready`, `ContainersReady`, ... are left untouched; a JSON merge
 patch or a full status update would replace or race with them.
 
@@ -23,7 +24,6 @@ revision is seen, writes it.
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeAlias
 
 from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
 from edgerollout.domain.revisions import TargetRevision, is_current
@@ -33,8 +33,6 @@ from edgerollout.domain.vocabulary import (
     POD_NEED_UPGRADE,
     REVISION_MESSAGE_PREFIX,
 )
-
-ConditionPatch: TypeAlias = dict[str, dict[str, list[dict[str, str]]]]
 
 
 def revision_message(revision_hash: str) -> str:
@@ -57,11 +55,6 @@ class ConditionWrite:
     name: str
     uid: PodUID
     condition: PodCondition
-
-    @property
-    def patch(self) -> ConditionPatch:
-        """The strategic merge patch body for `pods/status`."""
-        return status_patch(self.condition)
 
 
 def next_condition(
@@ -96,19 +89,6 @@ def next_condition(
         message=message,
         last_transition_time=transition,
     )
-
-
-def status_patch(condition: PodCondition) -> ConditionPatch:
-    """`{"status": {"conditions": [<condition>]}}`, the condition in the API's field names."""
-    entry = {
-        "type": condition.type,
-        "status": str(condition.status),
-        "reason": condition.reason,
-        "message": condition.message,
-    }
-    if condition.last_transition_time is not None:
-        entry["lastTransitionTime"] = condition.last_transition_time
-    return {"status": {"conditions": [entry]}}
 
 
 def plan_need_upgrade(

@@ -1,4 +1,8 @@
-"""Kubernetes manifests for the objects the controller creates, rendered from domain decisions.
+"""Kubernetes manifests and patches for what the product writes, rendered from domain decisions.
+
+A condition write (`domain.conditions.ConditionWrite`) is sent as a strategic merge patch of
+`pods/status` holding that single condition, with the pod's UID as a precondition
+(`condition_patch`, design §5.2): conditions merge by `type`, so the kubelet's own are untouched.
 
 The domain decides *that* a pull Job runs, where and for what (`domain.prepull.PullJob`); this
 module alone knows how such a Job is spelled in the API (design §6.2): an init container copies a
@@ -10,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgerollout.domain.conditions import ConditionWrite
+from edgerollout.domain.model import PodCondition
 from edgerollout.domain.prepull import PREPULL_LABEL, REVISION_ANNOTATION, PullJob
 
 TOOLBOX_MOUNT = "/edgerollout-pull"
@@ -80,3 +86,21 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
             "template": {"metadata": {"labels": labels}, "spec": spec},
         },
     }
+
+
+def status_patch(condition: PodCondition) -> dict[str, Any]:
+    """`{"status": {"conditions": [<condition>]}}`, the condition in the API's field names."""
+    entry = {
+        "type": condition.type,
+        "status": str(condition.status),
+        "reason": condition.reason,
+        "message": condition.message,
+    }
+    if condition.last_transition_time is not None:
+        entry["lastTransitionTime"] = condition.last_transition_time
+    return {"status": {"conditions": [entry]}}
+
+
+def condition_patch(write: ConditionWrite) -> dict[str, Any]:
+    """The `pods/status` patch of `write`, preconditioned on the pod's UID."""
+    return {"metadata": {"uid": write.uid}, **status_patch(write.condition)}

@@ -11,10 +11,10 @@ from edgerollout.domain.conditions import (
     plan_need_upgrade,
     revision_in_message,
     revision_message,
-    status_patch,
 )
 from edgerollout.domain.model import ConditionStatus, PodCondition, PodView
 from edgerollout.domain.revisions import TargetRevision
+from edgerollout.kube.manifests import status_patch
 
 from .builders import NEW, NOW, NOW_RFC3339, OLD, TARGET, old_pod, pod, uid
 
@@ -67,7 +67,7 @@ def test_current_pod_does_not_need_upgrade() -> None:
 
 def test_patch_body_is_exactly_one_condition_under_status() -> None:
     (write,) = plan_need_upgrade(pods=[old_pod("web-a", "edge-1")], target=TARGET, now=NOW)
-    assert write.patch == {
+    assert status_patch(write.condition) == {
         "status": {
             "conditions": [
                 {
@@ -115,7 +115,7 @@ def test_newer_revision_rewrites_the_message_and_keeps_the_transition_time() -> 
     )
     (write,) = plan_need_upgrade(pods=[still_outdated], target=TARGET, now=NOW)
     assert write.condition == need_upgrade(TRUE, "controllerrevision: hash-new", since=EARLIER)
-    assert write.patch["status"]["conditions"][0]["lastTransitionTime"] == EARLIER
+    assert status_patch(write.condition)["status"]["conditions"][0]["lastTransitionTime"] == EARLIER
 
 
 def test_terminating_pods_are_skipped() -> None:

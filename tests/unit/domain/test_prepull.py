@@ -13,6 +13,7 @@ from edgerollout.domain.prepull import (
     plan_prepulls,
     pull_job,
 )
+from edgerollout.kube.manifests import status_patch
 from edgerollout.settings import PrepullSettings
 
 from .builders import NEW, NOW, NOW_RFC3339, OLD, old_pod, pod, uid
@@ -104,7 +105,7 @@ def test_a_finished_job_is_reported_on_the_pod_and_deleted() -> None:
         assert len(steps) == 1
         report = steps[0].report
         assert report is not None
-        assert report.patch == {
+        assert status_patch(report.condition) == {
             "status": {
                 "conditions": [
                     {
