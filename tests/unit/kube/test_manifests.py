@@ -1,37 +1,10 @@
 """The pull Job manifest rendered from a `PullJob` decision."""
 
-from typing import Any
-
-from edgerollout.domain.model import ConditionStatus, PodCondition
-from edgerollout.domain.prepull import (
-    DAEMON_TOLERATIONS,
-    PullTemplate,
-    job_name,
-    pull_job,
-)
+from edgerollout.domain.prepull import DAEMON_TOLERATIONS, job_name, pull_job
 from edgerollout.kube.manifests import pull_job_manifest
-from edgerollout.settings import PrepullSettings
 
 from ..domain.builders import NEW, OLD, pod, uid
-
-TEMPLATE = PullTemplate(
-    images=("nginx:1.19.5", "gcr.io/distroless/static:nonroot"),
-    tolerations=({"key": "edge", "operator": "Exists", "effect": "NoSchedule"},),
-    image_pull_secrets=("registry",),
-    service_account="nginx",
-)
-TOOLS = PrepullSettings(toolbox_image="tools:1", deadline_seconds=90)
-
-
-def waiting(revision: str) -> Any:
-    return {
-        "PodImageReady": PodCondition(
-            type="PodImageReady",
-            status=ConditionStatus.FALSE,
-            reason="WaitPullImage",
-            message=f"controllerrevision: {revision}",
-        )
-    }
+from ..domain.test_prepull import TEMPLATE, TOOLS, waiting
 
 
 def test_pull_job_is_named_for_the_pod_and_revision_owned_by_the_pod_and_pinned_to_its_node() -> (
