@@ -16,6 +16,8 @@ from typing import Final, Literal
 
 LogFormat = Literal["text", "json"]
 LogLevel = Literal["debug", "info", "warning", "error"]
+AgentAuth = Literal["token", "none"]
+AGENT_AUTH_MODES: Final[tuple[AgentAuth, ...]] = ("token", "none")
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("text", "json")
 LOG_LEVELS: Final[tuple[LogLevel, ...]] = ("debug", "info", "warning", "error")
 
@@ -158,6 +160,25 @@ class AgentSettings:
     # The pod cache is written to disk at most once a second: fresh enough to serve after a
     # restart, without a write per pod event.
     cache_save_interval: float = 1.0
+    # Callers must present the node's token: any process on the node, any hostNetwork pod and any
+    # web page open in a browser on the node reach loopback too. "none" is OpenYurt's behaviour,
+    # for a drop-in migration only; it is logged and shown in /metrics.
+    auth: AgentAuth = "token"
+    # Where the install's init container writes the token (0600, in a 0700 directory) and where
+    # node-side scripts read it: one path for the agent, the manifests, the chart and the docs.
+    token_file: str = "/var/lib/edgerollout/agent-token"  # noqa: S105 - a path, not a secret
+    # Browsers and scripts reuse a connection for a while; 15 s keeps that, while an idle
+    # connection cannot hold one of the agent's slots for aiohttp's default hour.
+    keepalive_timeout: float = 15.0
+    # Requests served at once; beyond it 503. A node's scripts make a handful at a time, and a
+    # runaway local client must not exhaust the agent's memory or the API server's patience.
+    max_in_flight_requests: int = 64
+    # How often the agent proves again that the API server confines it to its node (the
+    # admission policy could be deleted at any time); a mutating route stays refused until then.
+    scoping_check_interval: float = 30.0
+    # Without a verdict (no pod in the cache yet, the API server not answering) the probe is
+    # tried again after 2 s: the agent refuses every change meanwhile, so it should not wait 30.
+    scoping_retry_without_verdict: float = 2.0
     log: LogSettings = field(default_factory=LogSettings)
 
 

@@ -154,7 +154,10 @@ class NodePods:
         path = self._file
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The node's pod specs (their environment included) are for the agent alone: the
+        # directory 0700, the file 0600, whatever umask or earlier run made them.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
         data = {
             "node": self.node_name,
             "lastContact": self.last_contact,
@@ -162,7 +165,10 @@ class NodePods:
             "items": self.pods(),
         }
         temp = path.with_suffix(".tmp")
-        temp.write_bytes(orjson.dumps(data))
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            os.fchmod(file.fileno(), 0o600)
+            file.write(orjson.dumps(data))
         os.replace(temp, path)
 
     async def run(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from aiohttp import web
 
 from edgerollout.agent.node_pods import NodePods
+from edgerollout.agent.scoping import NodeScoping, ScopingProbe
 from edgerollout.agent.server import Agent, AgentConfig
 from edgerollout.kube.api import KubeApi
 from edgerollout.logfields import LogFields
@@ -26,33 +27,65 @@ class AgentOptions:
 
     node_name: str
     kubeconfig: str | None = None
-    token_file: Path | None = None
+    token_file: Path = Path(AGENT.token_file)
     cache_dir: Path | None = None
     settings: AgentSettings = AGENT
 
 
 def read_token(path: Path) -> str:
-    token = path.read_text().strip()
+    """The bearer token callers must present; a missing or empty file stops the agent."""
+    try:
+        token = path.read_text().strip()
+    except OSError as error:
+        raise ValueError(
+            f"cannot read the token file {path} ({error.strerror}); the install's init container "
+            "writes it (`edgerollout init-agent-token`), or run with --auth=none to serve "
+            "without a token"
+        ) from None
     if not token:
-        raise ValueError(f"the token file {path} is empty")
+        raise ValueError(f"the token file {path} is empty; expected a token on its first line")
     return token
 
 
+def caller_token(options: AgentOptions) -> str | None:
+    if options.settings.auth == "none":
+        log.warning(
+            "authentication is off (--auth=none): any process on this node may upgrade its pods",
+            extra=LogFields(node=options.node_name, address=options.settings.listen),
+        )
+        return None
+    return read_token(options.token_file)
+
+
+def app_runner(agent: Agent, settings: AgentSettings) -> web.AppRunner:
+    """The agent's app as served: an idle connection is closed after `keepalive_timeout`."""
+    return web.AppRunner(agent.app(), access_log=None, keepalive_timeout=settings.keepalive_timeout)
+
+
 async def run_agent(options: AgentOptions) -> None:
+    token = caller_token(options)
     api = await KubeApi.connect(options.kubeconfig)
     settings = options.settings
     pods = NodePods(
         api, node_name=options.node_name, cache_dir=options.cache_dir, settings=settings
     )
-    token = read_token(options.token_file) if options.token_file else None
+    host, _, port = settings.listen.rpartition(":")
+    scoping = NodeScoping()
+    probe = ScopingProbe(api, scoping, node_name=options.node_name)
     agent = Agent(
-        AgentConfig(node_name=options.node_name, token=token, cloud_timeout=settings.cloud_timeout),
+        AgentConfig(
+            node_name=options.node_name,
+            token=token,
+            cloud_timeout=settings.cloud_timeout,
+            listen_host=host,
+            max_in_flight=settings.max_in_flight_requests,
+        ),
         api,
         pods,
+        scoping,
     )
-    runner = web.AppRunner(agent.app(), access_log=None)
+    runner = app_runner(agent, settings)
     await runner.setup()
-    host, _, port = settings.listen.rpartition(":")
     site = web.TCPSite(runner, host or "127.0.0.1", int(port))
     await site.start()
     log.info("agent listening", extra=LogFields(node=options.node_name, address=settings.listen))
@@ -61,12 +94,21 @@ async def run_agent(options: AgentOptions) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     cache = asyncio.create_task(pods.run(), name="pod-cache")
+    checks = asyncio.create_task(
+        probe.run(
+            pods,
+            interval=settings.scoping_check_interval,
+            retry=settings.scoping_retry_without_verdict,
+        ),
+        name="scoping-probe",
+    )
     try:
         await stop.wait()
     finally:
-        cache.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await cache
+        for task in (checks, cache):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await runner.cleanup()
         await api.close()
         log.info("agent stopped")

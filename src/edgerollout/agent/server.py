@@ -7,7 +7,16 @@
 | POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade   | `Start updating pod ns/p`               |
 | GET  /healthz, /readyz, /metrics, /openapi.json           |                                         |
 
-A refusal is a JSON body `{"code", "reason", "message"}` and changes nothing. Upgrade and imagepull
+A refusal is a JSON body `{"code", "reason", "message"}` and changes nothing.
+
+Guards, in the order they are applied (design §8.3): at most `max_in_flight_requests` at once
+(503); a request from a browser (an `Origin` header, `Sec-Fetch-Site: cross-site` or `same-site`)
+or naming a host that is not loopback or the listen address (DNS rebinding) is refused 403 on every
+route; with a token (the default), every route but the health probes needs it (401); upgrade and
+imagepull answer 503 `NodeScopingNotEnforced` while the API server is not proven to confine the
+agent to its node (`agent/scoping.py`), and a second upgrade of a pod being upgraded 409
+`UpgradeInProgress`. A refusal of a guard, and any API server error an unauthenticated caller
+(`--auth=none`) provokes, carries a generic message; the details go to the log. Upgrade and imagepull
 read the pod and its DaemonSet fresh from the API server (a node must not act on a stale view) and
 answer 503 within `cloud_timeout` when the API server cannot be reached; GET /pods answers from the
 cache, with its staleness in `X-Edgerollout-Cache-Age` (seconds).
@@ -26,10 +35,11 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
+from edgerollout.agent.scoping import NodeScoping
 from edgerollout.domain.conditions import plan_image_ready
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
 from edgerollout.domain.ota_requests import (
@@ -43,7 +53,11 @@ from edgerollout.domain.ota_requests import (
     not_ota,
 )
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
-from edgerollout.domain.vocabulary import WAIT_PULL_IMAGE
+from edgerollout.domain.vocabulary import (
+    NODE_SCOPING_NOT_ENFORCED,
+    UPGRADE_IN_PROGRESS,
+    WAIT_PULL_IMAGE,
+)
 from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
 from edgerollout.kube.manifests import condition_patch
 from edgerollout.kube.views import daemonset_from_api, object_uid, pod_facts_from_api
@@ -63,6 +77,15 @@ REQUESTS = Counter(
 DURATION = Histogram(
     "edgerollout_agent_request_duration_seconds", "Time to answer a request, by route.", ["route"]
 )
+AUTH_DISABLED = Gauge(
+    "edgerollout_agent_auth_disabled",
+    "1 if the agent runs with --auth=none: any local process may upgrade this node's pods.",
+)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+BROWSER_SITES = frozenset({"cross-site", "same-site"})
+HEALTH_PROBES = frozenset({"/healthz", "/readyz"})
+# What a refused caller is told; why it was refused goes to the log.
+FORBIDDEN = Refusal(403, "Forbidden", "this request is not served; the agent's log says why")
 
 log = logging.getLogger("edgerollout.agent")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -94,18 +117,40 @@ _HTTP_REASONS = {
 }
 
 
+def host_name(header: str) -> str:
+    """The host a `Host` header names, without its port: `[::1]:80`, `::1` and `LocalHost.` too."""
+    if header.startswith("["):
+        name = header[1 : header.find("]")]
+    elif header.count(":") == 1:
+        name = header.partition(":")[0]
+    else:
+        name = header
+    return name.lower().rstrip(".")
+
+
 @dataclass
 class AgentConfig:
     node_name: str
+    # None: --auth=none, every caller is served without a token.
     token: str | None = None
     cloud_timeout: float = AGENT.cloud_timeout
+    # The host of the listen address, accepted in `Host` headers besides the loopback names.
+    listen_host: str = AGENT.listen.rpartition(":")[0]
+    max_in_flight: int = AGENT.max_in_flight_requests
 
 
 class Agent:
-    def __init__(self, config: AgentConfig, api: Api, pods: NodePods) -> None:
+    def __init__(
+        self, config: AgentConfig, api: Api, pods: NodePods, scoping: NodeScoping | None = None
+    ) -> None:
         self.config = config
         self.api = api
         self.pods = pods
+        self.scoping = scoping if scoping is not None else NodeScoping()
+        self.allowed_hosts = LOOPBACK_HOSTS | {host_name(config.listen_host)}
+        self.in_flight = 0
+        self.upgrading: set[tuple[str, str]] = set()
+        AUTH_DISABLED.set(1 if config.token is None else 0)
 
     # --- middleware: auth, JSON errors, metrics ---------------------------------------------
 
@@ -114,7 +159,21 @@ class Agent:
         route = request.match_info.route.resource
         template = route.canonical if route is not None else "unmatched"
         started = time.monotonic()
-        response = await self._answer(request, handler)
+        if self.in_flight >= self.config.max_in_flight:
+            log.warning(
+                "refused a request: too many in flight",
+                extra=LogFields(method=request.method, path=request.path, count=self.in_flight),
+            )
+            response: web.StreamResponse = refusal_response(
+                Refusal(503, "TooManyRequests", "too many requests at once; try again shortly"),
+                {"Retry-After": "1"},
+            )
+        else:
+            self.in_flight += 1
+            try:
+                response = await self._answer(request, handler)
+            finally:
+                self.in_flight -= 1
         REQUESTS.labels(route=template, code=str(response.status)).inc()
         DURATION.labels(route=template).observe(time.monotonic() - started)
         return response
@@ -152,13 +211,34 @@ class Agent:
             return refusal_response(Refusal(error.status, reason, message), headers)
 
     def _admit(self, request: web.Request) -> None:
-        """Refuse a request before it is handled: no credentials, or a body too large."""
-        if request.path not in ("/healthz", "/readyz"):
+        """Refuse a request before it is handled: from a browser, to a foreign host name, without
+        credentials, or with a body too large."""
+        self._refuse_browsers(request)
+        if request.path not in HEALTH_PROBES:
             self._authorize(request)
         if request.content_length is not None and request.content_length > MAX_BODY:
             raise Refused(
                 Refusal(413, "RequestEntityTooLarge", f"bodies are limited to {MAX_BODY} bytes")
             )
+
+    def _refuse_browsers(self, request: web.Request) -> None:
+        """A web page shown on the node must reach nothing: browsers send `Origin` on every
+        cross-origin request (and on POSTs) and `Sec-Fetch-Site`; a rebound DNS name keeps the
+        page's host name in `Host`."""
+        why = None
+        host = request.headers.get("Host")
+        if "Origin" in request.headers:
+            why = f"a browser's request (Origin: {request.headers['Origin']})"
+        elif request.headers.get("Sec-Fetch-Site", "").lower() in BROWSER_SITES:
+            why = f"a browser's request (Sec-Fetch-Site: {request.headers['Sec-Fetch-Site']})"
+        elif host is None or host_name(host) not in self.allowed_hosts:
+            why = f"the Host header names {host!r}, not loopback or the listen address"
+        if why is not None:
+            log.warning(
+                "refused a request",
+                extra=LogFields(method=request.method, path=request.path, code=403, error=why),
+            )
+            raise Refused(FORBIDDEN)
 
     def _authorize(self, request: web.Request) -> None:
         if self.config.token is None:
@@ -181,7 +261,19 @@ class Agent:
     async def readyz(self, _: web.Request) -> web.Response:
         if not self.pods.ready:
             raise Refused(Refusal(503, "CacheNotReady", "the pod cache has not been filled yet"))
+        self._require_scoping()
         return web.Response(text="ok")
+
+    def _require_scoping(self) -> None:
+        if not self.scoping.enforced:
+            raise Refused(
+                Refusal(
+                    503,
+                    NODE_SCOPING_NOT_ENFORCED,
+                    "the API server is not proven to confine this agent to its node, so it "
+                    f"changes nothing: {self.scoping.verdict.detail}",
+                )
+            )
 
     async def metrics(self, _: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -257,15 +349,27 @@ class Agent:
         except ApiError as error:
             if error.status == 0:
                 raise Refused(self._unreachable(error.message, sent)) from None
+            log.warning(
+                "the API server refused",
+                extra=LogFields(code=error.status, reason=error.reason, error=error.message),
+            )
+            # Only a caller who proved it holds the node's token learns what the server said.
+            detail = error.message if self.config.token is not None else "see the agent's log"
             raise Refused(
                 Refusal(
                     error.status if error.status in (403, 404, 409) else 502,
                     error.reason or "ApiServerError",
-                    f"the API server refused: {error.message}",
+                    f"the API server refused: {detail}",
                 )
             ) from None
 
     def _unreachable(self, detail: str, sent: list[str]) -> Refusal:
+        if self.config.token is None:
+            log.warning(
+                "the API server cannot be reached",
+                extra=LogFields(node=self.config.node_name, error=detail),
+            )
+            detail = "see the agent's log"
         if sent:
             # The request left the node: the API server may have carried it out.
             outcome = (
@@ -282,6 +386,23 @@ class Agent:
         )
 
     async def upgrade(self, request: web.Request) -> web.Response:
+        self._require_scoping()
+        target = (request.match_info["ns"], request.match_info["pod"])
+        if target in self.upgrading:
+            raise Refused(
+                Refusal(
+                    409,
+                    UPGRADE_IN_PROGRESS,
+                    f"pod {target[0]}/{target[1]} is being upgraded by an earlier request",
+                )
+            )
+        self.upgrading.add(target)
+        try:
+            return await self._upgrade(request)
+        finally:
+            self.upgrading.discard(target)
+
+    async def _upgrade(self, request: web.Request) -> web.Response:
         async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.UPGRADE)
             uid = object_uid(pod)
@@ -308,6 +429,8 @@ class Agent:
         return await self._with_cloud(work)
 
     async def imagepull(self, request: web.Request) -> web.Response:
+        self._require_scoping()
+
         async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.IMAGE_PULL)
             revision = newest_revision(facts)

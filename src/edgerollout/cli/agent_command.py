@@ -10,7 +10,16 @@ import uvloop
 
 from edgerollout.agent.runner import AgentOptions, run_agent
 from edgerollout.cli import logging_setup
-from edgerollout.settings import AGENT, LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel, LogSettings
+from edgerollout.settings import (
+    AGENT,
+    AGENT_AUTH_MODES,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    AgentAuth,
+    LogFormat,
+    LogLevel,
+    LogSettings,
+)
 
 
 @click.command()
@@ -23,10 +32,27 @@ from edgerollout.settings import AGENT, LOG_FORMATS, LOG_LEVELS, LogFormat, LogL
 )
 @click.option("--listen", default=AGENT.listen, show_default=True, help="Address to serve on.")
 @click.option(
+    "--auth",
+    type=click.Choice(AGENT_AUTH_MODES),
+    default=AGENT.auth,
+    show_default=True,
+    help="token: every route but the health probes needs the token of --token-file; "
+    "none: OpenYurt's unauthenticated API, for a drop-in migration only.",
+)
+@click.option(
     "--token-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Require this bearer token on every request (use it when listening beyond loopback).",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path(AGENT.token_file),
+    show_default=True,
+    help="The bearer token callers must present (with --auth=token); the agent does not start "
+    "without it.",
+)
+@click.option(
+    "--scoping-check-interval",
+    type=click.FloatRange(min=0.1),
+    default=AGENT.scoping_check_interval,
+    show_default=True,
+    help="Seconds between checks that the API server confines the agent to its node.",
 )
 @click.option(
     "--cache-dir",
@@ -44,7 +70,9 @@ def agent(
     node_name: str,
     kubeconfig: str | None,
     listen: str,
-    token_file: Path | None,
+    auth: AgentAuth,
+    token_file: Path,
+    scoping_check_interval: float,
     cache_dir: Path | None,
     log_format: LogFormat,
     log_level: LogLevel,
@@ -60,7 +88,11 @@ def agent(
         token_file=token_file,
         cache_dir=cache_dir,
         settings=dataclasses.replace(
-            AGENT, listen=listen, log=LogSettings(format=log_format, level=log_level)
+            AGENT,
+            listen=listen,
+            auth=auth,
+            scoping_check_interval=scoping_check_interval,
+            log=LogSettings(format=log_format, level=log_level),
         ),
     )
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from edgerollout.cli.agent_command import agent
+from edgerollout.cli.agent_token_command import init_agent_token
 from edgerollout.cli.controller_command import controller
 from edgerollout.cli.status_command import status
 
@@ -17,6 +18,7 @@ def cli() -> None:
 
 cli.add_command(controller)
 cli.add_command(agent)
+cli.add_command(init_agent_token)
 cli.add_command(status)
 
 

@@ -53,3 +53,13 @@ INVALID_MAX_UNAVAILABLE: Final = "InvalidMaxUnavailable"
 # reporting component tells edgerollout's events apart from the native controller's.
 SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
 FAILED_DELETE: Final = "FailedDelete"
+
+# The agent (design §8.3). Its mutating routes answer 503 with this reason, and it reports a
+# Warning Event with it, while it cannot prove that the API server confines it to its node.
+NODE_SCOPING_NOT_ENFORCED: Final = "NodeScopingNotEnforced"
+# A second upgrade of a pod while the first is still being carried out: 409.
+UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
+# The admission policy that confines the agent to its node and its status patch to PodImageReady.
+AGENT_OWN_NODE_POLICY: Final = "edgerollout-agent-own-node"
+# The label a dry-run status patch tries to add to prove that policy is in force; never written.
+SCOPING_PROBE_LABEL: Final = "edgerollout.io/scoping-probe"

@@ -136,6 +136,7 @@ class Api(Protocol):
         namespace: str | None = None,
         subresource: str | None = None,
         content_type: str = STRATEGIC_MERGE,
+        dry_run: bool = False,
     ) -> JSON: ...
 
     async def delete(
@@ -373,11 +374,14 @@ class KubeApi:
         namespace: str | None = None,
         subresource: str | None = None,
         content_type: str = STRATEGIC_MERGE,
+        dry_run: bool = False,
     ) -> JSON:
         path = resource.path(namespace, name)
         if subresource:
             path = f"{path}/{subresource}"
-        return await self._json("PATCH", path, body=body, content_type=content_type)
+        # dryRun=All: admission runs in full, nothing is stored.
+        query = [("dryRun", "All")] if dry_run else None
+        return await self._json("PATCH", path, query=query, body=body, content_type=content_type)
 
     async def delete(
         self,

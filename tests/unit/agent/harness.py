@@ -16,6 +16,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from edgerollout.agent.node_pods import NodePods
+from edgerollout.agent.scoping import NodeScoping
 from edgerollout.agent.server import Agent, AgentConfig
 from edgerollout.domain import vocabulary
 from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, REVISION_MESSAGE_PREFIX
@@ -32,6 +33,9 @@ POD: Final = "web-x"
 UPGRADE: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/upgrade"
 IMAGEPULL: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/imagepull"
 OTA: Final = {STRATEGY: vocabulary.OTA}
+# A caller that proved it holds the node's token is told what the API server said.
+TOKEN: Final = "s3cret-token"
+AUTHORIZED: Final = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def need_upgrade(status: str = "True", revision: str = NEW) -> JSON:
@@ -71,9 +75,11 @@ def ota_pod(
     )
 
 
-def cluster(*pods: JSON, strategy: dict[str, str] | None = None) -> FakeApi:
+def cluster(
+    *pods: JSON, strategy: dict[str, str] | None = None, api: FakeApi | None = None
+) -> FakeApi:
     """An API server holding the DaemonSet `default/web` (OTA unless told) and the pods."""
-    api = FakeApi()
+    api = FakeApi() if api is None else api
     api.put(DAEMONSETS, daemonset_json(annotations=OTA if strategy is None else strategy))
     for pod in pods:
         api.put(PODS, pod)
@@ -97,8 +103,10 @@ def agent(
     cloud_timeout: float = 1.0,
     synced: bool = True,
 ) -> Agent:
+    """The agent of `NODE`, with node scoping proven unless a test says otherwise."""
     config = AgentConfig(node_name=NODE, token=token, cloud_timeout=cloud_timeout)
-    return Agent(config, api, node_pods(api, *cached, synced=synced))
+    scoping = NodeScoping(enforced=True, detail="proven by the test")
+    return Agent(config, api, node_pods(api, *cached, synced=synced), scoping)
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import stat
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -54,6 +55,21 @@ def test_save_then_load_serves_the_same_pods_version_and_last_contact(tmp_path: 
     assert second.last_contact == 1_740_000_000.5
     assert saved(tmp_path)["node"] == NODE
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pods.json"]
+
+
+def test_the_saved_cache_is_0600_in_a_0700_directory_whatever_was_there(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o755)
+    (folder / "pods.tmp").write_bytes(b"left over")
+    (folder / "pods.tmp").chmod(0o644)
+    pods = node_pods(FakeApi(), ota_pod())
+    pods.cache_dir = folder
+
+    pods.save()
+
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "pods.json").stat().st_mode) == 0o600
+    assert sorted(path.name for path in folder.iterdir()) == ["pods.json"]
 
 
 def test_a_saved_cache_of_another_node_is_ignored(tmp_path: Path) -> None:

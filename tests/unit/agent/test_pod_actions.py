@@ -12,8 +12,10 @@ from tests.unit.kube.fake_api import FakeApi, conflict, unreachable
 from tests.unit.kube.objects import STRATEGY, daemonset_json
 
 from .harness import (
+    AUTHORIZED,
     IMAGEPULL,
     POD,
+    TOKEN,
     UPGRADE,
     HangingApi,
     agent,
@@ -379,8 +381,8 @@ async def test_other_api_server_refusals_are_passed_on(
     api = cluster(ota_pod())
     api.fail("delete", PODS, error)
 
-    async with serving(agent(api)) as client:
-        response = await client.post(UPGRADE)
+    async with serving(agent(api, token=TOKEN)) as client:
+        response = await client.post(UPGRADE, headers=AUTHORIZED)
         assert (response.status, await refusal(response)) == (
             code,
             {"code": code, "reason": reason, "message": f"the API server refused: {error.message}"},
@@ -398,8 +400,8 @@ async def test_unreachable_api_server_is_503_and_nothing_is_written(
     api = cluster(ota_pod())
     api.fail("get", resource, unreachable("cannot connect to 127.0.0.1:6443: Connection refused"))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
+    async with serving(agent(api, token=TOKEN)) as client:
+        response = await client.post(path, headers=AUTHORIZED)
         assert (response.status, await refusal(response)) == (
             503,
             {
@@ -421,8 +423,8 @@ async def test_api_server_that_does_not_answer_is_503_within_the_cloud_timeout(p
     api.put(PODS, ota_pod())
     started = time.monotonic()
 
-    async with serving(agent(api, cloud_timeout=0.3)) as client:
-        response = await client.post(path)
+    async with serving(agent(api, token=TOKEN, cloud_timeout=0.3)) as client:
+        response = await client.post(path, headers=AUTHORIZED)
         elapsed = time.monotonic() - started
         assert (response.status, await refusal(response)) == (
             503,

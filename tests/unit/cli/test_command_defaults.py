@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import click
@@ -54,7 +55,9 @@ def test_each_agent_flag_defaults_to_its_settings_field() -> None:
     assert _defaults(agent_command.agent) == {
         "kubeconfig": None,
         "listen": AGENT.listen,
-        "token_file": None,
+        "auth": AGENT.auth,
+        "token_file": Path(AGENT.token_file),
+        "scoping_check_interval": AGENT.scoping_check_interval,
         "cache_dir": None,
         "log_format": AGENT.log.format,
         "log_level": AGENT.log.level,
@@ -136,5 +139,27 @@ def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) ->
         ("text", "info"),
         AgentOptions(
             node_name="edge-1", settings=dataclasses.replace(AGENT, listen="0.0.0.0:9000")
+        ),
+    ]
+
+
+def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: list[object]) -> None:
+    result = CliRunner().invoke(
+        agent_command.agent,
+        [
+            "--node-name=edge-1",
+            "--auth=none",
+            "--token-file=/etc/agent-token",
+            "--scoping-check-interval=0.5",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [
+        ("text", "info"),
+        AgentOptions(
+            node_name="edge-1",
+            token_file=Path("/etc/agent-token"),
+            settings=dataclasses.replace(AGENT, auth="none", scoping_check_interval=0.5),
         ),
     ]

@@ -269,7 +269,9 @@ class FakeApi:
         namespace: str | None = None,
         subresource: str | None = None,
         content_type: str = STRATEGIC_MERGE,
+        dry_run: bool = False,
     ) -> JSON:
+        extra = {"dry_run": True} if dry_run else {}
         self._record(
             "patch",
             resource,
@@ -278,9 +280,12 @@ class FakeApi:
             body=body,
             subresource=subresource,
             content_type=content_type,
+            **extra,
         )
         current = self._existing(resource, name, namespace)
         self._check_uid(resource, name, current, (body.get("metadata") or {}).get("uid"))
+        if dry_run:
+            return copy.deepcopy(current)
         return self.put(resource, current)
 
     async def delete(

@@ -1,0 +1,265 @@
+"""The agent's guards (design §8.3): browsers, foreign host names, load, node scoping, one upgrade
+of a pod at a time, idle connections, and what an unauthenticated caller is told."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+
+import pytest
+from aiohttp import web
+
+from edgerollout.agent.runner import app_runner
+from edgerollout.agent.scoping import NodeScoping
+from edgerollout.agent.server import host_name
+from edgerollout.kube.api import PODS, ApiError
+from edgerollout.settings import AGENT
+from tests.unit.kube.fake_api import FakeApi
+
+from .harness import (
+    AUTHORIZED,
+    IMAGEPULL,
+    TOKEN,
+    UPGRADE,
+    HangingApi,
+    agent,
+    cluster,
+    ota_pod,
+    refusal,
+    serving,
+)
+
+FORBIDDEN = {
+    "code": 403,
+    "reason": "Forbidden",
+    "message": "this request is not served; the agent's log says why",
+}
+ROUTES = [
+    ("GET", "/pods"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+    ("POST", UPGRADE),
+    ("POST", IMAGEPULL),
+]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://example.com"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+        {"Host": "attacker.example"},
+        {"Host": "attacker.example:10267"},
+        {"Host": "127.0.0.1.nip.io"},
+    ],
+)
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+async def test_browser_and_rebound_host_requests_are_403_on_every_route_and_nothing_is_asked(
+    headers: dict[str, str], method: str, path: str
+) -> None:
+    api = cluster(ota_pod())
+
+    async with serving(agent(api, ota_pod(), token=TOKEN)) as client:
+        response = await client.request(method, path, headers={**AUTHORIZED, **headers})
+        assert (response.status, await refusal(response)) == (403, FORBIDDEN)
+
+    assert api.calls == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "localhost:10267"},
+        {"Host": "LocalHost"},
+        {"Host": "[::1]:10267"},
+        {"Host": "::1"},
+        {"Host": "127.0.0.1"},
+        {"Sec-Fetch-Site": "same-origin"},
+        {"Sec-Fetch-Site": "none"},
+    ],
+)
+async def test_loopback_hosts_and_non_browser_requests_are_served(headers: dict[str, str]) -> None:
+    api = cluster(ota_pod())
+
+    async with serving(agent(api, ota_pod(), token=TOKEN)) as client:
+        response = await client.post(UPGRADE, headers={**AUTHORIZED, **headers})
+        assert (response.status, await response.text()) == (200, "Start updating pod default/web-x")
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        ("127.0.0.1:10267", "127.0.0.1"),
+        ("[::1]:10267", "::1"),
+        ("[::1]", "::1"),
+        ("::1", "::1"),
+        ("LOCALHOST.", "localhost"),
+        ("10.0.0.7:10267", "10.0.0.7"),
+    ],
+)
+def test_host_name_drops_the_port_and_the_brackets(header: str, name: str) -> None:
+    assert host_name(header) == name
+
+
+async def test_the_listen_address_is_an_accepted_host() -> None:
+    api = cluster(ota_pod())
+    subject = agent(api, ota_pod(), token=TOKEN)
+    subject.allowed_hosts = subject.allowed_hosts | {host_name("10.0.0.7")}
+
+    async with serving(subject) as client:
+        response = await client.post(UPGRADE, headers={**AUTHORIZED, "Host": "10.0.0.7:10267"})
+        assert response.status == 200
+
+
+@pytest.mark.parametrize("path", [UPGRADE, IMAGEPULL], ids=["upgrade", "imagepull"])
+async def test_without_proven_node_scoping_changes_are_503_and_nothing_is_asked(path: str) -> None:
+    api = cluster(ota_pod())
+    subject = agent(api, ota_pod(), token=TOKEN)
+    subject.scoping = NodeScoping(enforced=False, detail="the policy binding is missing")
+
+    async with serving(subject) as client:
+        response = await client.post(path, headers=AUTHORIZED)
+        assert (response.status, await refusal(response)) == (
+            503,
+            {
+                "code": 503,
+                "reason": "NodeScopingNotEnforced",
+                "message": "the API server is not proven to confine this agent to its node, so "
+                "it changes nothing: the policy binding is missing",
+            },
+        )
+
+    assert api.calls == []
+
+
+async def test_without_proven_node_scoping_pods_are_listed_and_readyz_fails() -> None:
+    subject = agent(FakeApi(), ota_pod())
+    subject.scoping = NodeScoping()
+
+    async with serving(subject) as client:
+        pods = await client.get("/pods")
+        ready = await client.get("/readyz")
+        assert pods.status == 200
+        assert [pod["metadata"]["name"] for pod in (await pods.json())["items"]] == ["web-x"]
+        assert (ready.status, (await refusal(ready))["reason"]) == (503, "NodeScopingNotEnforced")
+
+
+async def test_unauthenticated_upgrade_is_401_even_without_node_scoping() -> None:
+    api = cluster(ota_pod())
+    subject = agent(api, ota_pod(), token=TOKEN)
+    subject.scoping = NodeScoping()
+
+    async with serving(subject) as client:
+        response = await client.post(UPGRADE)
+        assert (response.status, (await refusal(response))["reason"]) == (401, "Unauthorized")
+
+    assert api.calls == []
+
+
+async def test_a_second_upgrade_of_a_pod_being_upgraded_is_409_and_asks_nothing() -> None:
+    api = cluster(ota_pod(), api=HangingApi(hang=0.3))
+
+    async with serving(agent(api, ota_pod(), token=TOKEN, cloud_timeout=5)) as client:
+        first = asyncio.create_task(client.post(UPGRADE, headers=AUTHORIZED))
+        await asyncio.sleep(0.1)
+        calls_before = len(api.calls)
+        second = await client.post(UPGRADE, headers=AUTHORIZED)
+        assert (second.status, await refusal(second)) == (
+            409,
+            {
+                "code": 409,
+                "reason": "UpgradeInProgress",
+                "message": "pod default/web-x is being upgraded by an earlier request",
+            },
+        )
+        assert len(api.calls) == calls_before
+        done = await first
+        assert (done.status, await done.text()) == (200, "Start updating pod default/web-x")
+        again = await client.post(UPGRADE, headers=AUTHORIZED)
+        assert (again.status, (await refusal(again))["reason"]) == (404, "PodNotFound")
+
+    assert [call.verb for call in api.calls].count("delete") == 1
+
+
+async def test_requests_beyond_the_in_flight_cap_are_503() -> None:
+    api = cluster(ota_pod(), api=HangingApi(hang=0.3))
+    subject = agent(api, ota_pod(), token=TOKEN, cloud_timeout=5)
+    subject.config = dataclasses.replace(subject.config, max_in_flight=1)
+
+    async with serving(subject) as client:
+        first = asyncio.create_task(client.post(UPGRADE, headers=AUTHORIZED))
+        await asyncio.sleep(0.1)
+        busy = await client.get("/pods", headers=AUTHORIZED)
+        assert (busy.status, busy.headers["Retry-After"], await refusal(busy)) == (
+            503,
+            "1",
+            {
+                "code": 503,
+                "reason": "TooManyRequests",
+                "message": "too many requests at once; try again shortly",
+            },
+        )
+        assert (await first).status == 200
+        after = await client.get("/pods", headers=AUTHORIZED)
+        assert after.status == 200
+
+
+async def test_auth_none_serves_changes_without_a_token_and_says_so_in_metrics() -> None:
+    api = cluster(ota_pod())
+
+    async with serving(agent(api, ota_pod())) as client:
+        response = await client.post(UPGRADE)
+        metrics = await (await client.get("/metrics")).text()
+        assert (response.status, await response.text()) == (200, "Start updating pod default/web-x")
+
+    assert re.search(r"^edgerollout_agent_auth_disabled 1\.0$", metrics, re.MULTILINE)
+
+
+async def test_token_auth_shows_auth_enabled_in_metrics() -> None:
+    async with serving(agent(FakeApi(), token=TOKEN)) as client:
+        metrics = await (await client.get("/metrics", headers=AUTHORIZED)).text()
+
+    assert re.search(r"^edgerollout_agent_auth_disabled 0\.0$", metrics, re.MULTILINE)
+
+
+async def test_unauthenticated_callers_get_a_generic_api_server_refusal() -> None:
+    api = cluster(ota_pod())
+    api.fail("delete", PODS, ApiError(403, "Forbidden", "user system:serviceaccount:x cannot"))
+
+    async with serving(agent(api)) as client:
+        response = await client.post(UPGRADE)
+        assert (response.status, await refusal(response)) == (
+            403,
+            {
+                "code": 403,
+                "reason": "Forbidden",
+                "message": "the API server refused: see the agent's log",
+            },
+        )
+
+
+async def test_an_idle_connection_is_closed_after_the_keepalive_timeout() -> None:
+    assert AGENT.keepalive_timeout <= 15
+    runner = app_runner(
+        agent(FakeApi(), token=TOKEN), dataclasses.replace(AGENT, keepalive_timeout=0.3)
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        await writer.drain()
+        head = await reader.readuntil(b"ok")
+        assert head.startswith(b"HTTP/1.1 200 OK")
+        closed = await asyncio.wait_for(reader.read(), timeout=3)
+        assert closed == b""
+        writer.close()
+    finally:
+        await runner.cleanup()

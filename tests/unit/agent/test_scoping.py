@@ -1,0 +1,114 @@
+"""The node-scoping probe (design §8.3): which answers prove the admission policy is in force."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgerollout.agent.scoping import (
+    NOT_PROVEN_YET,
+    NodeScoping,
+    ScopingProbe,
+    Verdict,
+    judge_probe,
+)
+from edgerollout.kube.api import EVENTS, PODS, ApiError
+from tests.unit.kube.fake_api import FakeApi, unreachable
+
+from .harness import NODE, ota_pod
+
+DENIED = ApiError(
+    422,
+    "Invalid",
+    "pods \"web-x\" is forbidden: ValidatingAdmissionPolicy 'edgerollout-agent-own-node' with "
+    "binding 'edgerollout-agent-own-node' denied request: the agent may only change PodImageReady",
+)
+ACCEPTED = Verdict(
+    False,
+    "the API server accepted a status patch that the admission policy edgerollout-agent-own-node "
+    "must deny: the policy or its binding is missing",
+)
+PROVEN = Verdict(True, "the admission policy edgerollout-agent-own-node is in force")
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        (None, ACCEPTED),
+        (DENIED, PROVEN),
+        (ApiError(403, "Forbidden", "denied by edgerollout-agent-own-node"), PROVEN),
+        (
+            ApiError(403, "Forbidden", "cannot patch resource pods/status"),
+            Verdict(
+                False,
+                "the API server refused the probe with 403 Forbidden without naming the "
+                "admission policy edgerollout-agent-own-node: cannot patch resource pods/status",
+            ),
+        ),
+        (unreachable(), None),
+        (ApiError(500, "InternalError", "etcd"), None),
+        (ApiError(404, "NotFound", 'pods "web-x" not found'), None),
+    ],
+)
+def test_probe_answers_and_their_verdicts(answer: ApiError | None, verdict: Verdict | None) -> None:
+    assert judge_probe(answer) == verdict
+
+
+def test_scoping_is_not_proven_until_a_probe_says_so() -> None:
+    assert NodeScoping().verdict == Verdict(False, NOT_PROVEN_YET)
+
+
+async def test_a_denied_probe_proves_scoping_and_was_a_dry_run_label_patch_of_status() -> None:
+    api = FakeApi()
+    api.put(PODS, ota_pod())
+    api.fail("patch", PODS, DENIED)
+    scoping = NodeScoping()
+
+    verdict = await ScopingProbe(api, scoping, node_name=NODE).check([ota_pod()])
+
+    assert (verdict, scoping.verdict) == (PROVEN, PROVEN)
+    assert [(c.verb, c.name, c.namespace, c.body, c.params) for c in api.calls] == [
+        (
+            "patch",
+            "web-x",
+            "default",
+            {"metadata": {"labels": {"edgerollout.io/scoping-probe": "true"}}},
+            {
+                "subresource": "status",
+                "content_type": "application/strategic-merge-patch+json",
+                "dry_run": True,
+            },
+        )
+    ]
+
+
+async def test_an_accepted_probe_withdraws_scoping_and_reports_one_warning_event() -> None:
+    api = FakeApi()
+    api.put(PODS, ota_pod())
+    scoping = NodeScoping(enforced=True, detail="proven earlier")
+    probe = ScopingProbe(api, scoping, node_name=NODE)
+
+    await probe.check([ota_pod()])
+    await probe.check([ota_pod()])
+
+    assert scoping.verdict == ACCEPTED
+    events = [call.body for call in api.calls if call.resource == EVENTS]
+    assert len(events) == 1
+    event = events[0]
+    assert event is not None
+    assert (event["type"], event["reason"], event["involvedObject"], event["message"]) == (
+        "Warning",
+        "NodeScopingNotEnforced",
+        {"apiVersion": "v1", "kind": "Node", "name": NODE},
+        f"the edgerollout agent refuses every change: {ACCEPTED.detail}",
+    )
+
+
+@pytest.mark.parametrize("pods", [[], [ota_pod()]], ids=["no-pod", "unreachable"])
+async def test_without_an_answer_the_last_verdict_stands(pods: list[dict[str, object]]) -> None:
+    api = FakeApi()
+    api.fail("patch", PODS, unreachable())
+    scoping = NodeScoping(enforced=True, detail="proven earlier")
+
+    verdict = await ScopingProbe(api, scoping, node_name=NODE).check(pods)
+
+    assert (verdict, scoping.verdict) == (None, Verdict(True, "proven earlier"))

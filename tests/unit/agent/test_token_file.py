@@ -1,0 +1,85 @@
+"""The agent's token on the node: created once, private, and required to start (design §8.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from edgerollout.agent.runner import AgentOptions, caller_token, read_token
+from edgerollout.agent.token_file import ensure_token
+from edgerollout.cli.main import cli
+from edgerollout.settings import AGENT
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_init_creates_a_random_token_0600_in_a_0700_directory(tmp_path: Path) -> None:
+    path = tmp_path / "edgerollout" / "agent-token"
+
+    assert ensure_token(path) is True
+
+    token = read_token(path)
+    assert len(token) == 43  # 32 random bytes, URL-safe base64
+    assert (mode(path), mode(path.parent)) == (0o600, 0o700)
+
+
+def test_init_keeps_an_existing_token_and_tightens_its_modes(tmp_path: Path) -> None:
+    path = tmp_path / "agent-token"
+    path.write_text("kept-token\n")
+    path.chmod(0o644)
+    tmp_path.chmod(0o755)
+
+    assert ensure_token(path) is False
+
+    assert (read_token(path), mode(path), mode(tmp_path)) == ("kept-token", 0o600, 0o700)
+
+
+def test_init_agent_token_command_says_what_it_did(tmp_path: Path) -> None:
+    path = tmp_path / "agent-token"
+
+    first = CliRunner().invoke(cli, ["init-agent-token", f"--path={path}"])
+    second = CliRunner().invoke(cli, ["init-agent-token", f"--path={path}"])
+
+    assert (first.exit_code, first.output) == (0, f"created agent token {path}\n")
+    assert (second.exit_code, second.output) == (0, f"kept the existing agent token {path}\n")
+
+
+def test_a_missing_token_file_stops_the_agent_and_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "agent-token"
+
+    with pytest.raises(ValueError, match="token file") as caught:
+        caller_token(AgentOptions(node_name="edge-1", token_file=path))
+
+    assert str(caught.value) == (
+        f"cannot read the token file {path} (No such file or directory); the install's init "
+        "container writes it (`edgerollout init-agent-token`), or run with --auth=none to serve "
+        "without a token"
+    )
+
+
+def test_an_empty_token_file_stops_the_agent(tmp_path: Path) -> None:
+    path = tmp_path / "agent-token"
+    path.write_text("\n")
+
+    with pytest.raises(ValueError, match="token file") as caught:
+        caller_token(AgentOptions(node_name="edge-1", token_file=path))
+
+    assert str(caught.value) == (
+        f"the token file {path} is empty; expected a token on its first line"
+    )
+
+
+def test_auth_none_needs_no_token_file(tmp_path: Path) -> None:
+    options = AgentOptions(
+        node_name="edge-1",
+        token_file=tmp_path / "absent",
+        settings=dataclasses.replace(AGENT, auth="none"),
+    )
+
+    assert caller_token(options) is None
