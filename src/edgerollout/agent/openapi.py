@@ -1,16 +1,34 @@
-"""The OpenAPI 3 description of the agent's API, served at GET /openapi.json."""
+"""The OpenAPI 3 description of the agent's API, served at GET /openapi.json.
+
+Every route but the health probes takes the node's bearer token (`agentToken`); every route may
+answer 403 to a browser's request or a foreign `Host` (design §8.3), and 503 when too many
+requests are in flight."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from edgerollout.domain.ota_requests import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
+from edgerollout.settings import AGENT
 
 _REFUSAL = {"$ref": "#/components/schemas/Refusal"}
 
 
 def _refusal(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _REFUSAL}}}
+
+
+_UNAUTHORIZED = "A bearer token is required and was missing or wrong."
+_BROWSER = (
+    "A browser's request (Origin, Sec-Fetch-Site: cross-site or same-site), or a Host that is "
+    "not loopback or the listen address."
+)
+_BUSY = "Too many requests at once (TooManyRequests)."
+
+
+def _guarded(responses: dict[str, Any], busy: str = _BUSY) -> dict[str, Any]:
+    """`responses` with the guards' refusals every route may give."""
+    return {"403": _refusal(_BROWSER), "503": _refusal(busy), **responses}
 
 
 def _text(description: str, example: str) -> dict[str, Any]:
@@ -47,16 +65,21 @@ def _pod_action(summary: str, ok: str, example: str) -> dict[str, Any]:
             "responses": {
                 "200": _text(ok, example),
                 "400": _refusal("An invalid name, or a pod not owned by an OTA DaemonSet."),
-                "401": _refusal("A bearer token is required and was missing or wrong."),
-                "403": _refusal("The pod is bound to another node."),
+                "401": _refusal(_UNAUTHORIZED),
+                "403": _refusal(f"The pod is bound to another node. {_BROWSER}"),
                 "404": _refusal("The pod does not exist."),
                 "409": _refusal(
-                    "The pod is terminating, has no upgrade, or its requested pre-pull has not "
-                    "succeeded."
+                    "The pod is terminating, has no upgrade, its requested pre-pull has not "
+                    "succeeded, or it is being upgraded by an earlier request "
+                    "(UpgradeInProgress)."
                 ),
                 "413": _refusal("The request body is too large."),
                 "502": _refusal("The API server answered with an unexpected error."),
-                "503": _refusal("The API server cannot be reached; nothing was changed."),
+                "503": _refusal(
+                    "The API server cannot be reached, or the agent has not proven that it is "
+                    "confined to its node (NodeScopingNotEnforced); nothing was changed. "
+                    f"{_BUSY}"
+                ),
             },
         }
     }
@@ -76,25 +99,27 @@ def openapi_document() -> dict[str, Any]:
             "/pods": {
                 "get": {
                     "summary": "The pods bound to this node, with their status and conditions.",
-                    "responses": {
-                        "200": {
-                            "description": "A v1 PodList, from the agent's cache.",
-                            "headers": {
-                                "X-Edgerollout-Cache-Age": {
-                                    "description": "Seconds since the cache last heard from "
-                                    "the API server (0 while connected).",
-                                    "schema": {"type": "string"},
-                                }
+                    "responses": _guarded(
+                        {
+                            "200": {
+                                "description": "A v1 PodList, from the agent's cache.",
+                                "headers": {
+                                    "X-Edgerollout-Cache-Age": {
+                                        "description": "Seconds since the cache last heard from "
+                                        "the API server (0 while connected).",
+                                        "schema": {"type": "string"},
+                                    }
+                                },
+                                "content": {
+                                    "application/json": {
+                                        "schema": {"$ref": "#/components/schemas/PodList"}
+                                    }
+                                },
                             },
-                            "content": {
-                                "application/json": {
-                                    "schema": {"$ref": "#/components/schemas/PodList"}
-                                }
-                            },
+                            "401": _refusal(_UNAUTHORIZED),
                         },
-                        "401": _refusal("A bearer token is required and was missing or wrong."),
-                        "503": _refusal("No pods are known yet."),
-                    },
+                        busy=f"No pods are known yet. {_BUSY}",
+                    ),
                 }
             },
             "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull": _pod_action(
@@ -107,24 +132,42 @@ def openapi_document() -> dict[str, Any]:
                 "The upgrade started.",
                 "Start updating pod default/nginx-daemonset-bwzss",
             ),
-            "/healthz": {"get": {"summary": "Liveness.", "responses": {"200": plain_ok}}},
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness.",
+                    "security": [],
+                    "responses": _guarded({"200": plain_ok}),
+                }
+            },
             "/readyz": {
                 "get": {
-                    "summary": "Readiness: the pod cache has content.",
-                    "responses": {"200": plain_ok, "503": _refusal("Not ready yet.")},
+                    "summary": "Readiness: the pod cache has content and the API server is "
+                    "proven to confine the agent to its node.",
+                    "security": [],
+                    "responses": _guarded(
+                        {"200": plain_ok},
+                        busy=f"Not ready yet (CacheNotReady, NodeScopingNotEnforced). {_BUSY}",
+                    ),
                 }
             },
             "/metrics": {
                 "get": {
                     "summary": "Prometheus metrics.",
-                    "responses": {
-                        "200": plain_ok,
-                        "401": _refusal("A bearer token is required and was missing or wrong."),
-                    },
+                    "responses": _guarded({"200": plain_ok, "401": _refusal(_UNAUTHORIZED)}),
                 }
             },
         },
+        # The node's token (design §8.3), on every route that does not say otherwise.
+        "security": [{"agentToken": []}],
         "components": {
+            "securitySchemes": {
+                "agentToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The token in the agent's --token-file (by default "
+                    f"{AGENT.token_file}, readable by root only). Not required with --auth=none.",
+                }
+            },
             "schemas": {
                 "Refusal": {
                     "type": "object",
@@ -146,6 +189,6 @@ def openapi_document() -> dict[str, Any]:
                         "items": {"type": "array", "items": {"type": "object"}},
                     },
                 },
-            }
+            },
         },
     }

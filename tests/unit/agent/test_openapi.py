@@ -97,3 +97,23 @@ def test_path_parameters_declare_the_names_the_agent_accepts(path: str) -> None:
     assert parameters["pod"].get("maxLength") == 253
     assert "pattern" in parameters["ns"]
     assert "pattern" in parameters["pod"]
+
+
+def test_bearer_token_is_declared_and_only_the_health_probes_are_open() -> None:
+    document = openapi_document()
+    assert document["components"]["securitySchemes"]["agentToken"]["type"] == "http"
+    assert document["components"]["securitySchemes"]["agentToken"]["scheme"] == "bearer"
+    assert document["security"] == [{"agentToken": []}]
+    open_routes = sorted(
+        path
+        for path, item in document["paths"].items()
+        for operation in item.values()
+        if operation.get("security") == []
+    )
+    assert open_routes == ["/healthz", "/readyz"]
+
+
+def test_every_route_documents_the_browser_refusal_and_the_busy_answer() -> None:
+    for item in openapi_document()["paths"].values():
+        for operation in item.values():
+            assert {"403", "503"} <= set(operation["responses"])
