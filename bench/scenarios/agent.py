@@ -60,13 +60,15 @@ async def _fill_node(session: Session, node: str) -> int:
     return len(page.items) + max(missing, 0)
 
 
-async def _load(url: str, *, rate: float, seconds: float) -> dict[str, Any]:
+async def _load(
+    url: str, headers: dict[str, str], *, rate: float, seconds: float
+) -> dict[str, Any]:
     latencies: list[float] = []
     codes: dict[str, int] = {}
     sizes: list[int] = []
     total = round(rate * seconds)
     connector = aiohttp.TCPConnector(limit=200)
-    async with aiohttp.ClientSession(connector=connector) as http:
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
 
         async def one() -> None:
             sent = time.perf_counter()
@@ -100,13 +102,16 @@ async def _load(url: str, *, rate: float, seconds: float) -> dict[str, Any]:
     }
 
 
-async def _pod_count(url: str) -> int:
-    async with aiohttp.ClientSession() as http, http.get(f"{url}/pods") as response:
+async def _pod_count(url: str, headers: dict[str, str]) -> int:
+    async with (
+        aiohttp.ClientSession(headers=headers) as http,
+        http.get(f"{url}/pods") as response,
+    ):
         return len((await response.json())["items"])
 
 
 async def _upgrade_once(
-    session: Session, url: str, image: str, *, timeout: float
+    session: Session, url: str, headers: dict[str, str], image: str, *, timeout: float
 ) -> dict[str, float]:
     namespace = workload.AGENT_NAMESPACE
     watch = ObjectWatch(session.api, PODS, namespace=namespace)
@@ -133,7 +138,7 @@ async def _upgrade_once(
         )
         start = time.monotonic()
         async with (
-            aiohttp.ClientSession() as http,
+            aiohttp.ClientSession(headers=headers) as http,
             http.post(f"{url}/openyurt.io/v1/namespaces/{namespace}/pods/{name}/upgrade") as answer,
         ):
             await answer.read()
@@ -159,22 +164,23 @@ async def run(
     url = node.agent_url
     if url is None:
         raise RuntimeError("the agent scenario needs a lab started with agents")
+    headers = {"Authorization": f"Bearer {node.agent_token}"}
     namespace = workload.AGENT_NAMESPACE
     await workload.create_namespace(session.api, namespace)
     await workload.create(session.api, namespace, workload.ota(NAME, image=workload.image(0)))
     await wait_running(session, namespace, workload.image(0), 1, timeout=timeout)
     on_node = await _fill_node(session, node.name)
     deadline = time.monotonic() + timeout
-    served = await _pod_count(url)
+    served = await _pod_count(url, headers)
     while served != on_node and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-        served = await _pod_count(url)
+        served = await _pod_count(url, headers)
     session.say(f"agent: GET /pods with {served} pods at {RATE:.0f}/s for {seconds:.0f} s")
     load = load_now()
-    latency = await _load(url, rate=RATE, seconds=seconds)
+    latency = await _load(url, headers, rate=RATE, seconds=seconds)
     session.say(f"agent: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms")
     attempts = [
-        await _upgrade_once(session, url, workload.image(version), timeout=timeout)
+        await _upgrade_once(session, url, headers, workload.image(version), timeout=timeout)
         for version in range(1, upgrades + 1)
     ]
     return {

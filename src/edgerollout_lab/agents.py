@@ -6,6 +6,8 @@ real objects: it applies the shipped identity manifest (RBAC and the own-node ad
 runs a stand-in DaemonSet whose pods KWOK keeps Running on every node, asks the API server for a
 token bound to each node's stand-in pod (so the token carries that node's name), and starts the
 agent as a local process with a kubeconfig holding that token and pointing at the node's link.
+Each agent requires its own bearer token, made as the install's init container makes it
+(`agent-tokens/<node>`, 0600 in a 0700 folder); `lab.json` names it per node (`agent_token_file`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
 from kubernetes_asyncio import client
 
+from edgerollout.agent.token_file import ensure_token
 from edgerollout_lab import processes
 from edgerollout_lab.api import api_client
 from edgerollout_lab.control_plane import free_port
@@ -31,6 +35,9 @@ AGENT_NAMESPACE = "edgerollout-system"
 AGENT_SERVICE_ACCOUNT = "edgerollout-agent"
 STAND_IN = "edgerollout-agent"
 TOKEN_SECONDS = 48 * 3600
+# The agents re-check every 2 s that the API server confines them to their node (30 s in a
+# cluster), so a test that removes the policy sees them refuse within seconds.
+SCOPING_CHECK_SECONDS = 2.0
 
 
 def identity_manifest() -> Path:
@@ -59,11 +66,11 @@ def apply_identity(kubeconfig: Path) -> None:
     )
 
 
-def stand_in_daemonset() -> dict[str, Any]:
+def stand_in_daemonset(namespace: str = AGENT_NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": STAND_IN, "namespace": AGENT_NAMESPACE},
+        "metadata": {"name": STAND_IN, "namespace": namespace},
         "spec": {
             "selector": {"matchLabels": {"app": STAND_IN}},
             "template": {
@@ -79,16 +86,16 @@ def stand_in_daemonset() -> dict[str, Any]:
     }
 
 
-async def _stand_in_pods(kubeconfig: Path, nodes: list[str], timeout: float) -> dict[str, Any]:
+async def _stand_in_pods(
+    kubeconfig: Path, nodes: list[str], timeout: float, namespace: str
+) -> dict[str, Any]:
     async with api_client(kubeconfig) as api:
         apps = client.AppsV1Api(api)
         core = client.CoreV1Api(api)
-        await apps.create_namespaced_daemon_set(AGENT_NAMESPACE, cast(Any, stand_in_daemonset()))
+        await apps.create_namespaced_daemon_set(namespace, cast(Any, stand_in_daemonset(namespace)))
         deadline = time.monotonic() + timeout
         while True:
-            listed = await core.list_namespaced_pod(
-                AGENT_NAMESPACE, label_selector=f"app={STAND_IN}"
-            )
+            listed = await core.list_namespaced_pod(namespace, label_selector=f"app={STAND_IN}")
             running = {
                 pod.spec.node_name: pod
                 for pod in listed.items
@@ -102,7 +109,7 @@ async def _stand_in_pods(kubeconfig: Path, nodes: list[str], timeout: float) -> 
             await asyncio.sleep(0.5)
 
 
-async def _tokens(kubeconfig: Path, pods: dict[str, Any]) -> dict[str, str]:
+async def _tokens(kubeconfig: Path, pods: dict[str, Any], namespace: str) -> dict[str, str]:
     async with api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
         tokens = {}
@@ -122,20 +129,33 @@ async def _tokens(kubeconfig: Path, pods: dict[str, Any]) -> dict[str, str]:
                 },
             }
             answer = await core.create_namespaced_service_account_token(
-                AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE, cast(Any, request)
+                AGENT_SERVICE_ACCOUNT, namespace, cast(Any, request)
             )
             tokens[node] = answer.status.token
         return tokens
 
 
-def agent_tokens(kubeconfig: Path, nodes: list[str], *, timeout: float = 120) -> dict[str, str]:
-    """A token per node, bound to the agent stand-in pod on that node."""
+def agent_tokens(
+    kubeconfig: Path,
+    nodes: list[str],
+    *,
+    timeout: float = 120,
+    namespace: str = AGENT_NAMESPACE,
+) -> dict[str, str]:
+    """A token per node, bound to the agent stand-in pod on that node (in `namespace`, where the
+    agent's ServiceAccount is)."""
 
     async def mint() -> dict[str, str]:
-        pods = await _stand_in_pods(kubeconfig, nodes, timeout)
-        return await _tokens(kubeconfig, {node: pods[node] for node in nodes})
+        pods = await _stand_in_pods(kubeconfig, nodes, timeout, namespace)
+        return await _tokens(kubeconfig, {node: pods[node] for node in nodes}, namespace)
 
     return asyncio.run(mint())
+
+
+@dataclass(frozen=True, slots=True)
+class StartedAgent:
+    url: str
+    token_file: Path
 
 
 def _healthy(url: str) -> bool:
@@ -150,12 +170,15 @@ def start_agents(
     ca_file: Path,
     link_ports: dict[str, int],
     nodes: list[str],
-) -> dict[str, str]:
-    """Start one agent per node; returns node -> agent URL once every agent is ready."""
+) -> dict[str, StartedAgent]:
+    """Start one agent per node; returns node -> its URL and token file once every agent is ready
+    (which includes having proven that the API server confines it to its node)."""
     apply_identity(admin_kubeconfig)
     tokens = agent_tokens(admin_kubeconfig, nodes)
-    urls = {}
+    started = {}
     for node in nodes:
+        token_file = folder / "agent-tokens" / node
+        ensure_token(token_file)
         kubeconfig = write_kubeconfig(
             folder / "kubeconfigs" / f"agent-{node}.kubeconfig",
             server=f"https://127.0.0.1:{link_ports[node]}",
@@ -176,11 +199,17 @@ def start_agents(
                 f"--kubeconfig={kubeconfig}",
                 f"--listen=127.0.0.1:{port}",
                 f"--cache-dir={folder / 'agents' / node}",
+                f"--token-file={token_file}",
+                f"--scoping-check-interval={SCOPING_CHECK_SECONDS}",
             ],
         )
-        urls[node] = f"http://127.0.0.1:{port}"
-    for node, url in urls.items():
+        started[node] = StartedAgent(url=f"http://127.0.0.1:{port}", token_file=token_file)
+    for node, agent in started.items():
         processes.wait_until(
-            folder, f"agent-{node}", functools.partial(_healthy, url), timeout=60, what="ready"
+            folder,
+            f"agent-{node}",
+            functools.partial(_healthy, agent.url),
+            timeout=60,
+            what="ready",
         )
-    return urls
+    return started

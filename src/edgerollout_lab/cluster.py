@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgerollout_lab import api, control_plane, link, processes
-from edgerollout_lab.agents import start_agents
+from edgerollout_lab.agents import StartedAgent, start_agents
 from edgerollout_lab.build import missing_components
 from edgerollout_lab.control_plane import Ports
 from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
@@ -57,6 +57,14 @@ class LabNode:
     name: str
     kubeconfig: Path
     agent_url: str | None
+    # The bearer token the agent requires of callers (0600); None when no agent runs.
+    agent_token_file: Path | None = None
+
+    @property
+    def agent_token(self) -> str | None:
+        if self.agent_token_file is None:
+            return None
+        return self.agent_token_file.read_text().strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,9 @@ class Lab:
                     name=node["name"],
                     kubeconfig=Path(node["kubeconfig"]),
                     agent_url=node.get("agent_url"),
+                    agent_token_file=(
+                        Path(node["agent_token_file"]) if node.get("agent_token_file") else None
+                    ),
                 )
                 for node in data["nodes"]
             ),
@@ -273,10 +284,10 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
     asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))
     asyncio.run(api.wait_default_service_account(admin_kubeconfig, timeout=60))
 
-    agent_urls: dict[str, str] = {}
+    agents_started: dict[str, StartedAgent] = {}
     if agents:
         say(f"starting {nodes} agent(s), each behind its node's link")
-        agent_urls = start_agents(
+        agents_started = start_agents(
             folder,
             admin_kubeconfig=admin_kubeconfig,
             ca_file=pki.ca_cert,
@@ -289,7 +300,10 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
             "kubeconfig": str(
                 kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
             ),
-            "agent_url": agent_urls.get(name),
+            "agent_url": agents_started[name].url if name in agents_started else None,
+            "agent_token_file": str(agents_started[name].token_file)
+            if name in agents_started
+            else None,
         }
         for name in names
     ]

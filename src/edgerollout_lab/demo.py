@@ -44,6 +44,7 @@ from edgerollout.kube.api import (
     KubeApi,
 )
 from edgerollout.kube.views import CachedPod, node_from_api, pod_conditions, pod_from_api
+from edgerollout.settings import AGENT
 from edgerollout_lab import build, cluster
 from edgerollout_lab.controller_process import ControllerProcess
 
@@ -214,10 +215,13 @@ class Demo:
         await self.wait(lambda: marked(ConditionStatus.TRUE), f"{POD_NEED_UPGRADE}=True", 30)
         await self.table(ns, name)
         self.say("  Every pod says an upgrade is available; nothing was deleted.")
-        agent = self.lab.node("edge-2").agent_url
+        agent, token = self.lab.node("edge-2").agent_url, self.lab.node("edge-2").agent_token
         assert agent is not None
-        self.say("  On edge-2 the node asks its agent (the same API as OpenYurt's YurtHub):")
-        async with aiohttp.ClientSession() as http:
+        assert token is not None
+        self.say("  On edge-2 the node asks its agent (the same API as OpenYurt's YurtHub),")
+        self.say(f"  with the token only root on the node can read ({AGENT.token_file}):")
+        curl = f'curl -H "Authorization: Bearer $(cat {AGENT.token_file})"'
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
             found: list[PodView] = []
 
             async def agent_sees_upgrade() -> bool:
@@ -234,7 +238,7 @@ class Demo:
 
             await self.wait(agent_sees_upgrade, "edge-2's agent to list the upgrade", 60)
             pod, mark = found[0].name, found[0].conditions[POD_NEED_UPGRADE]
-            self.say("  $ curl http://127.0.0.1:10267/pods")
+            self.say(f"  $ {curl} http://127.0.0.1:10267/pods")
             self.say(f"    {ns}/{pod}: {POD_NEED_UPGRADE}={mark.status} ({mark.message})")
             for action in ("imagepull", "upgrade"):
                 path = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}/{action}"
@@ -242,7 +246,7 @@ class Demo:
                     await self.wait(lambda: self.pulled(ns, pod), "the image pre-pull", 60)
                     self.say("  The new image is on edge-2 before its pod is touched:")
                     await self.table(ns, name)
-                self.say(f"  $ curl -X POST http://127.0.0.1:10267{path}")
+                self.say(f"  $ {curl} -X POST http://127.0.0.1:10267{path}")
                 async with http.post(f"{agent}{path}") as response:
                     self.say(f"    {await response.text()}")
         await self.wait(lambda: self.all_on(ns, name, NEW, ["edge-2"]), "edge-2 upgraded", 60)

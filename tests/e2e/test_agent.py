@@ -579,9 +579,11 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
 # --- the OpenAPI document against the live agent ----------------------------------------------
 
 
-def fuzz(url: str, *, examples: int) -> list[tuple[str, int]]:
-    """Requests generated from the agent's own /openapi.json; each answer checked against it."""
-    schema = schemathesis.openapi.from_url(f"{url}/openapi.json", timeout=10)
+def fuzz(url: str, *, token: str, examples: int) -> list[tuple[str, int]]:
+    """Requests generated from the agent's own /openapi.json, each with the node's token; each
+    answer checked against the document."""
+    authorized = {"Authorization": f"Bearer {token}"}
+    schema = schemathesis.openapi.from_url(f"{url}/openapi.json", timeout=10, headers=authorized)
     schema.validate()
     checks = [
         not_a_server_error,
@@ -603,7 +605,7 @@ def fuzz(url: str, *, examples: int) -> list[tuple[str, int]]:
     )
     @hypothesis.given(case=schema.as_strategy())
     def conforms(case: schemathesis.Case[Any]) -> None:
-        response = case.call_and_validate(checks=checks, timeout=10)
+        response = case.call_and_validate(checks=checks, headers=authorized, timeout=10)
         seen.append((case.operation.label, response.status_code))
 
     conforms()
@@ -616,10 +618,11 @@ async def test_live_agent_answers_as_its_openapi_document_says(
     await ota_daemonset(cloud, ns)
     state = await snapshot(cloud, ns)
     agents = await snapshot(cloud, "edgerollout-system")
-    url = agents_lab.node("edge-2").agent_url
+    url, token = agents_lab.node("edge-2").agent_url, agents_lab.node("edge-2").agent_token
     assert url is not None
+    assert token is not None
 
-    seen = await asyncio.to_thread(fuzz, url, examples=150)
+    seen = await asyncio.to_thread(fuzz, url, token=token, examples=150)
 
     labels = {label for label, _ in seen}
     assert {

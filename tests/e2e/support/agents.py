@@ -47,17 +47,35 @@ class Answer:
 
 
 class AgentClient:
-    """Requests to one node's agent, as a program on that node makes them (curl in the seeds)."""
+    """Requests to one node's agent, as a program on that node makes them (curl in the seeds):
+    with the node's token unless told `token=None`, and any extra `headers` a test adds."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, token: str | None = None) -> None:
         self.url = url
+        self.token = token
 
-    async def request(self, method: str, path: str, *, data: bytes | None = None) -> Answer:
+    def without_token(self) -> AgentClient:
+        return AgentClient(self.url)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        data: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        sent = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        sent.update(headers or {})
         started = time.monotonic()
         async with (
             aiohttp.ClientSession() as session,
             session.request(
-                method, f"{self.url}{path}", data=data, timeout=aiohttp.ClientTimeout(total=30)
+                method,
+                f"{self.url}{path}",
+                data=data,
+                headers=sent,
+                timeout=aiohttp.ClientTimeout(total=30),
             ) as response,
         ):
             text = await response.text()
@@ -72,14 +90,20 @@ class AgentClient:
     async def pods(self) -> Answer:
         return await self.request("GET", "/pods")
 
-    async def upgrade(self, namespace: str, pod: str) -> Answer:
+    async def upgrade(
+        self, namespace: str, pod: str, *, headers: dict[str, str] | None = None
+    ) -> Answer:
         return await self.request(
-            "POST", f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/upgrade"
+            "POST", f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/upgrade", headers=headers
         )
 
-    async def imagepull(self, namespace: str, pod: str) -> Answer:
+    async def imagepull(
+        self, namespace: str, pod: str, *, headers: dict[str, str] | None = None
+    ) -> Answer:
         return await self.request(
-            "POST", f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/imagepull"
+            "POST",
+            f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}/imagepull",
+            headers=headers,
         )
 
     async def listed(self, namespace: str) -> list[JSON]:
@@ -93,7 +117,7 @@ class AgentClient:
 def agent_of(lab: Lab, node: str) -> AgentClient:
     url = lab.node(node).agent_url
     assert url is not None, f"the lab runs no agent on {node}"
-    return AgentClient(url)
+    return AgentClient(url, lab.node(node).agent_token)
 
 
 def listed_condition(pod: JSON, kind: str) -> JSON | None:

@@ -23,6 +23,9 @@ def write_lab(folder: Path, nodes: list[str], **extra: object) -> None:
                         "name": name,
                         "kubeconfig": str(folder / "kubeconfigs" / f"node-{name}.kubeconfig"),
                         "agent_url": None if name == "edge-1" else f"http://127.0.0.1:9{index}00",
+                        "agent_token_file": (
+                            None if name == "edge-1" else str(folder / "agent-tokens" / name)
+                        ),
                     }
                     for index, name in enumerate(nodes)
                 ],
@@ -64,6 +67,7 @@ def test_load_reads_the_admin_kubeconfig_and_every_node(tmp_path: Path) -> None:
                 name="edge-2",
                 kubeconfig=tmp_path / "kubeconfigs" / "node-edge-2.kubeconfig",
                 agent_url="http://127.0.0.1:9100",
+                agent_token_file=tmp_path / "agent-tokens" / "edge-2",
             ),
         ),
     )
