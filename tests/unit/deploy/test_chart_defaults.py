@@ -103,6 +103,8 @@ def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
     assert _flags(container) == {
         "node-name": "$(NODE_NAME)",
         "listen": AGENT.listen,
+        "auth": AGENT.auth,
+        "token-file": AGENT.token_file,
         "cache-dir": _values()["agent"]["cacheDir"],
         "log-format": "json",
         "log-level": AGENT.log.level,
@@ -120,3 +122,26 @@ def test_chart_templates_pass_the_same_fixed_flags_as_deploy_base() -> None:
     assert f"- --health-address=0.0.0.0:{_port(CONTROLLER.health_address)}\n" in controller
     assert f"- --listen={AGENT.listen}\n" in agent
     assert f"port: {_port(AGENT.listen)}\n" in agent
+    assert f"- --token-file={AGENT.token_file}\n" in agent
+
+
+def test_agent_install_writes_the_token_where_the_agent_reads_it_read_only() -> None:
+    (daemonset,) = (d for d in _documents(BASE / "agent.yaml") if d["kind"] == "DaemonSet")
+    pod = daemonset["spec"]["template"]["spec"]
+    folder = str(Path(AGENT.token_file).parent)
+    init = {container["name"]: container for container in pod["initContainers"]}
+    (agent,) = pod["containers"]
+
+    assert init["agent-token"]["args"] == ["init-agent-token", f"--path={AGENT.token_file}"]
+    assert init["agent-token"]["securityContext"]["runAsUser"] == 65532
+    assert folder in init["cache-dir-owner"]["command"]
+    assert {"name": "agent-token", "mountPath": folder, "readOnly": True} in agent["volumeMounts"]
+    assert {
+        "name": "agent-token",
+        "hostPath": {"path": folder, "type": "DirectoryOrCreate"},
+    } in pod["volumes"]
+    assert agent["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_chart_authenticates_callers_by_default_as_the_agent_does() -> None:
+    assert _values()["agent"]["auth"] == AGENT.auth
