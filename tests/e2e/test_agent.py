@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -574,6 +575,129 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     answer = await edge2.upgrade(ns, pod)
     assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
     await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+
+
+# --- the guards: the token, browsers, node scoping (design §8.3) -----------------------------
+
+POLICY = "edgerollout-agent-own-node"
+FORBIDDEN = {
+    "code": 403,
+    "reason": "Forbidden",
+    "message": "this request is not served; the agent's log says why",
+}
+UNAUTHORIZED = {
+    "code": 401,
+    "reason": "Unauthorized",
+    "message": "a valid bearer token is required (Authorization header)",
+}
+
+
+async def test_requests_without_the_token_or_from_a_browser_are_refused_and_change_nothing(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    names = await ota_daemonset(cloud, ns)
+    await new_version_marked(cloud, ns)
+    pod = names["edge-2"]
+    state = await snapshot(cloud, ns)
+    anonymous = edge2.without_token()
+
+    for ask in (anonymous.upgrade, anonymous.imagepull):
+        answer = await ask(ns, pod)
+        assert (answer.status, refusal(answer)) == (401, UNAUTHORIZED)
+    for headers in ({"Origin": "http://example.com"}, {"Host": "attacker.example"}):
+        for ask in (edge2.upgrade, edge2.imagepull):
+            answer = await ask(ns, pod, headers=headers)
+            assert (answer.status, refusal(answer)) == (403, FORBIDDEN)
+        listed = await edge2.request("GET", "/pods", headers=headers)
+        assert (listed.status, refusal(listed)) == (403, FORBIDDEN)
+
+    await asyncio.sleep(1)
+    assert await snapshot(cloud, ns) == state
+    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    assert condition(kept, "PodImageReady") is None
+
+
+async def _binding_restored(admission: Any, binding: dict[str, Any]) -> None:
+    try:
+        await admission.read_validating_admission_policy_binding(POLICY)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        await admission.create_validating_admission_policy_binding(binding)
+
+
+async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_back(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    names = await ota_daemonset(cloud, ns)
+    await new_version_marked(cloud, ns)
+    pod = names["edge-2"]
+    admission = client.AdmissionregistrationV1Api(cloud.api)
+    shipped = await admission.read_validating_admission_policy_binding(POLICY)
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": POLICY},
+        "spec": {
+            "policyName": shipped.spec.policy_name,
+            "validationActions": shipped.spec.validation_actions,
+        },
+    }
+    ready = await edge2.request("GET", "/readyz")
+    assert (ready.status, ready.text) == (200, "ok")
+    state = await snapshot(cloud, ns)
+
+    await admission.delete_validating_admission_policy_binding(POLICY)
+    removed = time.monotonic()
+    try:
+
+        async def unready() -> Answer | None:
+            answer = await edge2.request("GET", "/readyz")
+            return answer if answer.status == 503 else None
+
+        ready = await wait_for(unready, timeout=30, what="the agent unready without the policy")
+        # The lab's agents re-check every 2 s; the binding's removal takes a moment to reach
+        # the API server's admission.
+        assert time.monotonic() - removed < 15
+        assert refusal(ready)["reason"] == "NodeScopingNotEnforced"
+        for ask in (edge2.upgrade, edge2.imagepull):
+            answer = await ask(ns, pod)
+            assert (answer.status, refusal(answer)["reason"]) == (503, "NodeScopingNotEnforced")
+            assert refusal(answer)["message"] == (
+                "the API server is not proven to confine this agent to its node, so it changes "
+                "nothing: the API server accepted a status patch that the admission policy "
+                f"{POLICY} must deny: the policy or its binding is missing"
+            )
+        listed = await edge2.listed(ns)
+        assert [p["metadata"]["name"] for p in listed] == [pod]
+        metrics = await edge2.request("GET", "/metrics")
+        assert "\nedgerollout_agent_node_scoping_enforced 0.0\n" in metrics.text
+
+        async def warned() -> bool:
+            events = await cloud.core.list_namespaced_event(
+                "default",
+                field_selector="reason=NodeScopingNotEnforced,involvedObject.name=edge-2",
+            )
+            return any(
+                event.type == "Warning" and event.involved_object.kind == "Node"
+                for event in events.items
+            )
+
+        await wait_for(warned, timeout=15, what="a NodeScopingNotEnforced Warning Event")
+        assert await snapshot(cloud, ns) == state
+    finally:
+        await _binding_restored(admission, binding)
+
+    async def ready_again() -> bool:
+        return (await edge2.request("GET", "/readyz")).status == 200
+
+    await wait_for(ready_again, timeout=30, what="the agent ready once the policy is back")
+    metrics = await edge2.request("GET", "/metrics")
+    assert "\nedgerollout_agent_node_scoping_enforced 1.0\n" in metrics.text
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
 
 
 # --- the OpenAPI document against the live agent ----------------------------------------------
