@@ -12,7 +12,7 @@ from aiohttp import web
 
 from edgerollout.agent.runner import app_runner
 from edgerollout.agent.scoping import NodeScoping
-from edgerollout.agent.server import host_name
+from edgerollout.agent.server import Agent, AgentConfig, host_name
 from edgerollout.kube.api import PODS, ApiError
 from edgerollout.settings import AGENT
 from tests.unit.kube.fake_api import FakeApi
@@ -20,11 +20,13 @@ from tests.unit.kube.fake_api import FakeApi
 from .harness import (
     AUTHORIZED,
     IMAGEPULL,
+    NODE,
     TOKEN,
     UPGRADE,
     HangingApi,
     agent,
     cluster,
+    node_pods,
     ota_pod,
     refusal,
     serving,
@@ -108,8 +110,8 @@ def test_host_name_drops_the_port_and_the_brackets(header: str, name: str) -> No
 
 async def test_the_listen_address_is_an_accepted_host() -> None:
     api = cluster(ota_pod())
-    subject = agent(api, ota_pod(), token=TOKEN)
-    subject.allowed_hosts = subject.allowed_hosts | {host_name("10.0.0.7")}
+    config = AgentConfig(node_name=NODE, token=TOKEN, listen_host="10.0.0.7")
+    subject = Agent(config, api, node_pods(api, ota_pod()), NodeScoping(enforced=True))
 
     async with serving(subject) as client:
         response = await client.post(UPGRADE, headers={**AUTHORIZED, "Host": "10.0.0.7:10267"})

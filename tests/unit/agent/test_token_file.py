@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import stat
 from pathlib import Path
 
@@ -75,11 +76,21 @@ def test_an_empty_token_file_stops_the_agent(tmp_path: Path) -> None:
     )
 
 
-def test_auth_none_needs_no_token_file(tmp_path: Path) -> None:
+def test_auth_none_needs_no_token_file_and_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     options = AgentOptions(
         node_name="edge-1",
         token_file=tmp_path / "absent",
         settings=dataclasses.replace(AGENT, auth="none"),
     )
 
-    assert caller_token(options) is None
+    with caplog.at_level(logging.WARNING, logger="edgerollout.agent"):
+        assert caller_token(options) is None
+
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "authentication is off (--auth=none): any process on this node may upgrade its pods",
+        )
+    ]
