@@ -211,27 +211,29 @@ class Agent:
             return refusal_response(Refusal(error.status, reason, message), headers)
 
     def _admit(self, request: web.Request) -> None:
-        """Refuse a request before it is handled: from a browser, to a foreign host name, without
-        credentials, or with a body too large."""
-        self._refuse_browsers(request)
-        if request.path not in HEALTH_PROBES:
-            self._authorize(request)
+        """Refuse a request before it is handled: with a body too large (known from its headers,
+        before anything else is read), from a browser, to a foreign host name, or without
+        credentials."""
         if request.content_length is not None and request.content_length > MAX_BODY:
             raise Refused(
                 Refusal(413, "RequestEntityTooLarge", f"bodies are limited to {MAX_BODY} bytes")
             )
+        self._refuse_browsers(request)
+        if request.path not in HEALTH_PROBES:
+            self._authorize(request)
 
     def _refuse_browsers(self, request: web.Request) -> None:
         """A web page shown on the node must reach nothing: browsers send `Origin` on every
         cross-origin request (and on POSTs) and `Sec-Fetch-Site`; a rebound DNS name keeps the
-        page's host name in `Host`."""
+        page's host name in `Host`, which browsers always send (a request without one, HTTP/1.0
+        or a script's, is not a browser's)."""
         why = None
         host = request.headers.get("Host")
         if "Origin" in request.headers:
             why = f"a browser's request (Origin: {request.headers['Origin']})"
         elif request.headers.get("Sec-Fetch-Site", "").lower() in BROWSER_SITES:
             why = f"a browser's request (Sec-Fetch-Site: {request.headers['Sec-Fetch-Site']})"
-        elif host is None or host_name(host) not in self.allowed_hosts:
+        elif host is not None and host_name(host) not in self.allowed_hosts:
             why = f"the Host header names {host!r}, not loopback or the listen address"
         if why is not None:
             log.warning(

@@ -136,6 +136,15 @@ def corpus_requests() -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line]
 
 
+def with_token(raw: str, token: str) -> str:
+    """The request as a program on the node holding the agent's token sends it: the token right
+    after the request line. Without a request line there is nowhere to put it."""
+    line, newline, rest = raw.partition("\r\n")
+    if not newline or " " not in line:
+        return raw
+    return f"{line}\r\nAuthorization: Bearer {token}\r\n{rest}"
+
+
 async def send_raw(url: str, data: bytes) -> bytes:
     """Write bytes to the agent's socket as they are; read what comes back (or nothing)."""
     parts = urlsplit(url)
@@ -171,9 +180,11 @@ async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
     agents = await snapshot(cloud, "edgerollout-system")
     edge2 = agent_of(agents_lab, NODE)
     assert edge2.url is not None
+    assert edge2.token is not None
     answers: list[tuple[str, int]] = []
     for entry in corpus_requests():
         raw = entry["raw"].replace("{ns}", ns).replace("{pod}", pod.metadata.name)
+        raw = with_token(raw, edge2.token)
         data = raw.encode("utf-8", errors="surrogateescape")
         answer = await send_raw(edge2.url, data)
         if answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"):

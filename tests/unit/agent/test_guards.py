@@ -265,3 +265,36 @@ async def test_an_idle_connection_is_closed_after_the_keepalive_timeout() -> Non
         writer.close()
     finally:
         await runner.cleanup()
+
+
+async def test_a_request_without_a_host_header_is_not_a_browsers_and_is_served() -> None:
+    runner = app_runner(agent(FakeApi(), token=TOKEN), AGENT)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /pods HTTP/1.0\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), timeout=3)
+        writer.close()
+    finally:
+        await runner.cleanup()
+
+    assert answer.startswith(b"HTTP/1.0 200 OK\r\n")
+
+
+async def test_a_body_too_large_is_413_before_the_other_guards() -> None:
+    api = cluster(ota_pod())
+
+    async with serving(agent(api, ota_pod(), token=TOKEN)) as client:
+        response = await client.post(
+            UPGRADE, data=b"x" * (AGENT.max_body_bytes + 1), headers={"Host": "attacker.example"}
+        )
+        assert (response.status, (await refusal(response))["reason"]) == (
+            413,
+            "RequestEntityTooLarge",
+        )
+
+    assert api.calls == []
