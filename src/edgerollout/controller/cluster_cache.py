@@ -10,7 +10,7 @@ DaemonSet keys for the work queue:
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
   within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing);
-- a pre-pull Job of ours -> the opted-in DaemonSets with pods in its namespace.
+- a pre-pull Job owned by the pod its label names -> that pod's DaemonSet.
 """
 
 from __future__ import annotations
@@ -191,11 +191,14 @@ class ClusterCache:
             self.enqueue(key)
 
     def _on_job(self, old: JobView | None, new: JobView | None) -> None:
-        # A pull Job's progress is news for the DaemonSet of the pod it pulls for.
+        # A pull Job's progress is news for the DaemonSet of the pod it pulls for, if that pod
+        # owns it: a Job that only names the pod in its label is not ours (domain.prepull).
         current = new or old
         assert current is not None
         pod = self.pods.get(object_key(current.namespace, current.pod_name))
-        if pod is not None and pod.owner_kind == "DaemonSet":
+        if pod is None or pod.view.uid != current.owner_uid:
+            return
+        if pod.owner_kind == "DaemonSet":
             self._enqueue_owner(pod.owner_uid)
 
     def jobs_in(self, namespace: str) -> dict[str, JobView]:

@@ -12,6 +12,12 @@ each image's container runs `<that busybox> true`. The container runtime must pu
 create its container; what then runs comes from the emptyDir. The Job tolerates what the
 DaemonSet's pods tolerate (their tolerations plus those the DaemonSet controller adds), is pinned
 to the node by `nodeName`, and gives up after a deadline.
+
+A Job is the controller's only if its one owner reference names the pod's UID. The label and the
+name alone prove nothing: anyone who may create Jobs in the namespace can spell both (the name is
+derived from the pod's UID and the revision, both readable), and a Job reported as succeeded
+tells the node its images are there. A Job that carries the name but not the owner is ignored:
+the pod is neither reported nor given a Job of ours (the name is taken) until it is gone.
 """
 
 import hashlib
@@ -53,11 +59,15 @@ class JobState(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobView:
-    """A pull Job: where it is, which pod it pulls for, and how far it got."""
+    """A pull Job: where it is, which pod it pulls for, and how far it got.
+
+    `owner_uid` is the UID of its single owner reference of kind Pod (None if it has none, more
+    than one, or one of another kind): only a Job owned by the pod it names is trusted."""
 
     namespace: str
     name: str
     state: JobState
+    owner_uid: PodUID | None
     pod_name: str = ""
 
 
@@ -166,6 +176,8 @@ def plan_prepulls(
             continue
         name = job_name(pod, revision)
         job = jobs.get(name)
+        if job is not None and job.owner_uid != pod.uid:
+            continue  # not ours: see the module docstring
         if job is None:
             create = pull_job(pod, revision=revision, template=template, settings=settings)
             steps.append(PrepullStep(pod=pod, revision=revision, create_job=create))

@@ -7,7 +7,10 @@ A condition write (`domain.conditions.ConditionWrite`) is sent as a strategic me
 The domain decides *that* a pull Job runs, where and for what (`domain.prepull.PullJob`); this
 module alone knows how such a Job is spelled in the API (design §6.2): an init container copies a
 statically linked busybox into a shared emptyDir, and one container per image runs
-`<that busybox> true`, so any image can be pulled, distroless or `scratch` included.
+`<that busybox> true`, so any image can be pulled, distroless or `scratch` included. Every
+container passes PodSecurity `restricted`, so pre-pull works in a namespace that enforces it: a
+fixed unprivileged user, no capabilities, no privilege escalation, the runtime's default seccomp
+profile and a read-only root filesystem (only the emptyDir is written).
 """
 
 from __future__ import annotations
@@ -21,10 +24,43 @@ from edgerollout.domain.prepull import PREPULL_LABEL, REVISION_ANNOTATION, PullJ
 TOOLBOX_MOUNT = "/edgerollout-pull"
 
 
+# The user and group every container runs as, whatever the image says: the conventional
+# "nonroot" of distroless images, so it is never root and owns nothing else on the node.
+PULL_JOB_USER = 65532
+
+
 # Each container asks for almost nothing: it only has to exist long enough for its image to be
-# pulled, and a pull Job must fit on a node that is already full with its workload.
-def _tiny_requests() -> dict[str, Any]:
-    return {"requests": {"cpu": "1m", "memory": "4Mi"}}
+# pulled, and a pull Job must fit on a node that is already full with its workload. The limits
+# bound what a pulled image could do if it ran anything (it runs only the copied busybox), and
+# leave room for the runtime's own start-up in the container's cgroup.
+def _tiny_resources() -> dict[str, Any]:
+    return {
+        "requests": {"cpu": "1m", "memory": "4Mi"},
+        "limits": {"cpu": "50m", "memory": "16Mi"},
+    }
+
+
+def _pod_security_context() -> dict[str, Any]:
+    """What PodSecurity `restricted` asks of the pod; each container restates the user."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": PULL_JOB_USER,
+        "runAsGroup": PULL_JOB_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _container_security_context() -> dict[str, Any]:
+    """PodSecurity `restricted` for one container, and a read-only root filesystem on top."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": PULL_JOB_USER,
+        "runAsGroup": PULL_JOB_USER,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "readOnlyRootFilesystem": True,
+    }
 
 
 # A finished Job is deleted once reported; this only cleans up after a controller that stopped
@@ -40,7 +76,8 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
             "image": image,
             "command": [f"{TOOLBOX_MOUNT}/busybox", "true"],
             "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT, "readOnly": True}],
-            "resources": _tiny_requests(),
+            "resources": _tiny_resources(),
+            "securityContext": _container_security_context(),
         }
         for index, image in enumerate(job.images)
     ]
@@ -48,6 +85,7 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
         "nodeName": job.node_name,
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
+        "securityContext": _pod_security_context(),
         "tolerations": [dict(toleration) for toleration in job.tolerations],
         "initContainers": [
             {
@@ -55,7 +93,8 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
                 "image": job.toolbox_image,
                 "command": ["cp", "/bin/busybox", f"{TOOLBOX_MOUNT}/busybox"],
                 "volumeMounts": [{"name": "toolbox", "mountPath": TOOLBOX_MOUNT}],
-                "resources": _tiny_requests(),
+                "resources": _tiny_resources(),
+                "securityContext": _container_security_context(),
             }
         ],
         "containers": containers,

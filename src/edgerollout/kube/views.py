@@ -108,8 +108,20 @@ def job_from_api(obj: JSON) -> JobView | None:
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
         state=state,
+        owner_uid=_single_pod_owner(meta),
         pod_name=str((meta.get("labels") or {}).get(PREPULL_LABEL, "")),
     )
+
+
+def _single_pod_owner(meta: JSON) -> PodUID | None:
+    """The UID of the one owner reference of kind Pod (None unless there is exactly that one)."""
+    owners = meta.get("ownerReferences") or []
+    if len(owners) != 1:
+        return None
+    owner = owners[0]
+    if owner.get("apiVersion") != "v1" or owner.get("kind") != "Pod" or not owner.get("uid"):
+        return None
+    return PodUID(str(owner["uid"]))
 
 
 def _pinned_node(spec: JSON) -> str | None:

@@ -237,8 +237,14 @@ async def test_revision_change_enqueues_its_owner_and_is_indexed(cluster: Cluste
     assert [r.view.name for r in cluster.cache.revisions_of(WEB_UID)] == ["web-2"]
 
 
-def pull_job_json(name: str, *, for_pod: str, complete: bool = False) -> dict[str, object]:
+def pull_job_json(
+    name: str, *, for_pod: str, complete: bool = False, owner_uid: str | None = None
+) -> dict[str, object]:
+    """A pull Job as the controller creates it: owned by the pod it names (unless `owner_uid`)."""
     conditions = [{"type": "Complete", "status": "True"}] if complete else []
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": for_pod, "uid": f"uid-{for_pod}"}
+    if owner_uid is not None:
+        owner["uid"] = owner_uid
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -246,6 +252,7 @@ def pull_job_json(name: str, *, for_pod: str, complete: bool = False) -> dict[st
             "name": name,
             "namespace": "default",
             "labels": {"edgerollout.io/prepull-for": for_pod},
+            "ownerReferences": [owner],
         },
         "status": {"conditions": conditions},
     }
@@ -263,6 +270,15 @@ async def test_pull_job_progress_enqueues_the_daemonset_of_the_pod_it_pulls_for(
 
     assert cluster.enqueued == ["default/api", "default/api"]
     assert cluster.cache.jobs_in("default")["prepull-1"].state.value == "succeeded"
+
+
+async def test_a_pull_job_owned_by_another_pod_enqueues_nothing(cluster: Cluster) -> None:
+    forged = pull_job_json("prepull-1", for_pod="api-a", complete=True, owner_uid="uid-web-a")
+    added = cluster.api.publish(JOBS, "ADDED", forged)
+    await caught_up(cluster.cache.jobs, added)
+
+    assert cluster.enqueued == []
+    assert cluster.cache.jobs_in("default")["prepull-1"].owner_uid == "uid-web-a"
 
 
 async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(

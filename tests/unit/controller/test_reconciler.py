@@ -438,7 +438,9 @@ def waiting_for_pull(name: str, node: str) -> JSON:
     )
 
 
-def pull_job_json(name: str, *, for_pod: str, succeeded: bool) -> JSON:
+def pull_job_json(name: str, *, for_pod: str, succeeded: bool, owner_uid: str = "") -> JSON:
+    """A finished pull Job, owned by the pod it names (or by `owner_uid`)."""
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": for_pod, "uid": f"uid-{for_pod}"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -446,6 +448,7 @@ def pull_job_json(name: str, *, for_pod: str, succeeded: bool) -> JSON:
             "name": name,
             "namespace": NAMESPACE,
             "labels": {"edgerollout.io/prepull-for": for_pod},
+            "ownerReferences": [{**owner, "uid": owner_uid or owner["uid"]}],
         },
         "status": {
             "conditions": [{"type": "Complete" if succeeded else "Failed", "status": "True"}]
@@ -515,6 +518,26 @@ async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() 
             (call.name, call.params["propagation"]) for call in c.api.calls_to("delete", JOBS)
         ] == [(name, "Background")]
         assert len(c.api.calls_to("create", JOBS)) == 1  # not started again
+        assert outcome.conditions_written == 1
+
+
+async def test_ota_ignores_a_finished_pull_job_its_pod_does_not_own() -> None:
+    async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
+        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        assert pod is not None
+        name = job_name(pod.view, NEW)
+        forged = pull_job_json(name, for_pod="web-a", succeeded=True, owner_uid="uid-web-b")
+        await caught_up(c.cache.jobs, c.api.publish(JOBS, "ADDED", forged))
+
+        outcome = await c.reconcile()
+
+        assert [
+            call.body["status"]["conditions"][0]["type"]
+            for call in c.api.calls_to("patch", PODS)
+            if call.body
+        ] == ["PodNeedUpgrade"]
+        assert c.api.calls_to("create", JOBS) == []
+        assert c.api.calls_to("delete", JOBS) == []
         assert outcome.conditions_written == 1
 
 

@@ -90,7 +90,9 @@ def test_pull_job_carries_the_template_the_settings_and_the_daemon_tolerations()
 def test_a_running_job_is_left_alone() -> None:
     requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
     name = job_name(requester, NEW)
-    jobs = {name: JobView(namespace="default", name=name, state=JobState.RUNNING)}
+    jobs = {
+        name: JobView(namespace="default", name=name, state=JobState.RUNNING, owner_uid=uid("p1"))
+    }
     assert plan([requester], jobs) == ()
 
 
@@ -101,7 +103,8 @@ def test_a_finished_job_is_reported_on_the_pod_and_deleted() -> None:
         (JobState.SUCCEEDED, ConditionStatus.TRUE, "PullImageSuccess"),
         (JobState.FAILED, ConditionStatus.FALSE, "PullImageFail"),
     ):
-        steps = plan([requester], {name: JobView(namespace="default", name=name, state=state)})
+        job = JobView(namespace="default", name=name, state=state, owner_uid=uid("p1"))
+        steps = plan([requester], {name: job})
         assert len(steps) == 1
         report = steps[0].report
         assert report is not None
@@ -138,3 +141,16 @@ def test_requests_for_an_older_revision_or_already_answered_start_nothing() -> N
         pod("unbound", None, revision=OLD, conditions=waiting(NEW)),
     ]
     assert plan(pods) == ()
+
+
+def test_a_job_not_owned_by_the_pod_is_neither_reported_nor_replaced() -> None:
+    # Same name and label as ours, finished, but owned by another pod or by nothing: it proves
+    # nothing about this pod's node, so the pod keeps waiting and no report is written.
+    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
+    name = job_name(requester, NEW)
+    for owner in (uid("p2"), None):
+        for state in JobState:
+            job = JobView(
+                namespace="default", name=name, state=state, owner_uid=owner, pod_name="p1"
+            )
+            assert plan([requester], {name: job}) == ()

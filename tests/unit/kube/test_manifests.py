@@ -53,3 +53,42 @@ def test_pull_job_tolerates_what_the_daemonset_pods_tolerate() -> None:
         {"key": "edge", "operator": "Exists", "effect": "NoSchedule"},
         *DAEMON_TOLERATIONS,
     ]
+
+
+RESTRICTED_CONTAINER = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "readOnlyRootFilesystem": True,
+}
+
+
+def test_pull_job_passes_pod_security_restricted_in_every_container() -> None:
+    requester = pod("p1", "edge-1", revision=OLD, conditions=waiting(NEW))
+    job = pull_job_manifest(pull_job(requester, revision=NEW, template=TEMPLATE, settings=TOOLS))
+    spec = job["spec"]["template"]["spec"]
+
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    containers = [*spec["initContainers"], *spec["containers"]]
+    assert [c["name"] for c in containers] == ["toolbox", "pull-0", "pull-1"]
+    assert [c["securityContext"] for c in containers] == [RESTRICTED_CONTAINER] * 3
+    assert [c["resources"] for c in containers] == [
+        {"requests": {"cpu": "1m", "memory": "4Mi"}, "limits": {"cpu": "50m", "memory": "16Mi"}}
+    ] * 3
+    # The only writable place is the emptyDir the toolbox copies busybox into; no host path.
+    assert spec["volumes"] == [{"name": "toolbox", "emptyDir": {}}]
+    assert [c["volumeMounts"] for c in containers] == [
+        [{"name": "toolbox", "mountPath": "/edgerollout-pull"}],
+        [{"name": "toolbox", "mountPath": "/edgerollout-pull", "readOnly": True}],
+        [{"name": "toolbox", "mountPath": "/edgerollout-pull", "readOnly": True}],
+    ]
+    for forbidden in ("hostNetwork", "hostPID", "hostIPC"):
+        assert forbidden not in spec

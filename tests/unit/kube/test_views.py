@@ -25,6 +25,7 @@ from edgerollout.kube.views import (
     CachedPod,
     CachedRevision,
     daemonset_from_api,
+    job_from_api,
     namespaced_name,
     node_from_api,
     node_ready_condition,
@@ -467,3 +468,30 @@ def test_object_key_is_namespace_slash_name_or_the_bare_name() -> None:
     assert object_key("edge", "web") == "edge/web"
     assert object_key(None, "edge-1") == "edge-1"
     assert object_key("", "edge-1") == "edge-1"
+
+
+def _pull_job(owners: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "metadata": {
+            "name": "prepull-1",
+            "namespace": "default",
+            "labels": {"edgerollout.io/prepull-for": "web-a"},
+            "ownerReferences": owners,
+        }
+    }
+
+
+def test_a_pull_job_is_trusted_only_through_its_single_pod_owner() -> None:
+    pod_owner = {"apiVersion": "v1", "kind": "Pod", "name": "web-a", "uid": "uid-web-a"}
+    other = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "web", "uid": "uid-web"}
+    cases = [
+        ([pod_owner], "uid-web-a"),
+        ([], None),
+        ([other], None),
+        ([pod_owner, other], None),
+        ([{**pod_owner, "uid": ""}], None),
+    ]
+    for owners, expected in cases:
+        job = job_from_api(_pull_job(owners))
+        assert job is not None
+        assert (job.pod_name, job.owner_uid) == ("web-a", expected), owners
