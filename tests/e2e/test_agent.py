@@ -64,6 +64,7 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
+    running_everywhere,
     seed_daemonset,
 )
 
@@ -760,3 +761,40 @@ async def test_live_agent_answers_as_its_openapi_document_says(
     assert all(code < 500 for _, code in seen)
     assert await snapshot(cloud, ns) == state
     assert await snapshot(cloud, "edgerollout-system") == agents
+
+
+RESTRICTED = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+async def test_pre_pull_succeeds_in_a_namespace_that_enforces_podsecurity_restricted(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    restricted: Any = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    await cloud.core.patch_namespace(ns, restricted)
+    # The namespace refuses a pod that is not restricted: the guard is really on.
+    with pytest.raises(ApiException) as refused:
+        await cloud.core.create_namespaced_pod(ns, bare_pod("unrestricted", node="edge-1"))
+    assert refused.value.status == 403
+    assert refused.value.body is not None
+    message = orjson.loads(refused.value.body)["message"]
+    assert 'is forbidden: violates PodSecurity "restricted:latest"' in message
+
+    manifest = daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
+    manifest["spec"]["template"]["spec"]["containers"][0]["securityContext"] = RESTRICTED
+    await cloud.apps.create_namespaced_daemon_set(ns, manifest)
+    await running_everywhere(cloud, ns, OLD, NODES)
+    pod = by_node(await cloud.pods(ns, SELECTOR))["edge-3"][0].metadata.name
+    newest = await new_version_marked(cloud, ns)
+
+    answer = await agent_of(agents_lab, "edge-3").imagepull(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    outcome = await wait_for(
+        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
+    )
+    assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")
