@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
+from edgerollout.domain.model import NodeName, PodUID
+from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
+from edgerollout.kube.manifests import pull_job_manifest
+from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.build import binary
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import lab_of_its_own
@@ -186,6 +190,7 @@ def test_server_dry_run_accepts_every_object(installed: Installed) -> None:
     expected = {(obj["kind"].lower(), obj["metadata"]["name"]) for obj in installed.objects}
     assert accepted == expected
     assert ("validatingadmissionpolicy", "edgerollout-agent-own-node") in accepted
+    assert ("validatingadmissionpolicy", "edgerollout-controller-prepull-jobs") in accepted
 
 
 @dataclass(frozen=True)
@@ -289,6 +294,194 @@ def test_service_account_may_do_exactly_what_the_code_needs(
     result = _kubectl(installed.kubeconfig, *args)
     # `auth can-i` prints yes/no and exits 1 on "no"; anything else is an error.
     assert result.stdout.strip() == ("yes" if access.allowed else "no"), result.stderr
+
+
+# The controller's Jobs: RBAC lets it create and delete Jobs; its admission policy admits only
+# pre-pull Jobs of the shape the controller renders (design §10.9).
+
+CONTROLLER_POLICY = "edgerollout-controller-prepull-jobs"
+
+
+def _policy_message(rule: int) -> str:
+    (policy,) = (
+        doc
+        for doc in yaml.safe_load_all((BASE / "controller-policy.yaml").read_text())
+        if doc["kind"] == "ValidatingAdmissionPolicy"
+    )
+    message: str = policy["spec"]["validations"][rule]["message"]
+    return message
+
+
+def _pull_job(pod_name: str = "web-abcde", pod_uid: str = "0b3c1d2e") -> dict[str, Any]:
+    """A pull Job as the controller renders it, with every optional part in use."""
+    return pull_job_manifest(
+        PullJob(
+            namespace="default",
+            name=f"edgerollout-pull-{pod_name}",
+            pod_name=pod_name,
+            pod_uid=PodUID(pod_uid),
+            node_name=NodeName("edge-1"),
+            revision="6b755b65dd",
+            images=("nginx:1.25", "registry.example.com/app@sha256:" + "ab" * 32),
+            tolerations=({"operator": "Exists"},),
+            image_pull_secrets=("registry-credentials",),
+            service_account="web",
+            toolbox_image=CONTROLLER_SETTINGS.prepull.toolbox_image,
+            deadline_seconds=120,
+        )
+    )
+
+
+def _pod_spec_of(job: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = job["spec"]["template"]["spec"]
+    return spec
+
+
+def _unlabelled(job: dict[str, Any]) -> None:
+    # The Job's labels default to its template's: both go.
+    del job["metadata"]["labels"], job["spec"]["template"]["metadata"]["labels"]
+
+
+def _labelled_for_another_pod(job: dict[str, Any]) -> None:
+    for meta in (job["metadata"], job["spec"]["template"]["metadata"]):
+        meta["labels"][PREPULL_LABEL] = "another-pod"
+
+
+def _privileged(job: dict[str, Any]) -> None:
+    for container in _pod_spec_of(job)["containers"]:
+        container["securityContext"] = {"privileged": True}
+
+
+def _host_path(job: dict[str, Any]) -> None:
+    spec = _pod_spec_of(job)
+    spec["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
+    spec["containers"][0]["volumeMounts"].append({"name": "root", "mountPath": "/host"})
+
+
+def _host_network(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["hostNetwork"] = True
+
+
+def _service_account_token(job: dict[str, Any]) -> None:
+    del _pod_spec_of(job)["automountServiceAccountToken"]
+
+
+def _secret_in_env(job: dict[str, Any]) -> None:
+    secret = {"secretKeyRef": {"name": "registry-credentials", "key": ".dockerconfigjson"}}
+    _pod_spec_of(job)["containers"][0]["env"] = [{"name": "CONFIG", "valueFrom": secret}]
+
+
+def _added_capability(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["containers"][0]["securityContext"]["capabilities"]["add"] = ["NET_ADMIN"]
+
+
+def _a_shell(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["containers"][0]["command"] = ["sh", "-c", "cat /etc/shadow"]
+
+
+# Each change to the rendered Job, and the policy's rule (its index) that refuses it.
+REFUSED_JOBS = [
+    pytest.param(_unlabelled, 0, id="unlabelled"),
+    pytest.param(_labelled_for_another_pod, 0, id="labelled-for-a-pod-that-does-not-own-it"),
+    pytest.param(_host_path, 1, id="host-path-volume"),
+    pytest.param(_host_network, 1, id="host-network"),
+    pytest.param(_service_account_token, 2, id="service-account-token"),
+    pytest.param(_secret_in_env, 2, id="secret-in-env"),
+    pytest.param(_privileged, 3, id="privileged"),
+    pytest.param(_added_capability, 3, id="added-capability"),
+    pytest.param(_a_shell, 4, id="a-shell-instead-of-busybox-true"),
+]
+
+
+def _create_as_controller(
+    installed: Installed, job: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    return _kubectl(
+        installed.kubeconfig,
+        "create",
+        "--dry-run=server",
+        f"--as={CONTROLLER}",
+        "-o",
+        "name",
+        "-f",
+        "-",
+        stdin=json.dumps(job),
+    )
+
+
+def _denied(resource: str, rule: int) -> str:
+    return (
+        f"{resource} is forbidden: ValidatingAdmissionPolicy '{CONTROLLER_POLICY}' with binding "
+        f"'{CONTROLLER_POLICY}' denied request: {_policy_message(rule)}\n"
+    )
+
+
+def test_controller_identity_may_create_the_pull_job_it_renders(installed: Installed) -> None:
+    job = _pull_job()
+
+    created = _create_as_controller(installed, job)
+
+    assert (created.returncode, created.stderr) == (0, "")
+    assert created.stdout == f"job.batch/{job['metadata']['name']}\n"
+
+
+@pytest.mark.parametrize(("change", "rule"), REFUSED_JOBS)
+def test_controller_identity_may_not_create_any_other_job(
+    installed: Installed, change: Callable[[dict[str, Any]], None], rule: int
+) -> None:
+    job = _pull_job()
+    change(job)
+
+    refused = _create_as_controller(installed, job)
+
+    assert (refused.returncode, refused.stdout) == (1, "")
+    name = job["metadata"]["name"]
+    assert refused.stderr == (
+        'Error from server (Forbidden): error when creating "STDIN": '
+        + _denied(f'jobs.batch "{name}"', rule)
+    )
+
+
+def test_controller_identity_may_delete_pull_jobs_only(installed: Installed) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-abcde", "namespace": "default"},
+        "spec": {"nodeName": "edge-1", "containers": [{"name": "web", "image": "nginx:1.25"}]},
+    }
+    created = _kubectl(
+        installed.kubeconfig, "create", "-f", "-", "-o", "json", stdin=json.dumps(pod)
+    )
+    assert created.returncode == 0, created.stderr
+    uid = json.loads(created.stdout)["metadata"]["uid"]
+    # Owned by the live pod, so the garbage collector leaves it be; and a Job of someone else's.
+    pull = _pull_job(pod_uid=uid)
+    other = _kubectl(
+        installed.kubeconfig, "create", "job", "backup", "--image=busybox", "--", "true"
+    )
+    assert other.returncode == 0, other.stderr
+    made = _kubectl(installed.kubeconfig, "create", "-f", "-", stdin=json.dumps(pull))
+    assert made.returncode == 0, made.stderr
+    try:
+        as_controller = ("delete", "--dry-run=server", f"--as={CONTROLLER}", "job")
+        deleted = _kubectl(installed.kubeconfig, *as_controller, pull["metadata"]["name"])
+        refused = _kubectl(installed.kubeconfig, *as_controller, "backup")
+
+        assert (deleted.returncode, deleted.stderr) == (0, "")
+        assert deleted.stdout == (
+            f'job.batch "{pull["metadata"]["name"]}" deleted from default namespace (server dry run)\n'
+        )
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert refused.stderr == "Error from server (Forbidden): " + _denied(
+            'jobs.batch "backup"', 0
+        )
+    finally:
+        cleaned = _kubectl(
+            installed.kubeconfig, "delete", "job", "backup", pull["metadata"]["name"], "--wait=true"
+        )
+        assert cleaned.returncode == 0, cleaned.stderr
+        cleaned = _kubectl(installed.kubeconfig, "delete", "pod", "web-abcde", "--wait=true")
+        assert cleaned.returncode == 0, cleaned.stderr
 
 
 def test_controller_deployment_runs_two_leader_electing_replicas(installed: Installed) -> None:
@@ -453,14 +646,37 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
     objects = _charted("--values", str(values))
 
     assert [obj["kind"] for obj in objects if obj["kind"] == "Namespace"] == []
-    namespaced = [obj for obj in objects if "namespace" in obj["metadata"]]
-    assert {obj["metadata"]["namespace"] for obj in namespaced} == {"edge-ops"}
+    namespaced = {_key(obj)[1:] for obj in objects if "namespace" in obj["metadata"]}
+    # Everything in edge-ops, but what the controller may do in the one namespace it watches.
+    assert {(kind, name) for kind, ns, name in namespaced if ns != "edge-ops"} == {
+        ("Role", "edgerollout-controller"),
+        ("RoleBinding", "edgerollout-controller"),
+    }
+    assert {ns for _, ns, _ in namespaced} == {"edge-ops", "shop-17"}
     subjects = [s for obj in objects for s in obj.get("subjects", [])]
     assert {(s["name"], s["namespace"]) for s in subjects} == {
         ("edgerollout-controller", "edge-ops"),
         ("edgerollout-agent", "edge-ops"),
     }
-    (policy,) = (obj for obj in objects if obj["kind"] == "ValidatingAdmissionPolicy")
+    # Cluster-wide, the controller reads nodes and nothing else; in shop-17 it has the rules the
+    # ClusterRole has without watchNamespace.
+    roles = {(obj["kind"], obj["metadata"]["name"]): obj for obj in objects}
+    assert roles["ClusterRole", "edgerollout-controller"]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}
+    ]
+    (everywhere,) = (
+        obj
+        for obj in _charted()
+        if (obj["kind"], obj["metadata"]["name"]) == ("ClusterRole", "edgerollout-controller")
+    )
+    assert everywhere["rules"][-1] == roles["ClusterRole", "edgerollout-controller"]["rules"][0]
+    assert roles["Role", "edgerollout-controller"]["rules"] == everywhere["rules"][:-1]
+    (policy,) = (
+        obj
+        for obj in objects
+        if (obj["kind"], obj["metadata"]["name"])
+        == ("ValidatingAdmissionPolicy", "edgerollout-agent-own-node")
+    )
     # The agent's identity in any namespace, edge-ops included: the policy only ever narrows, and
     # kustomize's `namespace:` cannot rewrite a CEL string (proven on the lab in
     # test_agent_identity_namespace.py).
@@ -659,3 +875,49 @@ def test_helm_uninstall_removes_everything_it_installed(bare_lab: Lab) -> None:
     assert removed.stdout.splitlines()[-1] == f'release "{RELEASE}" uninstalled'
     assert _present(bare_lab, objects) == []
     assert _release_records(bare_lab) == []
+
+
+def test_helm_install_watching_one_namespace_grants_the_controller_that_namespace_only(
+    bare_lab: Lab,
+) -> None:
+    made = _kubectl(bare_lab.kubeconfig, "create", "namespace", "shop-17")
+    assert made.returncode == 0, made.stderr
+    installed = _helm_install(bare_lab.kubeconfig, "--set", "controller.watchNamespace=shop-17")
+    assert installed.returncode == 0, installed.stderr
+    try:
+        answers = {}
+        for verb, resource, namespace in [
+            *((verb, "jobs", ns) for verb in ("create", "delete") for ns in NAMESPACES),
+            *(("list", resource, ns) for resource in ("pods", "daemonsets") for ns in NAMESPACES),
+            ("delete", "pods", "shop-17"),
+            ("delete", "pods", "default"),
+            ("list", "nodes", None),
+        ]:
+            where = ["-n", namespace] if namespace else []
+            asked = _kubectl(
+                bare_lab.kubeconfig, "auth", "can-i", verb, resource, f"--as={CONTROLLER}", *where
+            )
+            answers[verb, resource, namespace] = asked.stdout.strip()
+        assert answers == {
+            ("create", "jobs", "shop-17"): "yes",
+            ("create", "jobs", "default"): "no",
+            ("create", "jobs", "kube-system"): "no",
+            ("delete", "jobs", "shop-17"): "yes",
+            ("delete", "jobs", "default"): "no",
+            ("delete", "jobs", "kube-system"): "no",
+            ("list", "pods", "shop-17"): "yes",
+            ("list", "pods", "default"): "no",
+            ("list", "pods", "kube-system"): "no",
+            ("list", "daemonsets", "shop-17"): "yes",
+            ("list", "daemonsets", "default"): "no",
+            ("list", "daemonsets", "kube-system"): "no",
+            ("delete", "pods", "shop-17"): "yes",
+            ("delete", "pods", "default"): "no",
+            ("list", "nodes", None): "yes",
+        }
+    finally:
+        removed = _helm_release("uninstall", bare_lab.kubeconfig, "--wait", "--timeout=90s")
+        assert removed.returncode == 0, removed.stderr
+
+
+NAMESPACES = ("shop-17", "default", "kube-system")

@@ -30,3 +30,43 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+What the controller does in the namespaces it watches: a ClusterRole's rules without
+controller.watchNamespace, a Role's in that namespace with it (the same rules as deploy/base).
+*/}}
+{{- define "edgerollout.controllerNamespacedRules" -}}
+# The DaemonSet cache (list, then watch): which DaemonSets opted in, their template generation
+# and the native controller's desiredNumberScheduled.
+- apiGroups: ["apps"]
+  resources: ["daemonsets"]
+  verbs: ["list", "watch"]
+# The ControllerRevision cache: the newest revision's hash decides which pods are current.
+- apiGroups: ["apps"]
+  resources: ["controllerrevisions"]
+  verbs: ["list", "watch"]
+# The Pod cache: each daemon pod's node, revision, readiness and conditions.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch"]
+# AdvancedRollingUpdate deletes outdated pods (with a UID precondition); the native DaemonSet
+# controller recreates them.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["delete"]
+# OTA and image pre-pull: a strategic merge patch of one pod condition (PodNeedUpgrade,
+# PodImageReady); never a full status update.
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["patch"]
+# Image pre-pull: watch the pull Jobs, create one per requested pod, delete it once reported.
+# RBAC cannot say which Jobs: the admission policy in controller-policy.yaml admits only pull
+# Jobs of the exact shape the controller renders.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["list", "watch", "create", "delete"]
+# Events on the DaemonSet for every deletion and every refusal to act.
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end }}

@@ -1,0 +1,84 @@
+"""The controller's admission policy spells the pull Job the way `kube.manifests` renders it.
+
+The API server proves the policy admits the rendered Job and refuses others
+(tests/e2e/test_deploy.py); this keeps its literals from drifting from the code without a lab.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgerollout.domain.model import NodeName, PodUID
+from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
+from edgerollout.kube.manifests import pull_job_manifest
+
+ROOT = Path(__file__).resolve().parents[3]
+POLICY = ROOT / "deploy" / "base" / "controller-policy.yaml"
+
+
+def _policy() -> dict[str, Any]:
+    (policy,) = (
+        doc
+        for doc in yaml.safe_load_all(POLICY.read_text())
+        if doc["kind"] == "ValidatingAdmissionPolicy"
+    )
+    return dict(policy)
+
+
+def _rendered() -> dict[str, Any]:
+    job = PullJob(
+        namespace="default",
+        name="edgerollout-pull-web-abcde",
+        pod_name="web-abcde",
+        pod_uid=PodUID("0b3c1d2e"),
+        node_name=NodeName("edge-1"),
+        revision="6b755b65dd",
+        images=("nginx:1.25",),
+        tolerations=(),
+        toolbox_image="busybox",
+        deadline_seconds=60,
+    )
+    spec: dict[str, Any] = pull_job_manifest(job)["spec"]["template"]["spec"]
+    return spec
+
+
+def test_policy_checks_the_pre_pull_label_the_controller_sets() -> None:
+    (owned,) = (rule["expression"] for rule in _policy()["spec"]["validations"][:1])
+
+    assert f"labels[?'{PREPULL_LABEL}']" in owned
+    assert f"labels['{PREPULL_LABEL}']" in owned
+
+
+def test_policy_names_the_toolbox_and_commands_of_the_rendered_job() -> None:
+    spec = _rendered()
+    (toolbox,) = spec["initContainers"]
+    (pull,) = spec["containers"]
+    shape = _policy()["spec"]["validations"][4]["expression"]
+
+    # A CEL list literal of strings is spelled as Python's repr of the same list.
+    assert f"initContainers[0].name == '{toolbox['name']}'" in shape
+    assert repr(toolbox["command"]) in shape
+    assert repr(pull["command"]) in shape
+
+
+def test_policy_matches_the_controller_service_account_in_any_namespace() -> None:
+    (match,) = _policy()["spec"]["matchConditions"]
+
+    assert match["expression"] == (
+        "request.userInfo.username.matches("
+        "'^system:serviceaccount:[a-z0-9.-]+:edgerollout-controller$')"
+    )
+
+
+def test_policy_is_bound_to_deny() -> None:
+    documents = list(yaml.safe_load_all(POLICY.read_text()))
+    (binding,) = (doc for doc in documents if doc["kind"] == "ValidatingAdmissionPolicyBinding")
+
+    assert _policy()["spec"]["failurePolicy"] == "Fail"
+    assert binding["spec"] == {
+        "policyName": "edgerollout-controller-prepull-jobs",
+        "validationActions": ["Deny"],
+    }
