@@ -9,9 +9,11 @@ default values it renders the same objects, save the labels every Helm chart add
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,13 +22,17 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
+from edgerollout_lab.api import api_client
 from edgerollout_lab.build import binary
 from edgerollout_lab.cluster import Lab
+from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from tests.e2e.support.lab import lab_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -307,6 +313,7 @@ def _policy_message(rule: int) -> str:
         doc
         for doc in yaml.safe_load_all((BASE / "controller-policy.yaml").read_text())
         if doc["kind"] == "ValidatingAdmissionPolicy"
+        and doc["metadata"]["name"] == CONTROLLER_POLICY
     )
     message: str = policy["spec"]["validations"][rule]["message"]
     return message
@@ -482,6 +489,114 @@ def test_controller_identity_may_delete_pull_jobs_only(installed: Installed) -> 
         assert cleaned.returncode == 0, cleaned.stderr
         cleaned = _kubectl(installed.kubeconfig, "delete", "pod", "web-abcde", "--wait=true")
         assert cleaned.returncode == 0, cleaned.stderr
+
+
+def _daemon_pod(installed: Installed) -> str:
+    """A DaemonSet's pod in default (the lab's simulated nodes run it): its name."""
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]},
+            },
+        },
+    }
+    made = _kubectl(installed.kubeconfig, "create", "-f", "-", stdin=json.dumps(daemonset))
+    assert made.returncode == 0, made.stderr
+    for _ in range(100):
+        listed = _kubectl(installed.kubeconfig, "get", "pods", "-l", "app=web", "-o", "name")
+        if listed.stdout:
+            return listed.stdout.split()[0].removeprefix("pod/")
+        time.sleep(0.1)
+    raise AssertionError("the DaemonSet made no pod within 10 s")
+
+
+def _as_controller(installed: Installed, *args: str) -> subprocess.CompletedProcess[str]:
+    return _kubectl(installed.kubeconfig, *args, "--dry-run=server", f"--as={CONTROLLER}")
+
+
+async def _patch_status_as_controller(
+    installed: Installed, pod: str, patches: list[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """Each patch of the pod's status, dry-run, with a token of the controller's ServiceAccount
+    (kubectl would read the pod first, which the controller may not): (200, "") or the refusal's
+    (code, message)."""
+    token = _kubectl(
+        installed.kubeconfig, "create", "token", "edgerollout-controller", "-n", NAMESPACE
+    )
+    assert token.returncode == 0, token.stderr
+    admin = read_kubeconfig(installed.kubeconfig)
+    kubeconfig = write_kubeconfig(
+        installed.kubeconfig.with_name("controller.kubeconfig"),
+        server=admin.server,
+        ca_file=admin.ca_file,
+        user=CONTROLLER,
+        token=token.stdout.strip(),
+    )
+    answers = []
+    async with api_client(kubeconfig) as api:
+        core = client.CoreV1Api(api)
+        for patch in patches:
+            try:
+                await core.patch_namespaced_pod_status(pod, "default", patch, dry_run="All")
+            except ApiException as error:
+                answers.append((error.status, json.loads(error.body or b"{}")["message"]))
+            else:
+                answers.append((200, ""))
+    return answers
+
+
+def test_controller_identity_may_delete_and_mark_daemon_pods_only(installed: Installed) -> None:
+    loose = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "loose", "namespace": "default"},
+        "spec": {"nodeName": "edge-1", "containers": [{"name": "web", "image": "nginx:1.25"}]},
+    }
+    made = _kubectl(installed.kubeconfig, "create", "-f", "-", stdin=json.dumps(loose))
+    assert made.returncode == 0, made.stderr
+    try:
+        daemon = _daemon_pod(installed)
+
+        deleted = _as_controller(installed, "delete", "pod", daemon)
+        refused = _as_controller(installed, "delete", "pod", "loose")
+        patches: list[dict[str, Any]] = [
+            {"status": {"conditions": [{"type": "PodNeedUpgrade", "status": "True"}]}},
+            {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+            {"metadata": {"labels": {"app": "other"}}},
+        ]
+        marked, not_ready, relabelled = asyncio.run(
+            _patch_status_as_controller(installed, daemon, patches)
+        )
+
+        assert (deleted.returncode, deleted.stderr) == (0, "")
+        assert deleted.stdout == f'pod "{daemon}" deleted from default namespace (server dry run)\n'
+        assert marked == (200, "")
+        policy = "edgerollout-controller-daemon-pods"
+        denied = (
+            f"is forbidden: ValidatingAdmissionPolicy '{policy}' with binding '{policy}' "
+            "denied request: "
+        )
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert refused.stderr == (
+            f'Error from server (Forbidden): pods "loose" {denied}'
+            "the edgerollout controller may only delete pods controlled by a DaemonSet\n"
+        )
+        for answer in (not_ready, relabelled):
+            assert answer == (
+                403,
+                f'pods "{daemon}" {denied}'
+                "the edgerollout controller's status patch may only change the PodNeedUpgrade "
+                "and PodImageReady conditions, not labels, annotations or another condition",
+            )
+    finally:
+        for kind, name in (("daemonset", "web"), ("pod", "loose")):
+            cleaned = _kubectl(installed.kubeconfig, "delete", kind, name, "--wait=true")
+            assert cleaned.returncode == 0, cleaned.stderr
 
 
 def test_controller_deployment_runs_two_leader_electing_replicas(installed: Installed) -> None:

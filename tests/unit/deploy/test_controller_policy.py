@@ -9,21 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
+from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE
 from edgerollout.kube.manifests import pull_job_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = ROOT / "deploy" / "base" / "controller-policy.yaml"
+POLICIES = ("edgerollout-controller-prepull-jobs", "edgerollout-controller-daemon-pods")
 
 
-def _policy() -> dict[str, Any]:
+def _policy(name: str = "edgerollout-controller-prepull-jobs") -> dict[str, Any]:
     (policy,) = (
         doc
         for doc in yaml.safe_load_all(POLICY.read_text())
-        if doc["kind"] == "ValidatingAdmissionPolicy"
+        if doc["metadata"]["name"] == name and doc["kind"] == "ValidatingAdmissionPolicy"
     )
     return dict(policy)
 
@@ -64,8 +67,9 @@ def test_policy_names_the_toolbox_and_commands_of_the_rendered_job() -> None:
     assert repr(pull["command"]) in shape
 
 
-def test_policy_matches_the_controller_service_account_in_any_namespace() -> None:
-    (match,) = _policy()["spec"]["matchConditions"]
+@pytest.mark.parametrize("name", POLICIES)
+def test_policy_matches_the_controller_service_account_in_any_namespace(name: str) -> None:
+    (match,) = _policy(name)["spec"]["matchConditions"]
 
     assert match["expression"] == (
         "request.userInfo.username.matches("
@@ -73,12 +77,18 @@ def test_policy_matches_the_controller_service_account_in_any_namespace() -> Non
     )
 
 
-def test_policy_is_bound_to_deny() -> None:
+def test_each_policy_fails_closed_and_is_bound_to_deny() -> None:
     documents = list(yaml.safe_load_all(POLICY.read_text()))
-    (binding,) = (doc for doc in documents if doc["kind"] == "ValidatingAdmissionPolicyBinding")
+    bindings = [doc for doc in documents if doc["kind"] == "ValidatingAdmissionPolicyBinding"]
 
-    assert _policy()["spec"]["failurePolicy"] == "Fail"
-    assert binding["spec"] == {
-        "policyName": "edgerollout-controller-prepull-jobs",
-        "validationActions": ["Deny"],
-    }
+    assert [_policy(name)["spec"]["failurePolicy"] for name in POLICIES] == ["Fail", "Fail"]
+    assert [binding["spec"] for binding in bindings] == [
+        {"policyName": name, "validationActions": ["Deny"]} for name in POLICIES
+    ]
+
+
+def test_pod_policy_lets_the_status_patch_change_only_the_controllers_conditions() -> None:
+    (_, patch) = _policy("edgerollout-controller-daemon-pods")["spec"]["validations"]
+    kept = f"!(c.type in {[POD_NEED_UPGRADE, POD_IMAGE_READY]!r})"
+
+    assert patch["expression"].replace("\n", " ").count(kept) == 2
