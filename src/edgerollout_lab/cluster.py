@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from edgerollout_lab import api, control_plane, link, processes
+from edgerollout_lab import api, control_plane, images, link, processes
+from edgerollout_lab import real_nodes as real_nodes_module
 from edgerollout_lab.agents import StartedAgent, start_agents
 from edgerollout_lab.build import missing_components
 from edgerollout_lab.control_plane import Ports
@@ -59,6 +60,9 @@ class LabNode:
     agent_url: str | None
     # The bearer token the agent requires of callers (0600); None when no agent runs.
     agent_token_file: Path | None = None
+    # A real kubelet and containerd (`lab up --real-nodes`), not a simulated node.
+    real: bool = False
+    runtime_endpoint: str | None = None
 
     @property
     def agent_token(self) -> str | None:
@@ -75,6 +79,9 @@ class Lab:
     kubeconfig: Path
     nodes: tuple[LabNode, ...]
     node_lease_seconds: int = NODE_LEASE_SECONDS
+    # With real nodes: the lab's registry (HOST:PORT) and the workload images it holds.
+    registry: str | None = None
+    images: tuple[str, ...] = ()
 
     @property
     def node_monitor_grace_seconds(self) -> int:
@@ -99,10 +106,14 @@ class Lab:
                     agent_token_file=(
                         Path(node["agent_token_file"]) if node.get("agent_token_file") else None
                     ),
+                    real=bool(node.get("real", False)),
+                    runtime_endpoint=node.get("runtime_endpoint"),
                 )
                 for node in data["nodes"]
             ),
             node_lease_seconds=int(data.get("node_lease_seconds", NODE_LEASE_SECONDS)),
+            registry=data.get("registry"),
+            images=tuple(data.get("images", ())),
         )
 
     def node(self, name: str) -> LabNode:
@@ -130,8 +141,11 @@ def up(
     say: Say,
     agents: bool = False,
     node_lease_seconds: int = NODE_LEASE_SECONDS,
+    real_nodes: int = 0,
+    payload_bytes: int = images.DEFAULT_PAYLOAD_BYTES,
 ) -> Lab:
-    """Start a lab with `nodes` nodes in folder; on any failure stop what was started and raise.
+    """Start a lab with `nodes` simulated nodes (and `real_nodes` real ones) in folder; on any
+    failure stop what was started and raise.
 
     `node_lease_seconds` is the nodes' Lease duration (renewed every quarter of it); the node
     lifecycle controller's grace period follows it (see `node_monitor_grace_seconds`)."""
@@ -156,10 +170,22 @@ def up(
             "stop it with `lab down` first"
         )
     folder.mkdir(parents=True, exist_ok=True)
+    if real_nodes:
+        try:
+            real_nodes_module.ensure_packages(say)
+            real_nodes_module.claim(folder)
+        except real_nodes_module.RealNodeError as error:
+            raise LabError(str(error)) from None
     for attempt in range(1, PORT_ATTEMPTS + 1):
         try:
             return _up(
-                folder, nodes=nodes, say=say, agents=agents, lease_seconds=node_lease_seconds
+                folder,
+                nodes=nodes,
+                say=say,
+                agents=agents,
+                lease_seconds=node_lease_seconds,
+                real_count=real_nodes,
+                payload_bytes=payload_bytes,
             )
         except processes.ComponentError as error:
             down(folder, say=lambda _: None)
@@ -173,7 +199,16 @@ def up(
     raise AssertionError("unreachable")
 
 
-def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int) -> Lab:
+def _up(
+    folder: Path,
+    *,
+    nodes: int,
+    say: Say,
+    agents: bool,
+    lease_seconds: int,
+    real_count: int,
+    payload_bytes: int,
+) -> Lab:
     started = time.monotonic()
     for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE):
         path = folder / stale
@@ -181,7 +216,9 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
-    names = node_names(nodes)
+    simulated = node_names(nodes)
+    real = real_nodes_module.node_names(real_count)
+    names = [*simulated, *real]
     admin = new_identity("lab-admin", "system:masters")
     controller_manager = new_identity("system:kube-controller-manager")
     scheduler = new_identity("system:kube-scheduler")
@@ -278,8 +315,29 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
             what="healthy",
         )
 
-    say(f"registering {nodes} node(s): {names[0]}{' ... ' + names[-1] if nodes > 1 else ''}")
-    asyncio.run(api.create_nodes(admin_kubeconfig, names))
+    say(
+        f"registering {nodes} node(s): {simulated[0]}{' ... ' + simulated[-1] if nodes > 1 else ''}"
+    )
+    asyncio.run(api.create_nodes(admin_kubeconfig, simulated))
+    node_kubeconfigs = {
+        name: kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
+        for name in names
+    }
+    registry: images.Registry | None = None
+    workload_images: list[str] = []
+    if real:
+        registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
+        say(f"starting {len(real)} real node(s) (containerd and a kubelet each): {', '.join(real)}")
+        for name in real:
+            real_nodes_module.start(
+                folder,
+                real_nodes_module.real_node(folder, name),
+                kubeconfig=node_kubeconfigs[name],
+                registry=registry.address,
+                kubelet_port=control_plane.free_port(),
+                healthz_port=control_plane.free_port(),
+                lease_seconds=lease_seconds,
+            )
     node_timeout = 60 + nodes * 0.2
     asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))
     asyncio.run(api.wait_default_service_account(admin_kubeconfig, timeout=60))
@@ -294,12 +352,10 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
             link_ports=link_ports,
             nodes=names,
         )
-    lab_nodes = [
+    lab_nodes: list[dict[str, Any]] = [
         {
             "name": name,
-            "kubeconfig": str(
-                kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
-            ),
+            "kubeconfig": str(node_kubeconfigs[name]),
             "agent_url": agents_started[name].url if name in agents_started else None,
             "agent_token_file": str(agents_started[name].token_file)
             if name in agents_started
@@ -307,19 +363,45 @@ def _up(folder: Path, *, nodes: int, say: Say, agents: bool, lease_seconds: int)
         }
         for name in names
     ]
-    _write_json(
-        folder / LAB_FILE,
-        {
-            "kubeconfig": str(admin_kubeconfig),
-            "server": server,
-            "node_lease_seconds": lease_seconds,
-            "nodes": lab_nodes,
-        },
-    )
+    for entry in lab_nodes:
+        if entry["name"] in real:
+            node = real_nodes_module.real_node(folder, entry["name"])
+            entry.update(real=True, runtime_endpoint=node.runtime_endpoint)
+    described: dict[str, Any] = {
+        "kubeconfig": str(admin_kubeconfig),
+        "server": server,
+        "node_lease_seconds": lease_seconds,
+        "nodes": lab_nodes,
+    }
+    if registry is not None:
+        described.update(registry=registry.address, images=workload_images)
+    _write_json(folder / LAB_FILE, described)
     say(
         f"lab ready in {time.monotonic() - started:.1f} s: {nodes} node(s), kubeconfig {admin_kubeconfig}"
     )
     return Lab.load(folder)
+
+
+def _start_registry(
+    folder: Path, say: Say, *, payload_bytes: int
+) -> tuple[images.Registry, list[str]]:
+    port = control_plane.free_port()
+    registry = images.Registry(address=f"127.0.0.1:{port}")
+    say(f"starting the image registry on {registry.address}")
+    processes.start(folder, "registry", images.registry_argv(folder, port))
+    processes.wait_until(
+        folder,
+        "registry",
+        functools.partial(images.registry_serving, registry),
+        timeout=30,
+        what="serving",
+    )
+    say("building the lab's images and pushing them to its registry")
+    try:
+        references = images.build_and_push(folder, registry, payload_bytes=payload_bytes)
+    except images.ImageError as error:
+        raise LabError(str(error)) from None
+    return registry, references
 
 
 def down(folder: Path, *, say: Say) -> list[str]:
@@ -333,6 +415,8 @@ def down(folder: Path, *, say: Say) -> list[str]:
         if processes.stop(folder, name):
             stopped.append(name)
             say(f"stopped {name}")
+    for name in real_nodes_module.teardown(folder):
+        say(f"tore down real node {name}: containers, mounts, cgroups, bridge, address")
     (folder / LAB_FILE).unlink(missing_ok=True)
     if not stopped:
         say(f"nothing was running in {folder}")

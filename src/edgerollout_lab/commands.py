@@ -65,8 +65,30 @@ def build_command() -> None:
     "after its last renewal. 40 is a production kubelet's (NotReady after 50 s), 8 shows a cut "
     "link within seconds.",
 )
+@click.option(
+    "--real-nodes",
+    type=click.IntRange(min=0, max=50),
+    default=0,
+    show_default=True,
+    help="Also run real nodes real-1 ... real-N: a kubelet and containerd each, pulling the "
+    "lab's own images from its registry (root, Linux; installs the Debian packages it needs).",
+)
+@click.option(
+    "--payload-mb",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="With real nodes: the size of each workload image's payload layer, in MiB.",
+)
 @dir_option
-def up_command(nodes: int, agents: bool, node_lease_seconds: int, folder: Path) -> None:
+def up_command(
+    nodes: int,
+    agents: bool,
+    node_lease_seconds: int,
+    real_nodes: int,
+    payload_mb: int,
+    folder: Path,
+) -> None:
     """Start the lab; prints the admin kubeconfig's path when every node is Ready."""
     try:
         build.build_all(_say)
@@ -76,6 +98,8 @@ def up_command(nodes: int, agents: bool, node_lease_seconds: int, folder: Path) 
             say=_say,
             agents=agents,
             node_lease_seconds=node_lease_seconds,
+            real_nodes=real_nodes,
+            payload_bytes=payload_mb << 20,
         )
     except (BuildError, ComponentError, cluster.LabError, TimeoutError) as error:
         raise _fail(error) from error

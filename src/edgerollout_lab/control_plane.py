@@ -112,6 +112,8 @@ def apiserver_argv(folder: Path, ports: Ports, pki: PkiPaths) -> list[str]:
         f"--client-ca-file={pki.ca_cert}",
         f"--token-auth-file={pki.tokens}",
         "--authorization-mode=Node,RBAC",
+        # Real nodes' kubelets are reached at their node address (logs, exec).
+        "--kubelet-preferred-address-types=InternalIP",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki.sa_public}",
         f"--service-account-signing-key-file={pki.sa_private}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -30,6 +31,14 @@ class Started:
     name: str
     pid: int
     log: Path
+
+
+def tool(name: str) -> str:
+    """The full path of a program the lab runs from the machine (`ip`, `containerd`, ...)."""
+    path = shutil.which(name) or shutil.which(name, path="/usr/local/sbin:/usr/sbin:/sbin")
+    if path is None:
+        raise ComponentError(f"the program {name} is not installed (not found on PATH)")
+    return path
 
 
 def log_path(folder: Path, name: str) -> Path:

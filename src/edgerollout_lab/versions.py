@@ -74,8 +74,10 @@ COMPONENTS: tuple[GoComponent, ...] = (
             "k8s.io/kubernetes/cmd/kube-apiserver",
             "k8s.io/kubernetes/cmd/kube-controller-manager",
             "k8s.io/kubernetes/cmd/kube-scheduler",
+            # Real nodes' kubelets (`lab up --real-nodes`), from the same pinned module.
+            "k8s.io/kubernetes/cmd/kubelet",
         ),
-        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"),
         ldflags=_kubernetes_ldflags(),
     ),
     GoComponent(

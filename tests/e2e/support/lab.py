@@ -144,10 +144,13 @@ def condition(pod: client.V1Pod, kind: str) -> Any:
 
 
 @contextlib.contextmanager
-def lab_of_its_own(folder: Path, *, nodes: int, agents: bool = False) -> Iterator[Lab]:
+def lab_of_its_own(
+    folder: Path, *, nodes: int, agents: bool = False, real_nodes: int = 0
+) -> Iterator[Lab]:
     """A lab apart from the session's (for a module's tests); stopped when the block ends,
-    whatever happened. With `agents`, every node runs edgerollout's agent."""
-    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=agents)
+    whatever happened. With `agents`, every node runs edgerollout's agent; `real_nodes` adds
+    real nodes (a kubelet and containerd each) beside the simulated ones."""
+    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=agents, real_nodes=real_nodes)
     try:
         yield lab
     finally:

@@ -128,11 +128,13 @@ def test_several_packages_are_built_into_binaries_named_after_them(
         "k8s.io/kubernetes/cmd/kube-apiserver",
         "k8s.io/kubernetes/cmd/kube-controller-manager",
         "k8s.io/kubernetes/cmd/kube-scheduler",
+        "k8s.io/kubernetes/cmd/kubelet",
     ]
     assert sorted(path.name for path in versions.bin_dir().iterdir()) == [
         "kube-apiserver",
         "kube-controller-manager",
         "kube-scheduler",
+        "kubelet",
     ]
 
 

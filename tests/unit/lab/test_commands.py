@@ -31,7 +31,14 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "status",
         "up",
     ]
-    assert _options(lab.commands["up"]) == ["--agents", "--dir", "--node-lease-seconds", "--nodes"]
+    assert _options(lab.commands["up"]) == [
+        "--agents",
+        "--dir",
+        "--node-lease-seconds",
+        "--nodes",
+        "--payload-mb",
+        "--real-nodes",
+    ]
     assert _options(lab.commands["demo"]) == ["--dir"]
 
 

@@ -1,0 +1,303 @@
+"""A real node in the lab: a kubelet and containerd running real containers from the lab's own
+registry, beside the simulated nodes (design §11.7).
+
+What runs on the node is asked of containerd itself (`ctr` on the node's socket) and of the
+container (HTTP to the pod), not only of the API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from edgerollout_lab import cluster, real_nodes
+from edgerollout_lab.cluster import Lab
+from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own, wait_for
+
+REAL = "real-1"
+IP = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "/usr/sbin/ip"
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+
+
+def _ctr(lab: Lab, *args: str) -> list[list[str]]:
+    """`ctr` on the real node's containerd, in the kubelet's namespace: rows without the header."""
+    socket = lab.node(REAL).runtime_endpoint
+    assert socket is not None
+    result = subprocess.run(
+        [
+            shutil.which("ctr") or "ctr",
+            "--address",
+            socket.removeprefix("unix://"),
+            "--namespace",
+            "k8s.io",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    return [line.split() for line in result.stdout.splitlines()[1:]]
+
+
+@dataclass(frozen=True)
+class Running:
+    """A container containerd runs: its ID and image reference."""
+
+    container: str
+    image: str
+
+
+def running_containers(lab: Lab) -> set[Running]:
+    images = {row[0]: row[1] for row in _ctr(lab, "containers", "ls")}
+    return {
+        Running(container=row[0], image=images[row[0]])
+        for row in _ctr(lab, "tasks", "ls")
+        if row[2] == "RUNNING"
+    }
+
+
+def image_digest(lab: Lab, reference: str) -> str:
+    """The digest containerd holds for an image reference (`sha256:...`)."""
+    (digest,) = (row[2] for row in _ctr(lab, "images", "ls") if row[0] == reference)
+    return digest
+
+
+def served_version(pod_ip: str) -> str:
+    with urllib.request.urlopen(f"http://{pod_ip}/version", timeout=5) as response:
+        return str(response.read().decode())
+
+
+def _leftovers(folder: Path) -> dict[str, list[str]]:
+    """Everything a real node puts on the machine, still there."""
+    state = real_nodes.real_node(folder, REAL).folder
+    processes = [
+        " ".join(proc.info["cmdline"])
+        for proc in psutil.process_iter(["cmdline", "status"])
+        if proc.info["status"] != psutil.STATUS_ZOMBIE
+        and any(str(folder) in part or str(state) in part for part in proc.info["cmdline"] or [])
+    ]
+    with open("/proc/self/mountinfo") as mountinfo:
+        mounts = [
+            line.split()[4]
+            for line in mountinfo
+            if str(folder) in line.split()[4] or str(state) in line.split()[4]
+        ]
+    cgroups = [str(path) for path in Path("/sys/fs/cgroup").glob(f"*/{real_nodes.CGROUP_PARENT}")]
+    addresses = subprocess.run(
+        [IP, "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True, check=True
+    ).stdout
+    links = subprocess.run(
+        [IP, "-o", "link", "show"], capture_output=True, text=True, check=True
+    ).stdout
+    log_links = [
+        str(path)
+        for path in real_nodes.CONTAINER_LOG_LINKS.glob("*")
+        if path.is_symlink() and str(state) in str(path.readlink())
+    ]
+    return {
+        "processes": processes,
+        "mounts": mounts,
+        "cgroups": cgroups,
+        "addresses": [word for word in addresses.split() if word.startswith("10.254.99.")],
+        "bridges": [word for word in links.split() if word.startswith("erlab-")],
+        "container log links": log_links,
+        "owner file": [str(real_nodes.OWNER_FILE)] if real_nodes.OWNER_FILE.exists() else [],
+        "state": [str(state)] if state.exists() else [],
+    }
+
+
+NOTHING_LEFT: dict[str, list[str]] = {
+    "processes": [],
+    "mounts": [],
+    "cgroups": [],
+    "addresses": [],
+    "bridges": [],
+    "container log links": [],
+    "owner file": [],
+    "state": [],
+}
+
+
+def _daemonset(name: str, image: str) -> Any:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": {"type": "OnDelete"},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"lab.edgerollout.io/real": "true"},
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": image,
+                            "readinessProbe": {
+                                "httpGet": {"path": "/version", "port": 80},
+                                "periodSeconds": 1,
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+# Defined first, so that it runs before the module's lab starts: one lab at a time runs real nodes.
+def test_lab_down_leaves_nothing_of_a_real_node_behind(tmp_path: Path) -> None:
+    folder = (tmp_path / "lab").resolve()
+    lab = cluster.up(folder, nodes=1, real_nodes=1, say=lambda _: None)
+    try:
+        name = "web"
+        namespace = "default"
+        applied = subprocess.run(
+            [KUBECTL, f"--kubeconfig={lab.kubeconfig}", "apply", "-n", namespace, "-f", "-"],
+            input=json.dumps(_daemonset(name, lab.images[0])),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert applied.returncode == 0, applied.stderr
+        asyncio.run(_wait_running(lab, lab.images[0]))
+        assert _leftovers(folder)["mounts"] != []
+    finally:
+        stopped = cluster.down(folder, say=lambda _: None)
+
+    assert {f"kubelet-{REAL}", f"containerd-{REAL}", "registry"} <= set(stopped)
+    assert _leftovers(folder) == NOTHING_LEFT
+    assert not (folder / "real").exists()
+
+
+async def _wait_running(lab: Lab, image: str) -> None:
+    async def running() -> bool:
+        return any(c.image == image for c in running_containers(lab))
+
+    await wait_for(running, timeout=60, what=f"a running container of {image}")
+
+
+@pytest.fixture(scope="module")
+def real_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with lab_of_its_own(tmp_path_factory.mktemp("real-node-lab"), nodes=1, real_nodes=1) as lab:
+        yield lab
+
+
+@pytest.fixture
+async def real(real_lab: Lab) -> AsyncIterator[LabHandle]:
+    async with lab_handle(real_lab) as handle:
+        yield handle
+
+
+@pytest.fixture
+async def ns(real: LabHandle) -> AsyncIterator[str]:
+    async with fresh_namespace(real, prefix="r") as name:
+        yield name
+
+
+def test_lab_json_describes_the_real_node_registry_and_images(real_lab: Lab) -> None:
+    node = real_lab.node(REAL)
+    registry = real_lab.registry
+    assert registry is not None
+
+    assert (node.real, real_lab.node("edge-1").real) == (True, False)
+    assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(real_lab.folder, REAL).socket}")
+    assert node.runtime_endpoint.startswith("unix:///var/lib/edgerollout-lab/")
+    assert real_lab.images == tuple(
+        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6")
+    )
+    with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
+        assert json.loads(response.read()) == {"repositories": ["nginx", "pause"]}
+
+
+async def test_real_node_runs_a_real_kubelet_and_containerd(real: LabHandle) -> None:
+    node = await real.core.read_node(REAL)
+    info = node.status.node_info
+
+    assert info.kubelet_version == "v1.36.5"
+    assert info.container_runtime_version.startswith("containerd://1.6.")
+    assert [a.address for a in node.status.addresses if a.type == "InternalIP"] == ["10.254.99.1"]
+    assert node.metadata.labels["lab.edgerollout.io/real"] == "true"
+    assert await real.node_ready(REAL) == "True"
+
+
+async def test_on_delete_upgrade_replaces_the_real_container_with_the_new_image(
+    real_lab: Lab, real: LabHandle, ns: str
+) -> None:
+    old, new = real_lab.images[0], real_lab.images[1]
+    name = "web"
+    await real.apps.create_namespaced_daemon_set(ns, _daemonset(name, old))
+    first = await _ready_pod(real, ns, name)
+    before = running_containers(real_lab)
+    (old_container,) = (c.container for c in before if c.image == old)
+    assert served_version(first.status.pod_ip) == "1.19.4\n"
+
+    await real.apps.patch_namespaced_daemon_set(
+        name, ns, {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": new}]}}}}
+    )
+    await real.core.delete_namespaced_pod(first.metadata.name, ns)
+    second = await _ready_pod(real, ns, name, not_uid=first.metadata.uid)
+
+    after = running_containers(real_lab)
+    assert [c.image for c in after if c.image in (old, new)] == [new]
+    assert old_container not in {c.container for c in after}
+    (status,) = second.status.container_statuses
+    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(real_lab, new)}"
+    assert served_version(second.status.pod_ip) == "1.19.5\n"
+
+
+async def test_a_cut_real_node_goes_not_ready_and_its_container_keeps_running(
+    real_lab: Lab, real: LabHandle, ns: str
+) -> None:
+    image = real_lab.images[2]
+    await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
+    pod = await _ready_pod(real, ns, "web")
+    (container,) = (c for c in running_containers(real_lab) if c.image == image)
+
+    await real.disconnect(REAL)
+    await real.wait_node_ready(REAL, "Unknown", timeout=30)
+
+    assert container in running_containers(real_lab)
+    assert served_version(pod.status.pod_ip) == "1.19.6\n"
+
+    await real.connect(REAL)
+    await real.wait_node_ready(REAL, "True", timeout=30)
+    assert container in running_containers(real_lab)
+    kept = await real.core.read_namespaced_pod(pod.metadata.name, ns)
+    assert kept.metadata.uid == pod.metadata.uid
+
+
+async def _ready_pod(real: LabHandle, ns: str, name: str, *, not_uid: str | None = None) -> Any:
+    """The DaemonSet's pod on the real node once it is Ready (another than `not_uid`)."""
+    found: list[Any] = []
+
+    async def ready() -> bool:
+        pods = await real.core.list_namespaced_pod(ns, label_selector=f"app={name}")
+        for pod in pods.items:
+            statuses = pod.status.container_statuses or []
+            if (
+                pod.metadata.uid != not_uid
+                and pod.metadata.deletion_timestamp is None
+                and statuses
+                and statuses[0].ready
+            ):
+                found[:] = [pod]
+                return True
+        return False
+
+    await wait_for(ready, timeout=60, what=f"a Ready pod of {name} on {REAL}")
+    return found[0]
