@@ -143,6 +143,7 @@ def up(
     node_lease_seconds: int = NODE_LEASE_SECONDS,
     real_nodes: int = 0,
     payload_bytes: int = images.DEFAULT_PAYLOAD_BYTES,
+    link_rate: float | None = None,
 ) -> Lab:
     """Start a lab with `nodes` simulated nodes (and `real_nodes` real ones) in folder; on any
     failure stop what was started and raise.
@@ -186,6 +187,7 @@ def up(
                 lease_seconds=node_lease_seconds,
                 real_count=real_nodes,
                 payload_bytes=payload_bytes,
+                link_rate=link_rate,
             )
         except processes.ComponentError as error:
             down(folder, say=lambda _: None)
@@ -208,9 +210,10 @@ def _up(
     lease_seconds: int,
     real_count: int,
     payload_bytes: int,
+    link_rate: float | None,
 ) -> Lab:
     started = time.monotonic()
-    for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE):
+    for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE, link.REGISTRY_PORTS_FILE):
         path = folder / stale
         if path.is_dir():
             shutil.rmtree(path)
@@ -266,15 +269,26 @@ def _up(
 
     asyncio.run(api.install_cut_links_policy(admin_kubeconfig))
 
-    say(f"starting one network link per node ({nodes})")
+    registry: images.Registry | None = None
+    workload_images: list[str] = []
+    if real:
+        registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
+    say(f"starting one network link per node ({len(names)})")
     link.write_wanted(
-        folder, host="127.0.0.1", port=ports.apiserver, links=dict.fromkeys(names, True)
+        folder,
+        host="127.0.0.1",
+        port=ports.apiserver,
+        links=dict.fromkeys(names, True),
+        registry=registry.host_and_port if registry else None,
+        pulls=real,
+        rate=link_rate,
     )
     processes.start(folder, "link", [sys.executable, "-m", "edgerollout_lab.link", str(folder)])
     processes.wait_until(
         folder, "link", lambda: (folder / link.PORTS_FILE).exists(), timeout=30, what="listening"
     )
     link_ports: dict[str, int] = json.loads((folder / link.PORTS_FILE).read_text())
+    pull_ports: dict[str, int] = json.loads((folder / link.REGISTRY_PORTS_FILE).read_text())
 
     say("starting kube-controller-manager and kube-scheduler")
     kcm_kubeconfig = kubeconfig("kube-controller-manager", controller_manager)
@@ -323,10 +337,7 @@ def _up(
         name: kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
         for name in names
     }
-    registry: images.Registry | None = None
-    workload_images: list[str] = []
-    if real:
-        registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
+    if registry is not None:
         say(f"starting {len(real)} real node(s) (containerd and a kubelet each): {', '.join(real)}")
         for name in real:
             real_nodes_module.start(
@@ -334,6 +345,7 @@ def _up(
                 real_nodes_module.real_node(folder, name),
                 kubeconfig=node_kubeconfigs[name],
                 registry=registry.address,
+                pull_port=pull_ports[name],
                 kubelet_port=control_plane.free_port(),
                 healthz_port=control_plane.free_port(),
                 lease_seconds=lease_seconds,
@@ -427,9 +439,7 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     lab = Lab.load(folder.resolve())
     for name in names:
         lab.node(name)
-    host, port, wanted = link.read_wanted(lab.folder)
-    wanted.update(dict.fromkeys(names, up))
-    link.write_wanted(lab.folder, host=host, port=port, links=wanted)
+    link.set_up(lab.folder, dict.fromkeys(names, up))
     processes.signal_process(lab.folder, "link", signal.SIGHUP)
     since = datetime.datetime.now(datetime.UTC)
     asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since))
@@ -469,6 +479,18 @@ def restart(folder: Path, component: str) -> float:
 def lab_ports(folder: Path) -> Ports:
     """The ports the running lab's programs listen on (chosen free when it started)."""
     return Ports(**json.loads((folder / STATE_FILE).read_text())["ports"])
+
+
+def set_link_rate(folder: Path, name: str, rate: float | None) -> Lab:
+    """Pace a real node's image pulls at `rate` bytes per second (None: unlimited)."""
+    lab = Lab.load(folder.resolve())
+    lab.node(name)
+    try:
+        link.set_rate(lab.folder, name, rate)
+    except ValueError as error:
+        raise LabError(str(error)) from None
+    processes.signal_process(lab.folder, "link", signal.SIGHUP)
+    return lab
 
 
 def disconnect(folder: Path, names: list[str]) -> Lab:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from edgerollout_lab import build, cluster
+from edgerollout_lab import build, cluster, link
 from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
@@ -74,6 +74,12 @@ def build_command() -> None:
     "lab's own images from its registry (root, Linux; installs the Debian packages it needs).",
 )
 @click.option(
+    "--link-rate",
+    default="unlimited",
+    show_default=True,
+    help="With real nodes: how fast each pulls images through its link, e.g. 2MB/s.",
+)
+@click.option(
     "--payload-mb",
     type=click.IntRange(min=0),
     default=1,
@@ -86,10 +92,15 @@ def up_command(
     agents: bool,
     node_lease_seconds: int,
     real_nodes: int,
+    link_rate: str,
     payload_mb: int,
     folder: Path,
 ) -> None:
     """Start the lab; prints the admin kubeconfig's path when every node is Ready."""
+    try:
+        rate = link.parse_rate(link_rate)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--link-rate") from None
     try:
         build.build_all(_say)
         started = cluster.up(
@@ -100,6 +111,7 @@ def up_command(
             node_lease_seconds=node_lease_seconds,
             real_nodes=real_nodes,
             payload_bytes=payload_mb << 20,
+            link_rate=rate,
         )
     except (BuildError, ComponentError, cluster.LabError, TimeoutError) as error:
         raise _fail(error) from error
@@ -135,6 +147,23 @@ def connect_command(nodes: tuple[str, ...], folder: Path) -> None:
     except (cluster.LabError, ComponentError) as error:
         raise _fail(error) from error
     _say(f"connected {', '.join(nodes)}")
+
+
+@lab.command("link-rate")
+@click.argument("node")
+@click.argument("rate")
+@dir_option
+def link_rate_command(node: str, rate: str, folder: Path) -> None:
+    """Pace real NODE's image pulls at RATE (e.g. 2MB/s, 500KB/s, unlimited)."""
+    try:
+        parsed = link.parse_rate(rate)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="RATE") from None
+    try:
+        cluster.set_link_rate(folder, node, parsed)
+    except (cluster.LabError, ComponentError) as error:
+        raise _fail(error) from error
+    _say(f"{node} pulls images at {rate}")
 
 
 @lab.command("restart")

@@ -26,7 +26,7 @@ from edgerollout_lab.versions import cache_root
 
 PAUSE_IMAGE = "pause:lab"
 WORKLOAD_REPOSITORY = "nginx"
-WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6")
+WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7")
 # The workload images' payload layer: small by default so that labs start fast; the slow-link
 # benchmark asks for tens of megabytes.
 DEFAULT_PAYLOAD_BYTES = 1 << 20
@@ -43,6 +43,11 @@ class Registry:
 
     def reference(self, image: str) -> str:
         return f"{self.address}/{image}"
+
+    @property
+    def host_and_port(self) -> tuple[str, int]:
+        host, _, port = self.address.rpartition(":")
+        return host, int(port)
 
 
 def _run(argv: list[str], *, what: str) -> None:

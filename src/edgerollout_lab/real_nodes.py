@@ -7,7 +7,8 @@ A real node `real-N` is, on this machine:
 - a cgroup root `/edgerollout-lab/real-N` under every cgroup v1 controller (the kubelet's cgroupfs
   driver; `cpuset` needs its CPUs and memory nodes copied from the parent);
 - a containerd whose root, state, socket, runc root, CNI configuration and registry hosts are in
-  the node's folder; its network namespaces are mounted under its state folder too;
+  the node's folder; its network namespaces are mounted under its state folder too; it pulls the
+  lab's images through the node's link (paced at the node's rate, cut with it);
 - a bridge `erlab-real-N` with host-local addresses for ordinary pods (10.254.(100+N).0/24, no
   masquerading, so no iptables rule);
 - a kubelet with its root folder, certificates and pod logs in the node's folder, reaching the API
@@ -190,13 +191,15 @@ def _make_cgroups(node: RealNode) -> None:
                         (step / name).write_text(value)
 
 
-def _containerd_config(node: RealNode, registry: str) -> Path:
+def _containerd_config(node: RealNode, registry: str, pull_port: int) -> Path:
     base = node.folder / "containerd"
     hosts = base / "certs.d" / registry
     hosts.mkdir(parents=True, exist_ok=True)
+    # Images are named after the registry; this node reaches it through its link.
+    through_link = f"http://127.0.0.1:{pull_port}"
     (hosts / "hosts.toml").write_text(
-        f'server = "http://{registry}"\n\n'
-        f'[host."http://{registry}"]\n  capabilities = ["pull", "resolve"]\n'
+        f'server = "{through_link}"\n\n'
+        f'[host."{through_link}"]\n  capabilities = ["pull", "resolve"]\n'
     )
     cni = node.folder / "cni"
     (cni / "net.d").mkdir(parents=True, exist_ok=True)
@@ -299,6 +302,7 @@ def start(
     *,
     kubeconfig: Path,
     registry: str,
+    pull_port: int,
     kubelet_port: int,
     healthz_port: int,
     lease_seconds: int,
@@ -313,7 +317,7 @@ def start(
     if added.returncode != 0 and "File exists" not in added.stderr:
         raise RealNodeError(f"cannot add {node.address} to lo: {added.stderr.strip()}")
     _make_cgroups(node)
-    config = _containerd_config(node, registry)
+    config = _containerd_config(node, registry, pull_port)
     processes.start(
         folder, f"containerd-{node.name}", [processes.tool("containerd"), "--config", str(config)]
     )

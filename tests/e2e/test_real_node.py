@@ -8,10 +8,12 @@ container (HTTP to the pod), not only of the API server.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import shutil
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from typing import Any
 import psutil
 import pytest
 
-from edgerollout_lab import cluster, real_nodes
+from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own, wait_for
 
@@ -218,7 +220,7 @@ def test_lab_json_describes_the_real_node_registry_and_images(real_lab: Lab) -> 
     assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(real_lab.folder, REAL).socket}")
     assert node.runtime_endpoint.startswith("unix:///var/lib/edgerollout-lab/")
     assert real_lab.images == tuple(
-        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6")
+        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7")
     )
     with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
         assert json.loads(response.read()) == {"repositories": ["nginx", "pause"]}
@@ -301,3 +303,54 @@ async def _ready_pod(real: LabHandle, ns: str, name: str, *, not_uid: str | None
 
     await wait_for(ready, timeout=60, what=f"a Ready pod of {name} on {REAL}")
     return found[0]
+
+
+def _registry_through_link(lab: Lab) -> str:
+    """How the registry answers the node through its link: its HTTP status, or `cut`."""
+    ports = json.loads((lab.folder / link.REGISTRY_PORTS_FILE).read_text())
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports[REAL]}/v2/", timeout=5) as answer:
+            return str(answer.status)
+    except (ConnectionError, http.client.HTTPException, urllib.error.URLError):
+        return "cut"
+
+
+def _pulled_event(events: Any, image: str) -> tuple[float, int]:
+    """(seconds, bytes) from the kubelet's Pulled event for the image."""
+    for event in events.items:
+        message = event.message or ""
+        if event.reason == "Pulled" and f'"{image}"' in message:
+            seconds = message.split(" in ", 1)[1].split(" ", 1)[0]
+            size = int(message.rsplit("Image size: ", 1)[1].split(" ", 1)[0])
+            return _duration(seconds), size
+    raise AssertionError(f"no Pulled event for {image}")
+
+
+def _duration(text: str) -> float:
+    """A Go duration as the kubelet prints it (`412ms`, `4.2s`, `1m3.5s`)."""
+    if text.endswith("ms"):
+        return float(text.removesuffix("ms")) / 1000
+    minutes, _, seconds = text.removesuffix("s").rpartition("m")
+    return float(minutes or 0) * 60 + float(seconds)
+
+
+async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_cut(
+    real_lab: Lab, real: LabHandle, ns: str
+) -> None:
+    image = real_lab.images[3]
+    rate = 400_000.0
+    cluster.set_link_rate(real_lab.folder, REAL, rate)
+    try:
+        await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
+        await _ready_pod(real, ns, "web")
+        seconds, size = _pulled_event(await real.core.list_namespaced_event(ns), image)
+
+        # No faster than the link allows (bytes over rate), and not stalled beyond it.
+        assert size > 1 << 20
+        assert size / rate <= seconds < size / rate + 5
+
+        assert await asyncio.to_thread(_registry_through_link, real_lab) == "200"
+        await real.disconnect(REAL)
+        assert await asyncio.to_thread(_registry_through_link, real_lab) == "cut"
+    finally:
+        cluster.set_link_rate(real_lab.folder, REAL, None)

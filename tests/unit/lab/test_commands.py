@@ -27,6 +27,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "demo",
         "disconnect",
         "down",
+        "link-rate",
         "restart",
         "status",
         "up",
@@ -34,6 +35,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
     assert _options(lab.commands["up"]) == [
         "--agents",
         "--dir",
+        "--link-rate",
         "--node-lease-seconds",
         "--nodes",
         "--payload-mb",

@@ -323,3 +323,71 @@ async def test_connection_still_connecting_upstream_when_its_link_is_cut_is_not_
         server.close()
         await wait_for(lambda: not node_link.connections, "relayed connection closed")
         await server.wait_closed()
+
+
+# --- pulls through the link: rates and pacing ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rate"),
+    [
+        ("2MB/s", 2_000_000.0),
+        ("500KB/s", 500_000.0),
+        ("1MiB/s", 1_048_576.0),
+        ("300B/s", 300.0),
+        ("0.5mb/s", 500_000.0),
+        ("unlimited", None),
+    ],
+)
+def test_a_rate_is_read_in_bytes_per_second(text: str, rate: float | None) -> None:
+    assert link.parse_rate(text) == rate
+
+
+@pytest.mark.parametrize("text", ["2", "fast", "-1MB/s", "0MB/s", "2TB/s", ""])
+def test_anything_else_is_not_a_rate_and_says_how_to_write_one(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a rate") as refused:
+        link.parse_rate(text)
+    assert str(refused.value) == (
+        f"{text!r} is not a rate: use a positive number with B, KB, MB, GB, KiB or MiB per second "
+        "(e.g. 2MB/s), or unlimited"
+    )
+
+
+async def test_a_pace_spreads_what_it_lets_through_at_its_rate_across_takers() -> None:
+    pace = link.Pace(rate=100_000.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    # Two connections of one node share its rate: 30 kB at 100 kB/s take 0.3 s, not 0.15 s.
+    await asyncio.gather(*(pace.take(5_000) for _ in range(6)))
+
+    assert 0.29 <= loop.time() - started < 0.5
+
+
+async def test_an_unlimited_pace_lets_everything_through_at_once() -> None:
+    pace = link.Pace()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    await asyncio.gather(*(pace.take(10_000_000) for _ in range(10)))
+
+    assert loop.time() - started < 0.05
+
+
+def test_a_rate_is_only_for_a_node_that_pulls_through_its_link(tmp_path: Path) -> None:
+    link.write_wanted(
+        tmp_path,
+        host=LOOPBACK,
+        port=1,
+        links={"edge-1": True, "real-1": True},
+        registry=(LOOPBACK, 2),
+        pulls=["real-1"],
+        rate=None,
+    )
+
+    link.set_rate(tmp_path, "real-1", 2e6)
+    with pytest.raises(ValueError, match="pulls no images") as refused:
+        link.set_rate(tmp_path, "edge-1", 2e6)
+
+    assert str(refused.value) == "edge-1 pulls no images through a link (real nodes: real-1)"
+    assert json.loads((tmp_path / link.LINKS_FILE).read_text())["rates"] == {"real-1": 2e6}
