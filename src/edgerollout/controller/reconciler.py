@@ -79,7 +79,9 @@ class Reconciler:
             self._drop(key)  # deleted and recreated under the same name
         state = self.states.of(key, ds.uid)
 
-        decided = plan(take_snapshot(self.cache, cached, state, now=self.clock()), state.book)
+        decided = plan(
+            take_snapshot(self.cache, cached, state, now=self.clock()), state.book, self.settings
+        )
 
         if decided.strategy is None:
             # Not ours (any more): nothing in flight to track. A problem already reported stays

@@ -20,6 +20,7 @@ from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.prepull import job_name
+from edgerollout.domain.reconcile import PlanSettings
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
     DAEMONSETS,
@@ -32,7 +33,7 @@ from edgerollout.kube.api import (
     Resource,
 )
 from edgerollout.kube.recorder import EventRecorder
-from edgerollout.settings import CONTROLLER
+from edgerollout.settings import CONTROLLER, PrepullSettings
 
 from ..domain.builders import NOW
 from ..kube.fake_api import JSON, FakeApi
@@ -107,6 +108,7 @@ async def controller(
     *,
     update_strategy: str = "OnDelete",
     may_write: Callable[[], bool] = lambda: True,
+    settings: PlanSettings | None = None,
 ) -> AsyncIterator[Controller]:
     api = FakeApi()
     api.put(
@@ -128,6 +130,7 @@ async def controller(
         executors=Executors(api=api, recorder=recorder, may_write=may_write, write_concurrency=100),
         recorder=recorder,
         clock=lambda: NOW,
+        settings=settings,
     )
     async with running(*cache.informers):
         yield Controller(api, cache, states, reconciler)
@@ -483,6 +486,23 @@ async def test_ota_starts_a_pull_job_on_the_node_of_a_pod_that_asked_for_one() -
         ] == ["PodNeedUpgrade"]
         assert outcome.deleted == 0
         assert c.deletions() == []
+
+
+async def test_pull_jobs_follow_the_controllers_prepull_settings() -> None:
+    prepull = PrepullSettings(toolbox_image="registry.example.com/toolbox:1", deadline_seconds=90)
+    async with controller(
+        {STRATEGY: "OTA"},
+        [waiting_for_pull("web-a", "edge-1")],
+        settings=PlanSettings(prepull=prepull),
+    ) as c:
+        await c.reconcile()
+
+        (create,) = c.api.calls_to("create", JOBS)
+        assert create.body is not None
+        assert create.body["spec"]["activeDeadlineSeconds"] == 90
+        assert create.body["spec"]["template"]["spec"]["initContainers"][0]["image"] == (
+            "registry.example.com/toolbox:1"
+        )
 
 
 async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() -> None:
