@@ -3,7 +3,8 @@
 In a cluster the agent runs as a DaemonSet pod on every edge node, under the ServiceAccount
 `edgerollout-system/edgerollout-agent` with a token bound to that pod. The lab does the same with
 real objects: it applies the shipped identity manifest (RBAC and the own-node admission policy),
-runs a stand-in DaemonSet whose pods KWOK keeps Running on every node, asks the API server for a
+runs a stand-in DaemonSet whose pods KWOK keeps Running on every node (real nodes run the lab's pause
+image), asks the API server for a
 token bound to each node's stand-in pod (so the token carries that node's name), and starts the
 agent as a local process with a kubeconfig holding that token and pointing at the node's link.
 Each agent requires its own bearer token, made as the install's init container makes it
@@ -66,7 +67,13 @@ def apply_identity(kubeconfig: Path) -> None:
     )
 
 
-def stand_in_daemonset(namespace: str = AGENT_NAMESPACE) -> dict[str, Any]:
+# What the stand-in pods run on simulated nodes (never pulled); real nodes run the lab's pause.
+STAND_IN_IMAGE = "edgerollout:lab"
+
+
+def stand_in_daemonset(
+    namespace: str = AGENT_NAMESPACE, image: str = STAND_IN_IMAGE
+) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -79,7 +86,7 @@ def stand_in_daemonset(namespace: str = AGENT_NAMESPACE) -> dict[str, Any]:
                     "serviceAccountName": AGENT_SERVICE_ACCOUNT,
                     "hostNetwork": True,
                     "tolerations": [{"operator": "Exists"}],
-                    "containers": [{"name": "agent", "image": "edgerollout:lab"}],
+                    "containers": [{"name": "agent", "image": image}],
                 },
             },
         },
@@ -87,12 +94,13 @@ def stand_in_daemonset(namespace: str = AGENT_NAMESPACE) -> dict[str, Any]:
 
 
 async def _stand_in_pods(
-    kubeconfig: Path, nodes: list[str], timeout: float, namespace: str
+    kubeconfig: Path, nodes: list[str], timeout: float, namespace: str, image: str
 ) -> dict[str, Any]:
     async with api_client(kubeconfig) as api:
         apps = client.AppsV1Api(api)
         core = client.CoreV1Api(api)
-        await apps.create_namespaced_daemon_set(namespace, cast(Any, stand_in_daemonset(namespace)))
+        manifest = stand_in_daemonset(namespace, image)
+        await apps.create_namespaced_daemon_set(namespace, cast(Any, manifest))
         deadline = time.monotonic() + timeout
         while True:
             listed = await core.list_namespaced_pod(namespace, label_selector=f"app={STAND_IN}")
@@ -141,12 +149,13 @@ def agent_tokens(
     *,
     timeout: float = 120,
     namespace: str = AGENT_NAMESPACE,
+    stand_in_image: str = STAND_IN_IMAGE,
 ) -> dict[str, str]:
     """A token per node, bound to the agent stand-in pod on that node (in `namespace`, where the
     agent's ServiceAccount is)."""
 
     async def mint() -> dict[str, str]:
-        pods = await _stand_in_pods(kubeconfig, nodes, timeout, namespace)
+        pods = await _stand_in_pods(kubeconfig, nodes, timeout, namespace, stand_in_image)
         return await _tokens(kubeconfig, {node: pods[node] for node in nodes}, namespace)
 
     return asyncio.run(mint())
@@ -170,11 +179,13 @@ def start_agents(
     ca_file: Path,
     link_ports: dict[str, int],
     nodes: list[str],
+    stand_in_image: str = STAND_IN_IMAGE,
 ) -> dict[str, StartedAgent]:
     """Start one agent per node; returns node -> its URL and token file once every agent is ready
-    (which includes having proven that the API server confines it to its node)."""
+    (which includes having proven that the API server confines it to its node). With real nodes
+    `stand_in_image` must be one they can pull."""
     apply_identity(admin_kubeconfig)
-    tokens = agent_tokens(admin_kubeconfig, nodes)
+    tokens = agent_tokens(admin_kubeconfig, nodes, stand_in_image=stand_in_image)
     started = {}
     for node in nodes:
         token_file = folder / "agent-tokens" / node

@@ -23,7 +23,7 @@ from typing import Any
 
 from edgerollout_lab import api, control_plane, images, link, processes
 from edgerollout_lab import real_nodes as real_nodes_module
-from edgerollout_lab.agents import StartedAgent, start_agents
+from edgerollout_lab.agents import STAND_IN_IMAGE, StartedAgent, start_agents
 from edgerollout_lab.build import missing_components
 from edgerollout_lab.control_plane import Ports
 from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
@@ -82,6 +82,8 @@ class Lab:
     # With real nodes: the lab's registry (HOST:PORT) and the workload images it holds.
     registry: str | None = None
     images: tuple[str, ...] = ()
+    # The pre-pull toolbox real nodes can pull (the controller's --prepull-toolbox-image).
+    toolbox_image: str | None = None
 
     @property
     def node_monitor_grace_seconds(self) -> int:
@@ -114,6 +116,7 @@ class Lab:
             node_lease_seconds=int(data.get("node_lease_seconds", NODE_LEASE_SECONDS)),
             registry=data.get("registry"),
             images=tuple(data.get("images", ())),
+            toolbox_image=data.get("toolbox_image"),
         )
 
     def node(self, name: str) -> LabNode:
@@ -363,6 +366,7 @@ def _up(
             ca_file=pki.ca_cert,
             link_ports=link_ports,
             nodes=names,
+            stand_in_image=(registry.reference(images.PAUSE_IMAGE) if registry else STAND_IN_IMAGE),
         )
     lab_nodes: list[dict[str, Any]] = [
         {
@@ -386,7 +390,11 @@ def _up(
         "nodes": lab_nodes,
     }
     if registry is not None:
-        described.update(registry=registry.address, images=workload_images)
+        described.update(
+            registry=registry.address,
+            images=workload_images,
+            toolbox_image=registry.reference(images.TOOLBOX_IMAGE),
+        )
     _write_json(folder / LAB_FILE, described)
     say(
         f"lab ready in {time.monotonic() - started:.1f} s: {nodes} node(s), kubeconfig {admin_kubeconfig}"

@@ -5,6 +5,7 @@ A registry (`docker-registry`, the CNCF distribution server) listens on loopback
 filesystem) and pushes them with `skopeo`:
 
 - `pause:lab`, the real nodes' sandbox image: one static program (`pause.c`);
+- `toolbox:lab`, the pre-pull Jobs' toolbox: a static busybox at `/bin/busybox`;
 - the workload images `nginx:1.19.4`, `nginx:1.19.5`, ... named like the seed's: a static busybox
   serving HTTP on port 80 (`/version` says which), stopping at once on SIGTERM, and a payload layer of random bytes of a chosen
   size, different in every image, so that each pull downloads it.
@@ -25,8 +26,10 @@ from edgerollout_lab.processes import tool
 from edgerollout_lab.versions import cache_root
 
 PAUSE_IMAGE = "pause:lab"
+# The pre-pull Jobs' toolbox on real nodes (`--prepull-toolbox-image`): a static /bin/busybox.
+TOOLBOX_IMAGE = "toolbox:lab"
 WORKLOAD_REPOSITORY = "nginx"
-WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7")
+WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
 # The workload images' payload layer: small by default so that labs start fast; the slow-link
 # benchmark asks for tens of megabytes.
 DEFAULT_PAYLOAD_BYTES = 1 << 20
@@ -98,8 +101,10 @@ def _build(
     tag: str,
     files: dict[str, Path | bytes],
     entrypoint: list[str],
+    links: dict[str, str] | None = None,
 ) -> None:
-    """An image `tag` in the OCI layout, holding `files` (path in the image: source or bytes)."""
+    """An image `tag` in the OCI layout, holding `files` (path in the image: source or bytes)
+    and symbolic `links` (path in the image: what it points to)."""
     if not (layout / "index.json").exists():
         _run(["umoci", "init", "--layout", str(layout)], what="creating an OCI layout")
     image = f"{layout}:{tag}"
@@ -114,6 +119,8 @@ def _build(
             shutil.copy2(content, target)
         else:
             target.write_bytes(content)
+    for inside, points_to in (links or {}).items():
+        (bundle / "rootfs" / inside.lstrip("/")).symlink_to(points_to)
     _run(["umoci", "repack", "--image", image, str(bundle)], what=f"packing {tag}")
     shutil.rmtree(bundle, ignore_errors=True)
     config = ["umoci", "config", "--image", image, "--config.entrypoint", entrypoint[0]]
@@ -142,6 +149,10 @@ def build_and_push(folder: Path, registry: Registry, *, payload_bytes: int) -> l
     layout.parent.mkdir(parents=True, exist_ok=True)
     _build(layout, "pause", {"/pause": pause_binary()}, ["/pause"])
     _push(layout, "pause", registry, PAUSE_IMAGE)
+    # Its applets as busybox images have them: the pull Job's init container runs `cp`.
+    applets = {f"/bin/{name}": "busybox" for name in ("cp", "sh", "true")}
+    _build(layout, "toolbox", {"/bin/busybox": STATIC_BUSYBOX}, ["/bin/busybox"], applets)
+    _push(layout, "toolbox", registry, TOOLBOX_IMAGE)
     references = []
     for tag in WORKLOAD_TAGS:
         files: dict[str, Path | bytes] = {

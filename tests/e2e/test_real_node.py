@@ -25,7 +25,23 @@ import pytest
 
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.lab import LabHandle, fresh_namespace, lab_handle, lab_of_its_own, wait_for
+from tests.e2e.support.agents import agent_of
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    condition,
+    daemonset,
+    fresh_namespace,
+    hold_for,
+    images,
+    lab_handle,
+    lab_of_its_own,
+    pod_ready,
+    set_image,
+    wait_for,
+)
+from tests.e2e.support.seed import NAME, ON_DELETE, SELECTOR, running_everywhere
 
 REAL = "real-1"
 IP = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "/usr/sbin/ip"
@@ -56,25 +72,36 @@ def _ctr(lab: Lab, *args: str) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Running:
-    """A container containerd runs: its ID and image reference."""
+    """A container containerd runs: its ID and its image's digest (`sha256:...`)."""
 
     container: str
     image: str
 
 
+def _digests(lab: Lab) -> dict[str, str]:
+    """Every image reference containerd holds (by tag or by digest) -> the image's digest."""
+    return {row[0]: row[2] for row in _ctr(lab, "images", "ls")}
+
+
 def running_containers(lab: Lab) -> set[Running]:
+    digests = _digests(lab)
     images = {row[0]: row[1] for row in _ctr(lab, "containers", "ls")}
     return {
-        Running(container=row[0], image=images[row[0]])
+        Running(container=row[0], image=digests.get(images[row[0]], images[row[0]]))
         for row in _ctr(lab, "tasks", "ls")
         if row[2] == "RUNNING"
     }
 
 
+def _on_real(lab: Lab, image: str) -> list[Running]:
+    """The containers running `image` (a reference by tag) on the real node."""
+    digest = _digests(lab).get(image)
+    return [c for c in running_containers(lab) if c.image == digest]
+
+
 def image_digest(lab: Lab, reference: str) -> str:
     """The digest containerd holds for an image reference (`sha256:...`)."""
-    (digest,) = (row[2] for row in _ctr(lab, "images", "ls") if row[0] == reference)
-    return digest
+    return _digests(lab)[reference]
 
 
 def served_version(pod_ip: str) -> str:
@@ -188,14 +215,15 @@ def test_lab_down_leaves_nothing_of_a_real_node_behind(tmp_path: Path) -> None:
 
 async def _wait_running(lab: Lab, image: str) -> None:
     async def running() -> bool:
-        return any(c.image == image for c in running_containers(lab))
+        return bool(_on_real(lab, image))
 
     await wait_for(running, timeout=60, what=f"a running container of {image}")
 
 
 @pytest.fixture(scope="module")
 def real_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with lab_of_its_own(tmp_path_factory.mktemp("real-node-lab"), nodes=1, real_nodes=1) as lab:
+    folder = tmp_path_factory.mktemp("real-node-lab")
+    with lab_of_its_own(folder, nodes=1, real_nodes=1, agents=True) as lab:
         yield lab
 
 
@@ -220,10 +248,11 @@ def test_lab_json_describes_the_real_node_registry_and_images(real_lab: Lab) -> 
     assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(real_lab.folder, REAL).socket}")
     assert node.runtime_endpoint.startswith("unix:///var/lib/edgerollout-lab/")
     assert real_lab.images == tuple(
-        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7")
+        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
     )
     with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
-        assert json.loads(response.read()) == {"repositories": ["nginx", "pause"]}
+        assert json.loads(response.read()) == {"repositories": ["nginx", "pause", "toolbox"]}
+    assert real_lab.toolbox_image == f"{registry}/toolbox:lab"
 
 
 async def test_real_node_runs_a_real_kubelet_and_containerd(real: LabHandle) -> None:
@@ -244,8 +273,7 @@ async def test_on_delete_upgrade_replaces_the_real_container_with_the_new_image(
     name = "web"
     await real.apps.create_namespaced_daemon_set(ns, _daemonset(name, old))
     first = await _ready_pod(real, ns, name)
-    before = running_containers(real_lab)
-    (old_container,) = (c.container for c in before if c.image == old)
+    (old_container,) = (c.container for c in _on_real(real_lab, old))
     assert served_version(first.status.pod_ip) == "1.19.4\n"
 
     await real.apps.patch_namespaced_daemon_set(
@@ -255,7 +283,7 @@ async def test_on_delete_upgrade_replaces_the_real_container_with_the_new_image(
     second = await _ready_pod(real, ns, name, not_uid=first.metadata.uid)
 
     after = running_containers(real_lab)
-    assert [c.image for c in after if c.image in (old, new)] == [new]
+    assert (_on_real(real_lab, old), len(_on_real(real_lab, new))) == ([], 1)
     assert old_container not in {c.container for c in after}
     (status,) = second.status.container_statuses
     assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(real_lab, new)}"
@@ -268,7 +296,7 @@ async def test_a_cut_real_node_goes_not_ready_and_its_container_keeps_running(
     image = real_lab.images[2]
     await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
     pod = await _ready_pod(real, ns, "web")
-    (container,) = (c for c in running_containers(real_lab) if c.image == image)
+    (container,) = _on_real(real_lab, image)
 
     await real.disconnect(REAL)
     await real.wait_node_ready(REAL, "Unknown", timeout=30)
@@ -315,15 +343,15 @@ def _registry_through_link(lab: Lab) -> str:
         return "cut"
 
 
-def _pulled_event(events: Any, image: str) -> tuple[float, int]:
-    """(seconds, bytes) from the kubelet's Pulled event for the image."""
+def _pulled_event(events: Any, image: str) -> tuple[float, int] | None:
+    """(seconds, bytes) from the kubelet's Pulled event for the image, if it has come."""
     for event in events.items:
         message = event.message or ""
         if event.reason == "Pulled" and f'"{image}"' in message:
             seconds = message.split(" in ", 1)[1].split(" ", 1)[0]
             size = int(message.rsplit("Image size: ", 1)[1].split(" ", 1)[0])
             return _duration(seconds), size
-    raise AssertionError(f"no Pulled event for {image}")
+    return None
 
 
 def _duration(text: str) -> float:
@@ -337,13 +365,17 @@ def _duration(text: str) -> float:
 async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_cut(
     real_lab: Lab, real: LabHandle, ns: str
 ) -> None:
-    image = real_lab.images[3]
+    image = real_lab.images[3]  # pulled by no other test of this lab
     rate = 400_000.0
     cluster.set_link_rate(real_lab.folder, REAL, rate)
     try:
         await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
         await _ready_pod(real, ns, "web")
-        seconds, size = _pulled_event(await real.core.list_namespaced_event(ns), image)
+
+        async def pulled() -> tuple[float, int] | None:
+            return _pulled_event(await real.core.list_namespaced_event(ns), image)
+
+        seconds, size = await wait_for(pulled, timeout=30, what=f"the kubelet's Pulled {image}")
 
         # No faster than the link allows (bytes over rate), and not stalled beyond it.
         assert size > 1 << 20
@@ -354,3 +386,194 @@ async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_c
         assert await asyncio.to_thread(_registry_through_link, real_lab) == "cut"
     finally:
         cluster.set_link_rate(real_lab.folder, REAL, None)
+
+
+# --- the seed's scenarios with a real node among the edge nodes ------------------------------
+
+NODES = ["edge-1", REAL]
+
+
+@pytest.fixture
+async def controller(
+    real_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ControllerProcess]:
+    """The controller on this lab, scoped to the test's namespace, with the lab's toolbox."""
+    handle = ControllerProcess.launch(
+        real_lab.kubeconfig,
+        tmp_path / "controller.log",
+        f"--namespace={ns}",
+        f"--prepull-toolbox-image={real_lab.toolbox_image}",
+    )
+    await handle.wait_ready()
+    try:
+        yield handle
+    finally:
+        code = handle.stop()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            print(f"--- controller log ---\n{handle.log_text()}")
+        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+
+
+async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgrades_it_back(
+    real_lab: Lab, real: LabHandle, ns: str, controller: ControllerProcess
+) -> None:
+    old, new = real_lab.images[0], real_lab.images[1]
+    annotations = {
+        "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+        "apps.openyurt.io/max-unavailable": "1",
+    }
+    await real.apps.create_namespaced_daemon_set(
+        ns, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+    )
+    before = await running_everywhere(real, ns, old, NODES)
+    (kept,) = _on_real(real_lab, old)
+
+    await real.disconnect(REAL)
+    await real.wait_node_ready(REAL, "Unknown", timeout=30)
+    await set_image(real, ns, NAME, new)
+
+    async def edge1_updated() -> bool:
+        pods = by_node(await real.pods(ns, SELECTOR)).get("edge-1", [])
+        return len(pods) == 1 and images(pods[0]) == [new] and pod_ready(pods[0])
+
+    await wait_for(edge1_updated, timeout=30, what="edge-1 on the new image")
+
+    async def real_untouched() -> bool:
+        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        return (
+            [p.metadata.uid for p in pods] == [before[REAL]]
+            and pods[0].metadata.deletion_timestamp is None
+            and _on_real(real_lab, old) == [kept]
+        )
+
+    # Cut, the real node's pod is not deleted and its container keeps running.
+    await hold_for(real_untouched, seconds=5, what="real-1's pod and container untouched")
+
+    await real.connect(REAL)
+    after = await running_everywhere(real, ns, new, NODES, timeout=90)
+
+    assert after[REAL] != before[REAL]
+    assert _on_real(real_lab, old) == []
+    (running,) = _on_real(real_lab, new)
+    pod = await real.core.read_namespaced_pod(
+        by_node(await real.pods(ns, SELECTOR))[REAL][0].metadata.name, ns
+    )
+    (status,) = pod.status.container_statuses
+    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(real_lab, new)}"
+    assert running.container == status.container_id.removeprefix("containerd://")
+
+
+async def test_native_rolling_update_stalls_on_a_cut_real_node_until_its_kubelet_is_back(
+    real_lab: Lab, real: LabHandle, ns: str
+) -> None:
+    old, new = real_lab.images[2], real_lab.images[0]
+    rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+    await real.apps.create_namespaced_daemon_set(ns, daemonset(NAME, image=old, strategy=rolling))
+    before = await running_everywhere(real, ns, old, NODES)
+    (kept,) = _on_real(real_lab, old)
+
+    await real.disconnect(REAL)
+    await real.wait_node_ready(REAL, "Unknown", timeout=30)
+    await set_image(real, ns, NAME, new)
+
+    async def terminating_but_running() -> bool:
+        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        return (
+            [p.metadata.uid for p in pods] == [before[REAL]]
+            and pods[0].metadata.deletion_timestamp is not None
+            and _on_real(real_lab, old) == [kept]
+        )
+
+    # The native controller deletes the cut node's pod; only its kubelet can finish that.
+    await wait_for(terminating_but_running, timeout=30, what="real-1's pod Terminating")
+    await hold_for(terminating_but_running, seconds=5, what="real-1's pod stuck Terminating")
+
+    await real.connect(REAL)
+    after = await running_everywhere(real, ns, new, NODES, timeout=90)
+
+    assert after[REAL] != before[REAL]
+    assert _on_real(real_lab, old) == []
+    assert len(_on_real(real_lab, new)) == 1
+
+
+async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_restarts_it(
+    real_lab: Lab, real: LabHandle, ns: str, controller: ControllerProcess
+) -> None:
+    # An image no other test of this lab pulls: it reaches the node only through imagepull.
+    old, new = real_lab.images[0], real_lab.images[4]
+    agent = agent_of(real_lab, REAL)
+    ota = {"apps.openyurt.io/update-strategy": "OTA"}
+    await real.apps.create_namespaced_daemon_set(
+        ns, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=ota)
+    )
+    before = await running_everywhere(real, ns, old, NODES)
+    pod = by_node(await real.pods(ns, SELECTOR))[REAL][0].metadata.name
+    had_image = new in {row[0] for row in _ctr(real_lab, "images", "ls")}
+    await set_image(real, ns, NAME, new)
+
+    async def marked() -> bool:
+        current = await real.core.read_namespaced_pod(pod, ns)
+        need = condition(current, "PodNeedUpgrade")
+        return need is not None and need.status == "True"
+
+    await wait_for(marked, timeout=30, what="PodNeedUpgrade=True on real-1's pod")
+    pulled = await agent.imagepull(ns, pod)
+    assert (pulled.status, pulled.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+
+    async def image_ready() -> bool:
+        current = await real.core.read_namespaced_pod(pod, ns)
+        ready = condition(current, "PodImageReady")
+        return ready is not None and ready.status == "True"
+
+    await wait_for(image_ready, timeout=90, what="PodImageReady=True on real-1's pod")
+    # The image is in the node's containerd, and the pod still runs the old one.
+    assert not had_image
+    assert new in {row[0] for row in _ctr(real_lab, "images", "ls")}
+    current = await real.core.read_namespaced_pod(pod, ns)
+    assert current.metadata.uid == before[REAL]
+    assert [c.image for c in current.spec.containers] == [old]
+    assert len(_on_real(real_lab, old)) == 1
+
+    upgraded = await agent.upgrade(ns, pod)
+    assert (upgraded.status, upgraded.text) == (200, f"Start updating pod {ns}/{pod}")
+
+    async def upgraded_on_real() -> bool:
+        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        return (
+            len(pods) == 1
+            and pods[0].metadata.uid != before[REAL]
+            and images(pods[0]) == [new]
+            and pod_ready(pods[0])
+        )
+
+    await wait_for(upgraded_on_real, timeout=60, what="real-1 running the new image")
+    assert _on_real(real_lab, old) == []
+    assert len(_on_real(real_lab, new)) == 1
+    (upgraded_pod,) = by_node(await real.pods(ns, SELECTOR))[REAL]
+    listed = await real.core.list_namespaced_event(ns)
+    pulls = sorted(
+        (e.involved_object.name.startswith("prepull-"), e.message.split(" in ", 1)[0])
+        for e in listed.items
+        if e.reason == "Pulled"
+        and f'"{new}"' in (e.message or "")
+        and e.involved_object.name in (upgraded_pod.metadata.name, pulled_by_job(listed))
+    )
+    # Pulled once, by the pull Job; the upgraded pod found the image on the node.
+    assert pulls == [
+        (
+            False,
+            f'Container image "{new}" already present on machine and can be accessed by the pod',
+        ),
+        (True, f'Successfully pulled image "{new}"'),
+    ]
+
+
+def pulled_by_job(events: Any) -> str:
+    """The name of the pull Job's pod, from the events of the namespace."""
+    (name,) = {
+        e.involved_object.name
+        for e in events.items
+        if e.involved_object.kind == "Pod" and e.involved_object.name.startswith("prepull-")
+    }
+    return str(name)
