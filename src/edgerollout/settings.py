@@ -47,8 +47,12 @@ class LeaderElectionSettings:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrepullSettings:
     # Any image with a static /bin/busybox: it is copied into the pull Job, so that an image
-    # without a shell can be pulled too. Pinned to a musl build, whose busybox is static.
-    toolbox_image: str = "busybox:1.36.1-musl"
+    # without a shell can be pulled too. A musl build, whose busybox is static, pinned by the
+    # digest of its multi-platform index (docs/decisions.md, "Supply chain").
+    toolbox_image: str = (
+        "busybox:1.37.0-musl"
+        "@sha256:fc6dddc4c44b1bfe37f41cae8e67d1693828e8f42a91862816d7953e2c9d3f23"
+    )
     # A pull that has not finished in 10 minutes is reported failed (PullImageFail) rather than
     # left waiting for ever; large images over an edge link can take minutes.
     deadline_seconds: int = 600

@@ -746,7 +746,7 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
                     "replicas": 3,
                     "watchNamespace": "shop-17",
                     "prepull": {
-                        "toolboxImage": "registry.example.com/busybox:1.36.1-musl",
+                        "toolboxImage": "registry.example.com/busybox:1.37.0-musl",
                         "deadlineSeconds": 120,
                     },
                 },
@@ -811,7 +811,7 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
         "--log-format=text",
         "--log-level=info",
         "--namespace=shop-17",
-        "--prepull-toolbox-image=registry.example.com/busybox:1.36.1-musl",
+        "--prepull-toolbox-image=registry.example.com/busybox:1.37.0-musl",
         "--prepull-deadline=120",
     ]
     assert "--log-format=text" in agent["containers"][0]["args"]
@@ -840,7 +840,7 @@ def test_values_shown_in_the_readme_are_accepted_and_applied(tmp_path: Path) -> 
         ("registry.example.com/edgerollout:0.1.0", "IfNotPresent")
     }
     assert controller["containers"][0]["args"][-1] == (
-        "--prepull-toolbox-image=registry.example.com/busybox:1.36.1-musl"
+        "--prepull-toolbox-image=registry.example.com/busybox:1.37.0-musl"
     )
 
 
@@ -850,6 +850,8 @@ def _schema_errors(stderr: str, *, command: str) -> list[str]:
     assert (heading, chart) == (f"Error: {command}{SCHEMA_ERROR}", "edgerollout:")
     return sorted(errors)
 
+
+CACHE_DIR_PATTERN = "^/var/lib/[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
 
 BAD_VALUES = [
     pytest.param(
@@ -882,7 +884,46 @@ BAD_VALUES = [
         ["- at '/controller/replicas': minimum: got 0, want 1"],
         id="no-replicas",
     ),
+    # The cache folder is a hostPath that a root init container chowns: under /var/lib only.
+    *(
+        pytest.param(
+            {"agent": {"cacheDir": path}},
+            [f"- at '/agent/cacheDir': '{path}' does not match pattern '{CACHE_DIR_PATTERN}'"],
+            id=f"cache-dir-{name}",
+        )
+        for name, path in [
+            ("outside-var-lib", "/etc/edgerollout"),
+            ("dot-dot", "/var/lib/../etc"),
+            ("dot-dot-deeper", "/var/lib/edgerollout-cache/../../etc"),
+            ("relative", "relative/path"),
+            ("hidden", "/var/lib/.hidden"),
+        ]
+    ),
+    *(
+        pytest.param(
+            {"agent": {"cacheDir": path}},
+            ["- at '/agent/cacheDir': 'not' failed"],
+            id=f"cache-dir-{name}",
+        )
+        for name, path in [
+            ("the-kubelets", "/var/lib/kubelet"),
+            ("the-agent-tokens", "/var/lib/edgerollout"),
+            ("inside-containerd", "/var/lib/containerd/io.containerd"),
+        ]
+    ),
 ]
+
+
+@pytest.mark.parametrize("path", ["/var/lib/edgerollout-cache", "/var/lib/edge/cache-1.0"])
+def test_a_cache_folder_under_var_lib_is_mounted_chowned_and_passed_to_the_agent(
+    path: str,
+) -> None:
+    objects = _charted("--set", f"agent.cacheDir={path}")
+
+    agent = _pod_spec(objects, "DaemonSet")
+    assert [v["hostPath"]["path"] for v in agent["volumes"] if "hostPath" in v].count(path) == 1
+    assert path in agent["initContainers"][0]["command"]
+    assert f"--cache-dir={path}" in agent["containers"][0]["args"]
 
 
 @pytest.mark.parametrize(("values", "errors"), BAD_VALUES)

@@ -476,7 +476,8 @@ async def test_ota_starts_a_pull_job_on_the_node_of_a_pod_that_asked_for_one() -
         assert body["spec"]["template"]["spec"]["nodeName"] == "edge-1"
         assert body["spec"]["activeDeadlineSeconds"] == 600
         assert body["spec"]["template"]["spec"]["initContainers"][0]["image"] == (
-            "busybox:1.36.1-musl"
+            "busybox:1.37.0-musl"
+            "@sha256:fc6dddc4c44b1bfe37f41cae8e67d1693828e8f42a91862816d7953e2c9d3f23"
         )
         # The only pod status patch is its PodNeedUpgrade mark.
         assert [

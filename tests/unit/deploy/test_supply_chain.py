@@ -1,0 +1,94 @@
+"""What the image and the development environment are built from is pinned by digest or hash.
+
+docs/decisions.md ("Supply chain") says how each pin is made and moved; these checks keep every
+pin in place and the places that spell one version agreeing.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from edgerollout.settings import CONTROLLER
+
+ROOT = Path(__file__).resolve().parents[3]
+DEPLOY = ROOT / "deploy"
+DOCKERFILE = DEPLOY / "Dockerfile"
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}$")
+
+
+def _requirements(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, its hashes), from a `pip --require-hashes` file."""
+    joined = path.read_text().replace("\\\n", " ")
+    pins = {}
+    for line in joined.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        name, _, version = words[0].partition("==")
+        pins[name] = (version, words[1:])
+    return pins
+
+
+@pytest.mark.parametrize("name", ["uv-requirements.txt", "build-requirements.txt"])
+def test_every_pinned_requirement_carries_sha256_hashes(name: str) -> None:
+    pins = _requirements(DEPLOY / name)
+
+    assert pins
+    for package, (version, hashes) in pins.items():
+        assert re.fullmatch(r"[0-9][0-9a-z.]*", version), package
+        assert hashes, package
+        assert all(HASH.fullmatch(entry) for entry in hashes), package
+
+
+def test_uv_is_one_pinned_version_with_a_hash_for_each_of_its_files() -> None:
+    pins = _requirements(DEPLOY / "uv-requirements.txt")
+
+    assert list(pins) == ["uv"]
+    version, hashes = pins["uv"]
+    assert version == "0.13.9"
+    # The release's wheels for every platform and its source archive.
+    assert len(set(hashes)) == len(hashes) == 19
+
+
+def test_dev_and_the_image_install_uv_from_the_hashed_file() -> None:
+    dev = (ROOT / "dev").read_text()
+    dockerfile = DOCKERFILE.read_text()
+
+    assert "UV_REQUIREMENTS=deploy/uv-requirements.txt" in dev
+    assert '--require-hashes -r "$UV_REQUIREMENTS"' in dev
+    assert "pip install --no-cache-dir --require-hashes -r deploy/uv-requirements.txt" in dockerfile
+
+
+def test_the_build_backend_is_the_one_pyproject_names_and_is_built_without_isolation() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = _requirements(DEPLOY / "build-requirements.txt")
+    dockerfile = DOCKERFILE.read_text()
+
+    assert pyproject["build-system"]["requires"] == [f"hatchling=={pins['hatchling'][0]}"]
+    assert "--require-hashes -r deploy/build-requirements.txt" in dockerfile
+    assert "--no-build-isolation" in dockerfile
+
+
+def test_the_base_image_is_a_build_argument_pinned_by_digest() -> None:
+    lines = DOCKERFILE.read_text().splitlines()
+    (argument,) = (line for line in lines if line.startswith("ARG PYTHON_IMAGE="))
+    froms = [line for line in lines if line.startswith("FROM ")]
+
+    default = argument.removeprefix("ARG PYTHON_IMAGE=")
+    assert default.startswith("python:3.11-slim@sha256:")
+    assert DIGEST.search(default)
+    assert froms == ["FROM ${PYTHON_IMAGE} AS builder", "FROM ${PYTHON_IMAGE}"]
+    # Declared before the first FROM, so both stages can use it.
+    assert lines.index(argument) < lines.index(froms[0])
+
+
+def test_the_prepull_toolbox_default_is_pinned_by_digest() -> None:
+    image = CONTROLLER.prepull.toolbox_image
+
+    assert image.startswith("busybox:1.37.0-musl@sha256:")
+    assert DIGEST.search(image)
