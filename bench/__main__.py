@@ -18,15 +18,16 @@ import click
 
 from bench import plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine, source_commit
-from bench.scenarios import agent, disconnected, footprint, ota, rolling
+from bench.scenarios import agent, disconnected, footprint, ota, rolling, slow_link
 from bench.session import lab_session
 from edgerollout_lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
     PRODUCTION_NODE_LEASE_SECONDS,
 )
+from edgerollout_lab.link import parse_rate
 
-SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent")
+SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent", "slow-link")
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -90,6 +91,20 @@ async def _agent(options: dict[str, Any], results: dict[str, Any]) -> None:
         )
 
 
+async def _slow_link(options: dict[str, Any], results: dict[str, Any]) -> None:
+    payload, rate = options["slow_link_payload_mb"] << 20, options["slow_link_rate"]
+    async with lab_session(
+        nodes=1, say=_say, agents=True, real_nodes=1, payload_bytes=payload, link_rate=rate
+    ) as session:
+        toolbox = session.lab.toolbox_image
+        controller = await session.controller(
+            namespace=slow_link.NAMESPACE, extra=(f"--prepull-toolbox-image={toolbox}",)
+        )
+        results["scenarios"]["slow-link"] = await slow_link.run(
+            session, controller, payload_bytes=payload, link_rate=rate, timeout=options["timeout"]
+        )
+
+
 async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {
         "name": options["name"],
@@ -106,6 +121,8 @@ async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
         await _footprint(options, results)
     if "agent" in chosen:
         await _agent(options, results)
+    if "slow-link" in chosen:
+        await _slow_link(options, results)
     results["seconds"] = round(time.monotonic() - started, 1)
     results["load_average_1m_at_end"] = load_now()
     return results
@@ -151,6 +168,17 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     help="Duration of the agent's GET /pods load.  [default: 30; smoke: 2]",
 )
 @click.option("--upgrades", type=click.IntRange(min=1), default=None, help="[default: 5; smoke: 1]")
+@click.option(
+    "--slow-link-payload-mb",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Scenario 7: the payload layer of each image, in MiB.  [default: 50; smoke: 2]",
+)
+@click.option(
+    "--slow-link-rate",
+    default=None,
+    help="Scenario 7: the real node's link rate (lab link-rate syntax).  [default: 2MB/s; smoke: 1MB/s]",
+)
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
@@ -202,6 +230,8 @@ def main(
     native_stall_seconds: float | None,
     agent_seconds: float | None,
     upgrades: int | None,
+    slow_link_payload_mb: int | None,
+    slow_link_rate: str | None,
     rounds: int | None,
     smoke: bool,
     name: str | None,
@@ -215,6 +245,12 @@ def main(
     """Benchmark edgerollout against the native DaemonSet controller on the local lab."""
     if smoke and nodes == 1000:
         nodes = 50
+    try:
+        rate = parse_rate(slow_link_rate or ("1MB/s" if smoke else "2MB/s"))
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--slow-link-rate") from None
+    if rate is None:
+        raise click.BadParameter("scenario 7 needs a limited rate", param_hint="--slow-link-rate")
     options: dict[str, Any] = {
         "nodes": nodes,
         "smoke": smoke,
@@ -223,6 +259,8 @@ def main(
         "native_stall_seconds": native_stall_seconds or (20.0 if smoke else 300.0),
         "agent_seconds": agent_seconds or (2.0 if smoke else 30.0),
         "upgrades": upgrades or (1 if smoke else 5),
+        "slow_link_payload_mb": slow_link_payload_mb or (2 if smoke else 50),
+        "slow_link_rate": rate,
         "timeout": timeout,
         "rounds": rounds or (2 if smoke else 4),
         "node_lease_seconds": node_lease_seconds

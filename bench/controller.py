@@ -31,9 +31,11 @@ class Controller(controller_process.ControllerProcess):
         return self.metrics.read()
 
 
-def start_controller(kubeconfig: Path, log: Path, *, namespace: str | None) -> Controller:
+def start_controller(
+    kubeconfig: Path, log: Path, *, namespace: str | None, extra: tuple[str, ...] = ()
+) -> Controller:
     """Start the controller (logging JSON), scoped to `namespace` if one is given; not waiting."""
-    extra = ["--log-format=json"]
+    flags = ["--log-format=json", *extra]
     if namespace:
-        extra.append(f"--namespace={namespace}")
-    return Controller.launch(kubeconfig, log, *extra)
+        flags.append(f"--namespace={namespace}")
+    return Controller.launch(kubeconfig, log, *flags)

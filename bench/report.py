@@ -309,6 +309,26 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 f"{agent['upgrade']['median_deletion_seen_ms']:.0f} ms",
             ),
         ]
+    slow = scenarios.get("slow-link")
+    if slow:
+        with_pull = slow["ota_with_imagepull"]["downtime_seconds"]
+        without = slow["ota_without_imagepull"]["downtime_seconds"]
+        link = (
+            f"{slow['payload_bytes'] / 1e6:.0f} MB layer, "
+            f"{slow['link_rate_bytes_per_second'] / 1e6:g} MB/s link"
+        )
+        table += [
+            Row(
+                f"7 OTA downtime, imagepull first ({link})",
+                _s(with_pull),
+                f"upgrade without imagepull {_s(without)}",
+                _ratio(with_pull, without),
+            ),
+            _shown(
+                "7 AdvancedRollingUpdate downtime (reference)",
+                _s(slow["advanced_rolling_update"]["downtime_seconds"]),
+            ),
+        ]
     return table
 
 

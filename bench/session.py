@@ -21,6 +21,7 @@ from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
 from edgerollout_lab import cluster
 from edgerollout_lab.control_plane import audit_log_path
+from edgerollout_lab.images import DEFAULT_PAYLOAD_BYTES
 from edgerollout_lab.kwok_stages import NODE_LEASE_SECONDS
 
 Say = Callable[[str], None]
@@ -48,10 +49,15 @@ class Session:
     def lab_usage(self) -> Usage:
         return Usage.of(lab_pids(self.folder))
 
-    async def controller(self, *, namespace: str | None, name: str = "controller") -> Controller:
+    async def controller(
+        self, *, namespace: str | None, name: str = "controller", extra: tuple[str, ...] = ()
+    ) -> Controller:
         """Start edgerollout's controller and wait until its caches have listed."""
         handle = start_controller(
-            self.lab.kubeconfig, self.folder / "logs" / f"{name}.log", namespace=namespace
+            self.lab.kubeconfig,
+            self.folder / "logs" / f"{name}.log",
+            namespace=namespace,
+            extra=extra,
         )
         self.controllers.append(handle)
         if self.profile is not None:
@@ -110,10 +116,14 @@ async def lab_session(
     profile: Path | None = None,
     keep_logs: Path | None = None,
     node_lease_seconds: int = NODE_LEASE_SECONDS,
+    real_nodes: int = 0,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    link_rate: float | None = None,
 ) -> AsyncIterator[Session]:
     """A fresh lab of `nodes` nodes for the duration of the block; stopped and removed after."""
     folder = Path(tempfile.mkdtemp(prefix="edgerollout-bench-", dir=parent))
-    say(f"lab: starting {nodes} node(s){' with agents' if agents else ''} in {folder}")
+    real = f" and {real_nodes} real" if real_nodes else ""
+    say(f"lab: starting {nodes} node(s){real}{' with agents' if agents else ''} in {folder}")
     try:
         # The lab's own functions run their own event loops: give them a thread.
         lab = await asyncio.to_thread(
@@ -124,6 +134,9 @@ async def lab_session(
                 say=lambda _: None,
                 agents=agents,
                 node_lease_seconds=node_lease_seconds,
+                real_nodes=real_nodes,
+                payload_bytes=payload_bytes,
+                link_rate=link_rate,
             )
         )
         api = await KubeApi.connect(str(lab.kubeconfig))

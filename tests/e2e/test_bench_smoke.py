@@ -52,6 +52,7 @@ def test_smoke_run_has_every_scenario(smoke: tuple[dict[str, Any], str, Path]) -
         "footprint",
         "ota",
         "rolling",
+        "slow-link",
     ]
     assert results["machine"]["cores"] >= 1
     assert len(results["machine"]["load_average"]) == 3
@@ -120,6 +121,20 @@ def test_footprint_and_agent_are_measured(smoke: tuple[dict[str, Any], str, Path
     assert len(agent["upgrade"]["attempts"]) == 1
 
 
+def test_slow_link_downtimes_are_measured_and_pulls_kept_to_the_link_rate(
+    smoke: tuple[dict[str, Any], str, Path],
+) -> None:
+    slow = smoke[0]["scenarios"]["slow-link"]
+    assert (slow["payload_bytes"], slow["link_rate_bytes_per_second"]) == (2 << 20, 1e6)
+    # A pull of the payload cannot beat the link, whatever the machine: the pre-pull takes at least
+    # that long, and so does the downtime of the upgrade that pulls after the old pod is gone.
+    least = slow["payload_bytes"] / slow["link_rate_bytes_per_second"]
+    assert slow["ota_with_imagepull"]["prepull_seconds"] >= least
+    assert slow["ota_without_imagepull"]["downtime_seconds"] >= least
+    assert slow["advanced_rolling_update"]["downtime_seconds"] >= least
+    assert slow["ota_with_imagepull"]["downtime_seconds"] > 0
+
+
 def test_plots_and_table_are_written(smoke: tuple[dict[str, Any], str, Path]) -> None:
     _, stdout, out = smoke
     for kind in ("rolling", "disconnected", "footprint"):
@@ -128,5 +143,5 @@ def test_plots_and_table_are_written(smoke: tuple[dict[str, Any], str, Path]) ->
     header = [cell.strip() for cell in lines[0].split(" · ")]
     assert header == ["scenario", "edgerollout", "reference (native or target)", "ratio"]
     scenarios = {line.split(" · ")[0].strip()[:1] for line in lines[1:] if " · " in line}
-    assert {"1", "2", "3", "4", "5", "6"} <= scenarios
+    assert {"1", "2", "3", "4", "5", "6", "7"} <= scenarios
     assert f"results: {out / 'smoke.json'}" in stdout

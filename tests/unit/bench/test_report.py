@@ -148,6 +148,30 @@ def test_ota_writes_meet_an_exact_target_and_agent_latencies_are_shown_as_measur
     ]
 
 
+def test_slow_link_compares_downtime_with_and_without_imagepull() -> None:
+    results = {
+        "scenarios": {
+            "slow-link": {
+                "payload_bytes": 52_428_800,
+                "link_rate_bytes_per_second": 2_000_000.0,
+                "ota_with_imagepull": {"prepull_seconds": 27.4, "downtime_seconds": 1.6},
+                "ota_without_imagepull": {"downtime_seconds": 28.3},
+                "advanced_rolling_update": {"downtime_seconds": 28.9},
+                "downtime_ratio": 17.7,
+            }
+        }
+    }
+    assert rows(results) == [
+        Row(
+            "7 OTA downtime, imagepull first (52 MB layer, 2 MB/s link)",
+            "1.6 s",
+            "upgrade without imagepull 28.3 s",
+            "0.06x",
+        ),
+        Row("7 AdvancedRollingUpdate downtime (reference)", "28.9 s", "-", "-"),
+    ]
+
+
 def test_rendered_as_markdown() -> None:
     table = [Row("1 rollout", "16.0 s", "native 20.0 s", "0.80x")]
     assert render(table, markdown=True) == (
