@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import click
+import pytest
+from click.testing import CliRunner
 
 from edgerollout.cli.main import cli
 from edgerollout_lab.commands import lab
@@ -54,3 +57,25 @@ def test_lab_runs_as_a_module_and_its_help_says_so() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: python -m edgerollout_lab [OPTIONS] COMMAND [ARGS]...")
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["up", "--real-nodes", "1", "--link-rate", "fast"], "--link-rate: 'fast'"),
+        (["link-rate", "real-1", "2TB/s"], "RATE: '2TB/s'"),
+    ],
+)
+def test_a_bad_rate_is_refused_before_anything_starts(
+    tmp_path: Path, args: list[str], where: str
+) -> None:
+    folder = tmp_path / "lab"
+
+    result = CliRunner().invoke(lab, [*args, "--dir", str(folder)])
+
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for {where} is not a rate: use a positive number with B, KB, MB, "
+        "GB, KiB or MiB per second (e.g. 2MB/s), or unlimited"
+    )
+    assert not folder.exists()
