@@ -4,6 +4,7 @@ tests/e2e/test_real_node.py)."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -59,3 +60,33 @@ def test_containerd_pulls_through_the_nodes_link_and_keeps_its_mounts_in_its_fol
         "loopback",
     )
     assert bridge["ipam"]["ranges"] == [[{"subnet": "10.254.101.0/24"}]]
+
+
+def test_without_root_the_missing_packages_are_named_and_nothing_is_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(
+        real_nodes, "PACKAGES", {"containerd": str(tmp_path / "no-containerd"), "runc": "/"}
+    )
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    said: list[str] = []
+
+    with pytest.raises(real_nodes.RealNodeError) as refused:
+        real_nodes.ensure_packages(said.append)
+
+    assert str(refused.value) == (
+        "real nodes need the Debian packages containerd; install them as root "
+        "(apt-get install containerd) — this process is not root or has no apt-get"
+    )
+    assert said == []
+
+
+def test_with_every_package_present_nothing_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(real_nodes, "PACKAGES", {"runc": "/"})
+    said: list[str] = []
+
+    real_nodes.ensure_packages(said.append)
+
+    assert said == []
