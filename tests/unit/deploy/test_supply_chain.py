@@ -74,6 +74,26 @@ def test_the_build_backend_is_the_one_pyproject_names_and_is_built_without_isola
     assert "--no-build-isolation" in dockerfile
 
 
+def test_the_editable_installs_build_backend_is_the_images_pinned_by_the_same_hashes() -> None:
+    uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
+    constraints = {}
+    for entry in uv["build-constraint-dependencies"]:
+        name, _, version = entry["requirement"].partition("==")
+        constraints[name] = (version, [f"--hash={digest}" for digest in entry["hashes"]])
+    image = _requirements(DEPLOY / "build-requirements.txt")
+
+    # uv refuses a build dependency without a trusted hash, transitive ones included.
+    assert uv["require-build-hashes"] is True
+    for package, (version, hashes) in constraints.items():
+        assert re.fullmatch(r"[0-9][0-9a-z.]*", version), package
+        assert hashes, package
+        assert all(HASH.fullmatch(entry) for entry in hashes), package
+    # The image's backend and each of its dependencies, and `editables`, which hatchling needs
+    # for an editable build only.
+    assert {name: constraints[name] for name in image} == image
+    assert set(constraints) - set(image) == {"editables"}
+
+
 def test_the_base_image_is_a_build_argument_pinned_by_digest() -> None:
     lines = DOCKERFILE.read_text().splitlines()
     (argument,) = (line for line in lines if line.startswith("ARG PYTHON_IMAGE="))
