@@ -7,6 +7,8 @@ pin in place and the places that spell one version agreeing.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -53,6 +55,29 @@ def test_uv_is_one_pinned_version_with_a_hash_for_each_of_its_files() -> None:
     assert version == "0.13.9"
     # The release's wheels for every platform and its source archive.
     assert len(set(hashes)) == len(hashes) == 19
+
+
+def test_dev_installs_the_uv_version_the_hashed_file_pins() -> None:
+    # ./dev's own two lines that name the file and read the version from it, run as it runs them.
+    lines = [
+        line
+        for line in (ROOT / "dev").read_text().splitlines()
+        if line.startswith(("UV_REQUIREMENTS=", "UV_VERSION="))
+    ]
+    bash = shutil.which("bash")
+    assert bash
+    result = subprocess.run(
+        [bash, "-euc", "\n".join([*lines, 'echo "$UV_VERSION"'])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+
+    assert len(lines) == 2
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == f"{_requirements(DEPLOY / 'uv-requirements.txt')['uv'][0]}\n"
 
 
 def test_dev_and_the_image_install_uv_from_the_hashed_file() -> None:
