@@ -911,6 +911,14 @@ BAD_VALUES = [
             ("inside-containerd", "/var/lib/containerd/io.containerd"),
         ]
     ),
+    pytest.param(
+        {"agent": {"cacheDir": "/var/lib/edgerollout/../../etc"}},
+        [
+            f"- at '/agent/cacheDir': '/var/lib/edgerollout/../../etc' does not match pattern '{CACHE_DIR_PATTERN}'",
+            "- at '/agent/cacheDir': 'not' failed",
+        ],
+        id="cache-dir-dot-dot-out-of-the-agent-tokens",
+    ),
 ]
 
 
