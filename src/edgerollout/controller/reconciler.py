@@ -56,12 +56,18 @@ class Reconciler:
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.settings = settings or PlanSettings()
 
-    def _drop(self, key: str, *, notices: bool = True) -> None:
-        """Forget everything remembered about a DaemonSet (and, unless told otherwise, which
-        Events it has had): the one place a rollout's state ends."""
-        state = self.states.drop(key)
-        if state is not None and notices:
-            self.recorder.forget(state.uid)
+    def _drop(self, key: str, *, keep_notices: bool = False) -> None:
+        """Forget everything remembered about a DaemonSet's rollout: the one place it ends.
+
+        The Events the DaemonSet has had are forgotten with it, unless `keep_notices`: then a
+        new state takes the UID over at once, so that the Events are still forgotten when that
+        state ends in turn."""
+        if keep_notices:
+            self.states.reset(key)
+        else:
+            state = self.states.drop(key)
+            if state is not None:
+                self.recorder.forget(state.uid)
         metrics.NODES_SKIPPED.set(self.states.skipped_nodes)
 
     async def reports_sent(self) -> None:
@@ -86,9 +92,7 @@ class Reconciler:
         if decided.strategy is None:
             # Not ours (any more): nothing in flight to track. A problem already reported stays
             # reported until the annotation is gone, so a bad value warns once, not per reconcile.
-            self._drop(key, notices=UPDATE_STRATEGY_ANNOTATION not in ds.annotations)
-            if UPDATE_STRATEGY_ANNOTATION in ds.annotations:
-                self.states.of(key, ds.uid)  # keeps the UID whose Events are remembered
+            self._drop(key, keep_notices=UPDATE_STRATEGY_ANNOTATION in ds.annotations)
         for notice in decided.notices:
             await self.executors.emit(ds, notice)
         written = await self.executors.write_conditions(ds, decided.condition_writes, state)

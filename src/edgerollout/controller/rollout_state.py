@@ -3,9 +3,9 @@
 Everything a reconcile of a DaemonSet knows beyond what the caches show lives in its state: the
 rollout book (each node's last verdict), the deletions in flight, the condition writes in flight,
 the nodes changed since its last plan, and how many nodes its last plan skipped. `RolloutStates`
-creates a state when a DaemonSet is first reconciled and drops it in one place (`drop`): when the
-DaemonSet is deleted, recreated under another UID, or stops opting in — so no piece outlives the
-others (design §10.3).
+makes a state in one place (`of`), when a DaemonSet is first reconciled, and ends it in one place
+(`drop`): when the DaemonSet is deleted, recreated under another UID, or stops opting in — so no
+piece outlives the others (design §10.3). `reset` ends a state and makes the next one at once.
 
 The cache reports changes here (`pod_changed`, `node_changed`): a node is remembered as changed only
 for DaemonSets that have a state, and handed over once (`RolloutState.take_changed_nodes`).
@@ -65,6 +65,16 @@ class RolloutStates:
             self._by_uid[uid] = state
         assert state.uid == uid, f"{key}: state of UID {state.uid} kept for UID {uid}"
         return state
+
+    def reset(self, key: str) -> RolloutState:
+        """End the state of the DaemonSet `key` (`drop`) and make it a new one under the same UID.
+
+        For a DaemonSet that stays known though its rollout ends: whatever keeps its UID (the
+        Events it has had) still finds a state, while nothing of the rollout is remembered."""
+        ended = self.drop(key)
+        if ended is None:
+            raise KeyError(f"{key}: no rollout state to reset")
+        return self.of(key, ended.uid)
 
     def drop(self, key: str) -> RolloutState | None:
         """Forget everything about the DaemonSet `key`; the dropped state, if there was one."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.model import DaemonSetUID, NodeName, PodUID
 from edgerollout.settings import ReconcileSettings
@@ -35,6 +37,24 @@ def test_a_rollout_has_one_state_until_it_is_dropped_whole() -> None:
         None,
         0,
     )
+
+
+def test_a_reset_state_is_a_new_one_under_the_same_uid_told_of_its_own_changes() -> None:
+    kept = states()
+    web = kept.of("default/web", WEB)
+    web.deletions.expect(PodUID("uid-web-a"), NodeName("edge-1"))
+    web.skipped_nodes = 2
+
+    fresh = kept.reset("default/web")
+
+    assert fresh is not web
+    assert kept.get("default/web") is fresh
+    assert (fresh.uid, fresh.deletions.pending, fresh.skipped_nodes) == (WEB, 0, 0)
+    kept.pod_changed(WEB, NodeName("edge-3"))
+    assert fresh.take_changed_nodes() == {"edge-3"}
+    assert web.take_changed_nodes() == frozenset()
+    with pytest.raises(KeyError, match="default/api: no rollout state to reset"):
+        kept.reset("default/api")
 
 
 def test_states_of_other_rollouts_are_untouched() -> None:
