@@ -3,7 +3,8 @@
 `reconcile(key)` takes a `Snapshot` of what the caches show of the DaemonSet together with what its
 `RolloutState` remembers, asks the pure `domain.reconcile.plan` for every decision, and hands each
 kind of decision to its executor (`executors`). It decides nothing itself: the strategy, the
-deletions, the condition writes, the pre-pulls and when to look again all come from the plan.
+deletions, the condition writes, the pre-pulls, when to look again and whether the rollout's
+state ends all come from the plan.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
 from edgerollout.domain.reconcile import Plan, PlanSettings, plan
-from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
 
@@ -89,10 +89,8 @@ class Reconciler:
             take_snapshot(self.cache, cached, state, now=self.clock()), state.book, self.settings
         )
 
-        if decided.strategy is None:
-            # Not ours (any more): nothing in flight to track. A problem already reported stays
-            # reported until the annotation is gone, so a bad value warns once, not per reconcile.
-            self._drop(key, keep_notices=UPDATE_STRATEGY_ANNOTATION in ds.annotations)
+        if decided.ends_rollout:
+            self._drop(key, keep_notices=decided.keep_notices)
         for notice in decided.notices:
             await self.executors.emit(ds, notice)
         written = await self.executors.write_conditions(ds, decided.condition_writes, state)

@@ -14,7 +14,17 @@ the nodes the snapshot names as changed. The book is a memo: a fresh one gives t
 The order of the steps is the order of the questions a user would ask:
 
 1. Is this DaemonSet ours? (`strategy`) A missing, unknown or mis-configured strategy ends the
-   plan with at most one notice. The strategy is chosen here and nowhere else.
+   plan with at most one notice, and ends the rollout (`Plan.ends_rollout`): nothing is in flight
+   to track. The strategy is chosen here and nowhere else. What is remembered of the Events the
+   DaemonSet has had (`Plan.keep_notices`):
+
+   | update-strategy annotation   | rollout state | Events already sent                       |
+   |------------------------------|---------------|-------------------------------------------|
+   | absent                       | forgotten     | forgotten: warned again if it comes back  |
+   | unknown, or not OnDelete     | forgotten     | kept: a bad value warns once, not per     |
+   |                              |               | reconcile, until the annotation is gone   |
+   | runnable                     | kept          | kept                                      |
+
 2. OTA: which pods need their `PodNeedUpgrade` condition written, and which image pre-pulls are
    to start or to report? Nothing is ever deleted; max-unavailable means nothing here.
 3. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
@@ -54,7 +64,7 @@ from edgerollout.domain.prepull import (
 from edgerollout.domain.revisions import TargetRevision, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
-from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION
+from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 
@@ -152,6 +162,8 @@ class Plan:
     - `prepulls`: pull Jobs to create, and finished ones to report on their pods and delete.
     - `recheck`: when to reconcile again even if no event comes (see `Recheck`); None: only an
       event brings the DaemonSet back.
+    - `keep_notices`: when the plan ends the rollout (`ends_rollout`), whether the Events the
+      DaemonSet has had stay remembered (see the table in the module docstring).
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
     """
@@ -161,9 +173,15 @@ class Plan:
     condition_writes: tuple[ConditionWrite, ...] = ()
     prepulls: tuple[PrepullStep, ...] = ()
     recheck: Recheck | None = None
+    keep_notices: bool = False
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
     rollout: DeletionPlan | None = None
+
+    @property
+    def ends_rollout(self) -> bool:
+        """The DaemonSet is not (or no longer) ours: what was remembered of its rollout ends."""
+        return self.strategy is None
 
     @property
     def deletions(self) -> tuple[Deletion, ...]:
@@ -195,7 +213,11 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         update_strategy_type=daemonset.update_strategy_type,
     )
     if choice.strategy is None:
-        return Plan(strategy=None, notices=choice.notices)
+        return Plan(
+            strategy=None,
+            notices=choice.notices,
+            keep_notices=UPDATE_STRATEGY_ANNOTATION in daemonset.annotations,
+        )
 
     target = target_revision(annotations=daemonset.annotations, revisions=snapshot.revisions)
     if choice.strategy is UpdateStrategy.OTA:

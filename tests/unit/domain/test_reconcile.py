@@ -113,6 +113,33 @@ def test_misconfigured_daemonset_gets_one_warning_and_no_action(
     assert plan.condition_writes == ()
 
 
+@pytest.mark.parametrize(
+    ("annotations", "update_strategy_type", "ends_rollout", "keep_notices"),
+    [
+        pytest.param({}, "OnDelete", True, False, id="no-annotation"),
+        pytest.param(
+            {"apps.openyurt.io/update-strategy": "rolling"}, "OnDelete", True, True, id="unknown"
+        ),
+        pytest.param(
+            {"apps.openyurt.io/update-strategy": "OTA"},
+            "RollingUpdate",
+            True,
+            True,
+            id="not-on-delete",
+        ),
+        pytest.param(
+            {"apps.openyurt.io/update-strategy": "OTA"}, "OnDelete", False, False, id="ours"
+        ),
+    ],
+)
+def test_a_rollout_ends_when_not_ours_and_its_events_are_kept_while_it_is_annotated(
+    annotations: dict[str, str], update_strategy_type: str, ends_rollout: bool, keep_notices: bool
+) -> None:
+    decided = reconcile(annotations, update_strategy_type=update_strategy_type)
+
+    assert (decided.ends_rollout, decided.keep_notices) == (ends_rollout, keep_notices)
+
+
 def test_advanced_rolling_update_replaces_unavailable_and_skips_notready_nodes() -> None:
     plan = reconcile({"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"})
     assert plan.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
