@@ -111,4 +111,4 @@ async def run_agent(options: AgentOptions) -> None:
                 await task
         await runner.cleanup()
         await api.close()
-        log.info("agent stopped")
+        log.info("agent stopped", extra=LogFields(node=options.node_name, address=settings.listen))

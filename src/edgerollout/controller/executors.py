@@ -92,12 +92,13 @@ class Executors:
         no longer leading is dropped."""
         task = asyncio.create_task(self.emit(ds, notice), name=f"event {notice.reason}")
         self._reports.add(task)
-        task.add_done_callback(self._reported)
+        fields = LogFields(daemonset=_key(ds), reason=notice.reason)
+        task.add_done_callback(lambda done: self._reported(done, fields))
 
-    def _reported(self, task: asyncio.Task[None]) -> None:
+    def _reported(self, task: asyncio.Task[None], fields: LogFields) -> None:
         self._reports.discard(task)
         if not task.cancelled() and isinstance(task.exception(), NotLeader):
-            log.info("event not recorded: this replica no longer leads")
+            log.info("event not recorded: this replica no longer leads", extra=fields)
 
     async def reports_sent(self) -> None:
         """Wait until every Event reported so far has been sent (or dropped)."""

@@ -249,7 +249,7 @@ class Controller:
             for runner in runners:
                 await runner.cleanup()
             await self.api.close()
-            log.info("controller stopped")
+            log.info("controller stopped", extra=LogFields(identity=self.identity))
 
 
 async def run_controller(options: ControllerOptions) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
@@ -245,7 +246,10 @@ async def test_not_leader_raises_before_any_write() -> None:
         assert c.pending() == 0
 
 
-async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next_write() -> None:
+async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next_write(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="edgerollout.controller")
     leading = iter([True, False, False])
     async with controller(ROLLING_ONE, outdated_rollout(), may_write=lambda: next(leading)) as c:
         outcome = await c.reconcile()
@@ -253,6 +257,8 @@ async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next
         assert outcome.deleted == 1
         assert [call.verb for call in c.api.writes] == ["delete"]
         assert c.events() == []  # the deletion's report found this replica no longer leading
+        (dropped,) = (r for r in caplog.records if r.getMessage().startswith("event not"))
+        assert structured_fields(dropped) == {"daemonset": KEY, "reason": "SuccessfulDelete"}
         c.forget_deletions()
         with pytest.raises(NotLeader):
             await c.reconcile()
