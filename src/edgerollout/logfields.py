@@ -14,9 +14,12 @@ message says what happened, the fields say to what. Pass the fields with the sta
 of the JSON line (`--log-format=json`), or as `key=value` after the message in text, the value
 JSON-encoded (strings quoted): `deleted pod daemonset="default/agent" node="edge-7" ...`.
 
-Levels: a decision about one object (a pod deleted or skipped, a condition written) is DEBUG; one
-summary line per reconcile (what it deleted, wrote and skipped, when it looks again) is INFO;
-something that went wrong and is retried is WARNING; something that needs a person is ERROR.
+Levels: a decision about one object (a pod deleted, a node skipped, a condition written, a pull
+Job started) is DEBUG. Each reconcile logs one summary line (what it deleted, wrote and skipped,
+when it looks again): at INFO when it had something to do (pods to delete, pull Jobs to start,
+report or remove, conditions written), at DEBUG when nothing changed, since most reconciles follow
+a watch event that changes nothing. Something that went wrong and is retried is WARNING;
+something that needs a person is ERROR.
 
 | field           | holds                                                               | e.g.                  |
 |-----------------|---------------------------------------------------------------------|-----------------------|
@@ -26,7 +29,8 @@ something that went wrong and is retried is WARNING; something that needs a pers
 | `uid`           | the pod's UID (the precondition of its deletion)                    |                       |
 | `revision`      | a ControllerRevision hash (the revision a pod is moved to)          | `6d5f8b7c4d`          |
 | `reason`        | why: an Event's or a refusal's reason; for a deletion, the `reason` | `Unauthorized`        |
-|                 | label of `edgerollout_pods_deleted_total`                           | `outdated_unavailable` |
+|                 | label of `edgerollout_pods_deleted_total`; for a skipped node, its  | `outdated_unavailable` |
+|                 | readiness                                                           | `NotReady`            |
 | `strategy`      | the DaemonSet's update strategy                                     | `OTA`                 |
 | `condition`     | a pod condition's type                                              | `PodNeedUpgrade`      |
 | `status`        | a pod condition's status                                            | `True`                |

@@ -26,7 +26,9 @@ LOG_LEVELS: Final[tuple[LogLevel, ...]] = ("debug", "info", "warning", "error")
 class LogSettings:
     # Text for a person at a terminal; the chart and the manifests choose json for log pipelines.
     format: LogFormat = "text"
-    # Per-pod decisions are logged at debug, one summary line per reconcile at info.
+    # Info shows what changed without a line per watch event: the controller logs one line per
+    # reconcile that had something to do; per-pod and per-node decisions, and the summary of a
+    # reconcile that changed nothing, are at debug.
     level: LogLevel = "info"
 
 

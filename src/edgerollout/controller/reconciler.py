@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from edgerollout.controller import metrics
@@ -19,6 +19,7 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
+from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.reconcile import Plan, PlanSettings, plan
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
@@ -85,9 +86,9 @@ class Reconciler:
             self._drop(key)  # deleted and recreated under the same name
         state = self.states.of(key, ds.uid)
 
-        decided = plan(
-            take_snapshot(self.cache, cached, state, now=self.clock()), state.book, self.settings
-        )
+        snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
+        decided = plan(snapshot, state.book, self.settings)
+        self._log_skipped(decided, key=key, readiness=snapshot.readiness)
 
         if decided.ends_rollout:
             self._drop(key, keep_notices=decided.keep_notices)
@@ -111,11 +112,26 @@ class Reconciler:
             plan=decided, deleted=deleted, conditions_written=written, requeue_after=requeue
         )
 
+    @staticmethod
+    def _log_skipped(
+        decided: Plan, *, key: str, readiness: Mapping[NodeName, NodeReadiness]
+    ) -> None:
+        """A DEBUG line per node the plan left alone, with its readiness as the reason. Called
+        before the first await: the snapshot's views over the caches hold only until then."""
+        if decided.rollout is None or not log.isEnabledFor(logging.DEBUG):
+            return
+        for node in decided.rollout.skipped_nodes:
+            why = readiness.get(node, NodeReadiness.MISSING)
+            log.debug("skipped node", extra=LogFields(daemonset=key, node=node, reason=why.value))
+
     def _summarize(
         self, decided: Plan, *, key: str, deleted: int, written: int, requeue: float | None
     ) -> None:
-        """One line per reconcile: at INFO when it wrote something, else at DEBUG."""
-        level = logging.INFO if deleted or written else logging.DEBUG
+        """One line per reconcile: at INFO when it had something to do (pods to delete, pull Jobs
+        to start, report or remove, conditions written), else at DEBUG. Most reconciles follow a
+        watch event that changes nothing, and an idle controller's log stays quiet."""
+        acted = bool(decided.deletions or decided.prepulls or deleted or written)
+        level = logging.INFO if acted else logging.DEBUG
         if not log.isEnabledFor(level):
             return
         fields = LogFields(daemonset=key, deleted=deleted, written=written)

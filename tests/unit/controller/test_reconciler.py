@@ -646,3 +646,48 @@ async def test_a_reconcile_logs_one_summary_at_info_and_each_deletion_at_debug(
             },
         ),
     ]
+
+
+async def test_a_reconcile_with_nothing_to_do_logs_its_summary_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()
+        caplog.clear()
+        caplog.set_level(logging.DEBUG, logger="edgerollout.controller")
+
+        await c.reconcile()  # the deletion is still in flight: nothing more to do
+
+    assert [(r.levelname, r.getMessage(), structured_fields(r)) for r in caplog.records] == [
+        (
+            "DEBUG",
+            "reconciled",
+            {
+                "daemonset": KEY,
+                "deleted": 0,
+                "written": 0,
+                "strategy": "AdvancedRollingUpdate",
+                "revision": NEW,
+                "unavailable": 1,
+                "budget": 1,
+                "skipped": 0,
+                "requeue_after": 5.0,
+            },
+        )
+    ]
+
+
+async def test_a_node_the_plan_skips_gets_a_debug_line_with_its_readiness(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="edgerollout.controller")
+    on_a_gone_node = pod_json("web-d", node="edge-9", revision_hash=OLD)
+    async with controller(ROLLING_ONE, [*outdated_rollout(), on_a_gone_node]) as c:
+        await c.reconcile()
+
+    skipped = [r for r in caplog.records if r.getMessage() == "skipped node"]
+    assert [(r.levelname, structured_fields(r)) for r in skipped] == [
+        ("DEBUG", {"daemonset": KEY, "node": "edge-9", "reason": "Missing"})
+    ]
+    (summary,) = (r for r in caplog.records if r.getMessage() == "reconciled")
+    assert (summary.levelname, structured_fields(summary)["skipped"]) == ("INFO", 1)
