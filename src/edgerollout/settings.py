@@ -69,6 +69,9 @@ class WatchSettings:
     # do not reconnect in lockstep (client-go spreads its own over 5-10 minutes).
     rewatch_min_seconds: int = 240
     rewatch_max_seconds: int = 360
+    # A watch opened outside a cache, which picks no timeout of its own, asks for 5 minutes: the
+    # middle of the caches' range, so it too is ended and reopened rather than held for ever.
+    default_timeout_seconds: int = 300
     # After a failed list or watch: retry after half a second, doubling up to 30 s. A controller
     # that cannot see the cluster does nothing, so it keeps trying, but without hammering.
     first_retry_delay: float = 0.5

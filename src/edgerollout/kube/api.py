@@ -103,7 +103,7 @@ class Api(Protocol):
         namespace: str | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
-        limit: int = 500,
+        limit: int = KUBE_CLIENT.watch.page_size,
         continue_token: str | None = None,
     ) -> ListPage: ...
 
@@ -114,7 +114,7 @@ class Api(Protocol):
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
-        timeout_seconds: int = 300,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]: ...
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON: ...
@@ -298,7 +298,7 @@ class KubeApi:
         namespace: str | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
-        limit: int = 500,
+        limit: int = KUBE_CLIENT.watch.page_size,
         continue_token: str | None = None,
     ) -> ListPage:
         query = [("limit", str(limit))]
@@ -325,7 +325,7 @@ class KubeApi:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
-        timeout_seconds: int = 300,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]:
         """Watch events as the API server sends them (`type`, `object`), bookmarks included."""
         query = [

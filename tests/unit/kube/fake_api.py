@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from edgerollout.kube.api import STRATEGIC_MERGE, ApiError, ListPage, Resource
 from edgerollout.kube.views import object_key
+from edgerollout.settings import KUBE_CLIENT
 
 JSON = dict[str, Any]
 END: Final = None
@@ -171,7 +172,7 @@ class FakeApi:
         namespace: str | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
-        limit: int = 500,
+        limit: int = KUBE_CLIENT.watch.page_size,
         continue_token: str | None = None,
     ) -> ListPage:
         self._record(
@@ -205,7 +206,7 @@ class FakeApi:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
-        timeout_seconds: int = 300,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]:
         self._record(
             "watch",
