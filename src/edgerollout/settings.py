@@ -61,6 +61,29 @@ class PrepullSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PullJobSettings:
+    """The fixed parts of every pre-pull Job (`kube/manifests.py`, design §6.2); no flag sets them.
+
+    The admission policy (deploy/base/controller-policy.yaml) checks the Job's shape, not these
+    values: it asks only for a user that is not root."""
+
+    # The user and group every container runs as, whatever the image says: the conventional
+    # "nonroot" of distroless images, so it is never root and owns nothing else on the node.
+    user: int = 65532
+    # Each container asks for almost nothing: it only has to exist long enough for its image to
+    # be pulled, and a pull Job must fit on a node that is already full with its workload.
+    cpu_request: str = "1m"
+    memory_request: str = "4Mi"
+    # The limits bound what a pulled image could do if it ran anything (it runs only the copied
+    # busybox), and leave room for the runtime's own start-up in the container's cgroup.
+    cpu_limit: str = "50m"
+    memory_limit: str = "16Mi"
+    # A finished Job is deleted once reported; its TTL of 10 minutes only cleans up after a
+    # controller that stopped before it could report.
+    finished_ttl_seconds: int = 600
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WatchSettings:
     # client-go's reflector lists in pages of 500: one page is one request the API server can
     # answer from its watch cache without holding much memory for it.
@@ -194,3 +217,4 @@ class AgentSettings:
 CONTROLLER: Final = ControllerSettings()
 AGENT: Final = AgentSettings()
 KUBE_CLIENT: Final = KubeClientSettings()
+PULL_JOB: Final = PullJobSettings()

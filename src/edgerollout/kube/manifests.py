@@ -20,23 +20,16 @@ from typing import Any
 from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import PodCondition
 from edgerollout.domain.prepull import PREPULL_LABEL, REVISION_ANNOTATION, PullJob
+from edgerollout.settings import PULL_JOB
 
 TOOLBOX_MOUNT = "/edgerollout-pull"
 
 
-# The user and group every container runs as, whatever the image says: the conventional
-# "nonroot" of distroless images, so it is never root and owns nothing else on the node.
-PULL_JOB_USER = 65532
-
-
-# Each container asks for almost nothing: it only has to exist long enough for its image to be
-# pulled, and a pull Job must fit on a node that is already full with its workload. The limits
-# bound what a pulled image could do if it ran anything (it runs only the copied busybox), and
-# leave room for the runtime's own start-up in the container's cgroup.
 def _tiny_resources() -> dict[str, Any]:
+    """Almost nothing for each container: the sizes, and why, are in `edgerollout.settings`."""
     return {
-        "requests": {"cpu": "1m", "memory": "4Mi"},
-        "limits": {"cpu": "50m", "memory": "16Mi"},
+        "requests": {"cpu": PULL_JOB.cpu_request, "memory": PULL_JOB.memory_request},
+        "limits": {"cpu": PULL_JOB.cpu_limit, "memory": PULL_JOB.memory_limit},
     }
 
 
@@ -44,8 +37,8 @@ def _pod_security_context() -> dict[str, Any]:
     """What PodSecurity `restricted` asks of the pod; each container restates the user."""
     return {
         "runAsNonRoot": True,
-        "runAsUser": PULL_JOB_USER,
-        "runAsGroup": PULL_JOB_USER,
+        "runAsUser": PULL_JOB.user,
+        "runAsGroup": PULL_JOB.user,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -54,18 +47,13 @@ def _container_security_context() -> dict[str, Any]:
     """PodSecurity `restricted` for one container, and a read-only root filesystem on top."""
     return {
         "runAsNonRoot": True,
-        "runAsUser": PULL_JOB_USER,
-        "runAsGroup": PULL_JOB_USER,
+        "runAsUser": PULL_JOB.user,
+        "runAsGroup": PULL_JOB.user,
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
         "readOnlyRootFilesystem": True,
     }
-
-
-# A finished Job is deleted once reported; this only cleans up after a controller that stopped
-# before it could report.
-_FINISHED_TTL_SECONDS = 600
 
 
 def pull_job_manifest(job: PullJob) -> dict[str, Any]:
@@ -121,7 +109,7 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": job.deadline_seconds,
-            "ttlSecondsAfterFinished": _FINISHED_TTL_SECONDS,
+            "ttlSecondsAfterFinished": PULL_JOB.finished_ttl_seconds,
             "template": {"metadata": {"labels": labels}, "spec": spec},
         },
     }
