@@ -27,6 +27,7 @@ from typing import Any, cast
 from kubernetes_asyncio import client
 
 from edgerollout.agent.token_file import ensure_token
+from edgerollout.domain.vocabulary import DAEMONSET_KIND
 from edgerollout_lab import processes
 from edgerollout_lab.api import api_client
 from edgerollout_lab.control_plane import free_port
@@ -76,7 +77,7 @@ def stand_in_daemonset(
 ) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
+        "kind": DAEMONSET_KIND,
         "metadata": {"name": STAND_IN, "namespace": namespace},
         "spec": {
             "selector": {"matchLabels": {"app": STAND_IN}},

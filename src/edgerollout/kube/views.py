@@ -25,18 +25,20 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.ota_requests import PodFacts
-from edgerollout.domain.prepull import PREPULL_LABEL, JobState, JobView, PullTemplate
+from edgerollout.domain.prepull import JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
     CONTROLLER_REVISION_HASH_LABEL,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     POD_TEMPLATE_GENERATION_LABEL,
+    PREPULL_LABEL,
+    READY_CONDITION,
 )
 
 JSON = dict[str, Any]
 # Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes.
-KEPT_CONDITIONS = frozenset({"Ready", POD_NEED_UPGRADE, POD_IMAGE_READY})
+KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY})
 
 
 def object_key(namespace: str | None, name: str) -> str:
@@ -177,7 +179,7 @@ def pod_from_api(obj: JSON) -> CachedPod:
     conditions = pod_conditions(obj, kept=KEPT_CONDITIONS)
     ready = False
     ready_since: datetime | None = None
-    readiness = conditions.get("Ready")
+    readiness = conditions.get(READY_CONDITION)
     if readiness is not None and readiness.status is ConditionStatus.TRUE:
         ready = True
         ready_since = _parse_time(readiness.last_transition_time)
@@ -208,7 +210,7 @@ def node_ready_condition(obj: JSON) -> ConditionStatus | None:
     """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
     status = None
     for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
+        if condition.get("type") == READY_CONDITION:
             status = ConditionStatus.from_api(condition.get("status"))
     return status
 
