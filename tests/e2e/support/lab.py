@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from edgerollout_lab import cluster, link
 from edgerollout_lab.cluster import Lab
 
@@ -105,7 +107,7 @@ def daemonset(
     A plain manifest, as a user would apply it (the client accepts dicts where it types models)."""
     return {
         "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
+        "kind": DAEMONSET_KIND,
         "metadata": {"name": name, "annotations": annotations or {}},
         "spec": {
             "selector": {"matchLabels": {"app": name}},
@@ -129,7 +131,7 @@ async def events(kube: LabHandle, namespace: str, *, reason: str | None = None) 
     found = [
         event
         for event in listed.items
-        if event.reporting_component == "edgerollout-controller"
+        if event.reporting_component == CONTROLLER_COMPONENT
         and (reason is None or event.reason == reason)
     ]
     return sorted(found, key=lambda event: (event.first_timestamp, event.metadata.name))
