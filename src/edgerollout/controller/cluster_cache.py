@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from edgerollout.domain.model import NodeName, NodeView, PodView
+from edgerollout.domain.model import NodeName, NodeView
 from edgerollout.domain.prepull import JobView
 from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
@@ -200,25 +200,6 @@ class ClusterCache:
             return
         if pod.owner_kind == DAEMONSET_KIND:
             self._enqueue_owner(pod.owner_uid)
-
-    def jobs_in(self, namespace: str) -> dict[str, JobView]:
-        return {job.name: job for job in self.jobs.values() if job.namespace == namespace}
-
-    def pods_of(self, owner_uid: str) -> list[CachedPod]:
-        return list(self.pods_by_owner.get(owner_uid, {}).values())
-
-    def pod_views_of(self, owner_uid: str) -> list[PodView]:
-        """The views of the pods `owner_uid` controls (what a reconcile plans with)."""
-        return [pod.view for pod in self.pods_by_owner.get(owner_uid, {}).values()]
-
-    def pod_views_on(self, owner_uid: str, node: NodeName) -> list[PodView]:
-        """The views of the pods `owner_uid` controls on `node`."""
-        held = self.pods_by_owner_node.get(owner_uid, {}).get(node)
-        return [pod.view for pod in held.values()] if held else []
-
-    def nodes_of(self, owner_uid: str) -> list[NodeName]:
-        """The nodes holding a pod `owner_uid` controls (terminating pods included)."""
-        return list(self.pods_by_owner_node.get(owner_uid, {}))
 
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:
         return list(self.revisions_by_owner.get(owner_uid, {}).values())
