@@ -28,6 +28,7 @@ from kubernetes_asyncio import client
 
 from edgerollout.agent.token_file import ensure_token
 from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.kube.views import bound_node, pod_phase
 from edgerollout_lab import processes
 from edgerollout_lab.api import api_client
 from edgerollout_lab.control_plane import free_port
@@ -105,11 +106,12 @@ async def _stand_in_pods(
         deadline = time.monotonic() + timeout
         while True:
             listed = await core.list_namespaced_pod(namespace, label_selector=f"app={STAND_IN}")
-            running = {
-                pod.spec.node_name: pod
-                for pod in listed.items
-                if pod.spec.node_name and pod.status.phase == "Running"
-            }
+            running: dict[str, Any] = {}
+            for pod in listed.items:
+                served = api.sanitize_for_serialization(pod)
+                node = bound_node(served)
+                if node and pod_phase(served) == "Running":
+                    running[node] = pod
             if all(node in running for node in nodes):
                 return running
             if time.monotonic() > deadline:

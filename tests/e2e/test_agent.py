@@ -158,7 +158,7 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
         return (
             [p["metadata"]["name"] for p in listed] == [pod]
             and need is not None
-            and (need["status"], need["message"]) == (status, f"controllerrevision: {revision}")
+            and (need.status, need.message) == (status, f"controllerrevision: {revision}")
         )
 
     await wait_for(
@@ -191,7 +191,7 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
         return (
             [p["metadata"]["uid"] for p in listed] == [fresh.metadata.uid]
             and need is not None
-            and need["status"] == "False"
+            and need.status == "False"
         )
 
     await wait_for(served_new_pod, timeout=15, what="GET /pods: the new pod, PodNeedUpgrade=False")
@@ -537,7 +537,7 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     async def served_true() -> bool:
         listed = await edge2.listed(ns)
         need = listed_condition(listed[0], "PodNeedUpgrade") if listed else None
-        return need is not None and need["status"] == "True"
+        return need is not None and need.status == "True"
 
     await wait_for(served_true, timeout=15, what="GET /pods: PodNeedUpgrade=True")
     connected = await edge2.pods()
