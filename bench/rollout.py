@@ -11,8 +11,9 @@ from typing import Any
 from bench import workload
 from bench.session import Session
 from bench.stages import StageLog
-from bench.watch import JSON, ObjectWatch, Progress, live, pod_ready, updated_ready
+from bench.watch import JSON, ObjectWatch, Progress, live, updated_ready
 from edgerollout.kube.api import PODS
+from edgerollout.kube.views import bound_node, namespaced_name, object_uid, pod_ready
 
 MAX_POINTS = 300
 
@@ -97,21 +98,21 @@ async def lab_wave(
         before = set(watch.objects)
 
         def replacement(pod: JSON) -> str | None:
-            name = pod["metadata"]["name"]
+            _, name = namespaced_name(pod)
             if name not in before and live(pod) and pod_ready(pod):
-                return str(pod["spec"].get("nodeName"))
+                return str(bound_node(pod))
             return None
 
         replaced = watch.track(replacement)
         victims = sorted(
             (pod for pod in watch.objects.values() if live(pod) and pod_ready(pod)),
-            key=lambda pod: str(pod["spec"].get("nodeName")),
+            key=lambda pod: str(bound_node(pod)),
         )[:pods]
         start = time.monotonic()
         await asyncio.gather(
             *(
                 session.api.delete(
-                    PODS, pod["metadata"]["name"], namespace=namespace, uid=pod["metadata"]["uid"]
+                    PODS, namespaced_name(pod)[1], namespace=namespace, uid=object_uid(pod)
                 )
                 for pod in victims
             )

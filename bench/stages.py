@@ -20,7 +20,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from bench.watch import JSON, live, pod_image, pod_ready
+from bench.watch import JSON, live, pod_image
+from edgerollout.kube.views import bound_node, pod_node, pod_ready
 
 STAGES = (
     ("deleting", "gone"),
@@ -42,21 +43,6 @@ class NodeTimes:
     def mark(self, stage: str, at: float) -> None:
         if getattr(self, stage) is None:
             setattr(self, stage, at)
-
-
-def pod_node(pod: JSON) -> str | None:
-    """The node a pod is bound to, or (not bound yet) the one a DaemonSet pod is pinned to."""
-    bound = pod["spec"].get("nodeName")
-    if bound:
-        return str(bound)
-    affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    for term in required.get("nodeSelectorTerms") or []:
-        for field in term.get("matchFields") or []:
-            values = field.get("values") or []
-            if field.get("key") == "metadata.name" and len(values) == 1:
-                return str(values[0])
-    return None
 
 
 class StageLog:
@@ -92,7 +78,7 @@ class StageLog:
             return
         times = self._times(node)
         times.mark("created", at)
-        if obj["spec"].get("nodeName"):
+        if bound_node(obj):
             times.mark("bound", at)
         if live(obj) and pod_ready(obj):
             times.mark("ready", at)

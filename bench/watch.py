@@ -18,7 +18,15 @@ from typing import Any, Protocol
 
 from edgerollout.domain.model import ConditionStatus
 from edgerollout.kube.api import ApiError, KubeApi, Resource
-from edgerollout.kube.views import node_ready_condition, pod_conditions
+from edgerollout.kube.views import (
+    bound_node,
+    marked_for_deletion,
+    namespaced_name,
+    node_ready_condition,
+    pod_condition,
+    pod_images,
+    pod_ready,
+)
 
 JSON = dict[str, Any]
 # What an object counts as (a node name, its own name), or None when it does not count.
@@ -201,20 +209,17 @@ def _raise_watch_error(status: JSON) -> None:
 
 
 def _condition_true(pod: JSON, kind: str) -> bool:
-    condition = pod_conditions(pod, kept=frozenset({kind})).get(kind)
+    condition = pod_condition(pod, kind)
     return condition is not None and condition.status is ConditionStatus.TRUE
 
 
-def pod_ready(pod: JSON) -> bool:
-    return _condition_true(pod, "Ready")
-
-
 def pod_image(pod: JSON) -> str:
-    return str(pod["spec"]["containers"][0]["image"])
+    """The image of the pod's first container (the bench's pods have one)."""
+    return pod_images(pod)[0]
 
 
 def live(pod: JSON) -> bool:
-    return pod["metadata"].get("deletionTimestamp") is None
+    return not marked_for_deletion(pod)
 
 
 def updated_ready(image: str) -> Key:
@@ -222,7 +227,7 @@ def updated_ready(image: str) -> Key:
 
     def key(pod: JSON) -> str | None:
         if live(pod) and pod_image(pod) == image and pod_ready(pod):
-            return str(pod["spec"].get("nodeName"))
+            return str(bound_node(pod))
         return None
 
     return key
@@ -233,7 +238,7 @@ def condition_true(kind: str) -> Key:
 
     def key(pod: JSON) -> str | None:
         if live(pod) and _condition_true(pod, kind):
-            return str(pod["metadata"]["name"])
+            return namespaced_name(pod)[1]
         return None
 
     return key
@@ -247,7 +252,7 @@ def ready_among(names: set[str]) -> Key:
     """A Node that is one of `names` and Ready counts as itself."""
 
     def key(node: JSON) -> str | None:
-        name = str(node["metadata"]["name"])
+        name = namespaced_name(node)[1]
         return name if name in names and node_ready(node) else None
 
     return key
@@ -257,7 +262,7 @@ def not_ready_among(names: set[str]) -> Key:
     """A Node that is one of `names` and not Ready counts as itself."""
 
     def key(node: JSON) -> str | None:
-        name = str(node["metadata"]["name"])
+        name = namespaced_name(node)[1]
         return name if name in names and not node_ready(node) else None
 
     return key

@@ -8,6 +8,7 @@ from typing import Any
 
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    DAEMONSET_KIND,
     MAX_UNAVAILABLE_ANNOTATION,
     ON_DELETE,
     OTA,
@@ -47,7 +48,7 @@ def daemonset(
         spec["tolerations"] = [{"operator": "Exists"}]
     return {
         "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
+        "kind": DAEMONSET_KIND,
         "metadata": {"name": name, "annotations": annotations or {}},
         "spec": {
             "selector": {"matchLabels": {"app": name}},

@@ -25,6 +25,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import NODES, PODS, ApiError
+from edgerollout.kube.views import bound_node
 
 NAME = "footprint"
 TARGET_MB_AT_10K = 150.0
@@ -60,8 +61,8 @@ async def _create_nodes(session: Session, first: int, last: int) -> None:
 
 
 def _bound(pod: JSON) -> str | None:
-    node = pod["spec"].get("nodeName")
-    return str(node) if node and live(pod) else None
+    node = bound_node(pod)
+    return node if node and live(pod) else None
 
 
 async def run(session: Session, *, sizes: list[int], timeout: float) -> dict[str, Any]:

@@ -16,15 +16,15 @@ from bench.session import Session
 from bench.watch import JSON, ObjectWatch, condition_true, live
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 from edgerollout.kube.api import PODS
+from edgerollout.kube.views import namespaced_name, pod_condition
 
 NAME = "ota"
 TARGET_SECONDS = 10.0
 
 
 def _carries_condition(pod: JSON) -> str | None:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    if live(pod) and any(c.get("type") == POD_NEED_UPGRADE for c in conditions):
-        return str(pod["metadata"]["name"])
+    if live(pod) and pod_condition(pod, POD_NEED_UPGRADE) is not None:
+        return namespaced_name(pod)[1]
     return None
 
 

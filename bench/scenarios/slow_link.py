@@ -25,7 +25,7 @@ import aiohttp
 from bench import workload
 from bench.controller import Controller
 from bench.session import Session
-from bench.watch import JSON, ObjectWatch, condition_true, live, pod_image, pod_ready
+from bench.watch import JSON, ObjectWatch, condition_true, live, pod_image
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
     MAX_UNAVAILABLE_ANNOTATION,
@@ -34,6 +34,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import DAEMONSETS, PODS
+from edgerollout.kube.views import pod_ready
 
 NAME = "slow-link"
 NAMESPACE = "bench-slow-link"

@@ -27,6 +27,8 @@ from typing import Any, cast
 from kubernetes_asyncio import client
 
 from edgerollout.agent.token_file import ensure_token
+from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.kube.views import bound_node, pod_phase
 from edgerollout_lab import processes
 from edgerollout_lab.api import api_client
 from edgerollout_lab.control_plane import free_port
@@ -76,7 +78,7 @@ def stand_in_daemonset(
 ) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
+        "kind": DAEMONSET_KIND,
         "metadata": {"name": STAND_IN, "namespace": namespace},
         "spec": {
             "selector": {"matchLabels": {"app": STAND_IN}},
@@ -104,11 +106,12 @@ async def _stand_in_pods(
         deadline = time.monotonic() + timeout
         while True:
             listed = await core.list_namespaced_pod(namespace, label_selector=f"app={STAND_IN}")
-            running = {
-                pod.spec.node_name: pod
-                for pod in listed.items
-                if pod.spec.node_name and pod.status.phase == "Running"
-            }
+            running: dict[str, Any] = {}
+            for pod in listed.items:
+                served = api.sanitize_for_serialization(pod)
+                node = bound_node(served)
+                if node and pod_phase(served) == "Running":
+                    running[node] = pod
             if all(node in running for node in nodes):
                 return running
             if time.monotonic() > deadline:

@@ -30,6 +30,7 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
+from edgerollout.domain.vocabulary import AGENT_OWN_NODE_POLICY, PREPULL_LABEL
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.support.agents import (
@@ -157,7 +158,7 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
         return (
             [p["metadata"]["name"] for p in listed] == [pod]
             and need is not None
-            and (need["status"], need["message"]) == (status, f"controllerrevision: {revision}")
+            and (need.status, need.message) == (status, f"controllerrevision: {revision}")
         )
 
     await wait_for(
@@ -190,7 +191,7 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
         return (
             [p["metadata"]["uid"] for p in listed] == [fresh.metadata.uid]
             and need is not None
-            and need["status"] == "False"
+            and need.status == "False"
         )
 
     await wait_for(served_new_pod, timeout=15, what="GET /pods: the new pod, PodNeedUpgrade=False")
@@ -269,7 +270,7 @@ async def pull_outcome(cloud: LabHandle, ns: str, pod: str) -> tuple[str, str, s
 async def pull_job_gone(cloud: LabHandle, ns: str) -> bool:
     """No pull Job left in the namespace, and none of its pods."""
     jobs = await client.BatchV1Api(cloud.api).list_namespaced_job(ns)
-    pods = await cloud.core.list_namespaced_pod(ns, label_selector="edgerollout.io/prepull-for")
+    pods = await cloud.core.list_namespaced_pod(ns, label_selector=PREPULL_LABEL)
     return jobs.items == [] and pods.items == []
 
 
@@ -536,7 +537,7 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     async def served_true() -> bool:
         listed = await edge2.listed(ns)
         need = listed_condition(listed[0], "PodNeedUpgrade") if listed else None
-        return need is not None and need["status"] == "True"
+        return need is not None and need.status == "True"
 
     await wait_for(served_true, timeout=15, what="GET /pods: PodNeedUpgrade=True")
     connected = await edge2.pods()
@@ -585,7 +586,7 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
 
 # --- the guards: the token, browsers, node scoping (design §8.3) -----------------------------
 
-POLICY = "edgerollout-agent-own-node"
+POLICY = AGENT_OWN_NODE_POLICY
 FORBIDDEN = {
     "code": 403,
     "reason": "Forbidden",

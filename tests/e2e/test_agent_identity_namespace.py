@@ -23,6 +23,7 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.vocabulary import AGENT_OWN_NODE_POLICY
 from edgerollout_lab.agents import agent_tokens
 from edgerollout_lab.api import api_client
 from edgerollout_lab.cluster import Lab
@@ -33,7 +34,7 @@ from tests.e2e.support.lab import lab_handle, lab_of_its_own, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "src" / "edgerollout" / "manifests"
 NAMESPACE = "edge-system"
-POLICY = "edgerollout-agent-own-node"
+POLICY = AGENT_OWN_NODE_POLICY
 WORKLOADS = "shop"
 
 

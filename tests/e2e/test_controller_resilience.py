@@ -31,10 +31,10 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
+from tests.e2e.support.seed import ON_DELETE
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
-ON_DELETE = {"type": "OnDelete"}
 NAME = "nginx-daemonset"
 SELECTOR = f"app={NAME}"
 LEASE = "edgerollout-test"

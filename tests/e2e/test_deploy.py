@@ -26,7 +26,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import NodeName, PodUID
-from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
+from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.vocabulary import PREPULL_LABEL, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.api import api_client
@@ -41,7 +42,6 @@ CHART = ROOT / "deploy" / "helm" / "edgerollout"
 NAMESPACE = "edgerollout-system"
 CONTROLLER = f"system:serviceaccount:{NAMESPACE}:edgerollout-controller"
 AGENT = f"system:serviceaccount:{NAMESPACE}:edgerollout-agent"
-UPDATE_STRATEGY = "apps.openyurt.io/update-strategy"
 RELEASE = "edgerollout"
 # Where the release record lives; the chart creates (and owns) edgerollout-system itself.
 RELEASE_NAMESPACE = "default"
@@ -646,7 +646,7 @@ def test_agent_daemonset_serves_loopback_on_every_node_with_a_pod_bound_token(
     installed: Installed,
 ) -> None:
     daemonset = _get(installed, "daemonset", "edgerollout-agent")
-    assert UPDATE_STRATEGY not in daemonset["metadata"].get("annotations", {})
+    assert UPDATE_STRATEGY_ANNOTATION not in daemonset["metadata"].get("annotations", {})
     assert daemonset["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     pod = daemonset["spec"]["template"]["spec"]
     (container,) = pod["containers"]

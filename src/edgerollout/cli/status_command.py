@@ -32,10 +32,10 @@ from edgerollout.kube.api import (
     Resource,
 )
 from edgerollout.kube.views import (
-    controller_uid,
     daemonset_from_api,
     node_from_api,
     pod_from_api,
+    pod_selector,
     revision_from_api,
 )
 
@@ -52,23 +52,6 @@ class DaemonSetNotFound(Exception):
 
 class UnusableKubeconfig(Exception):
     """No credentials could be loaded (no kubeconfig, or one that cannot be read)."""
-
-
-def label_selector(selector: JSON) -> str:
-    """A LabelSelector (`matchLabels`, `matchExpressions`) in the query-string syntax."""
-    terms = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
-    for expression in selector.get("matchExpressions") or ():
-        key, operator = expression.get("key", ""), expression.get("operator", "")
-        values = ",".join(expression.get("values") or ())
-        if operator == "In":
-            terms.append(f"{key} in ({values})")
-        elif operator == "NotIn":
-            terms.append(f"{key} notin ({values})")
-        elif operator == "Exists":
-            terms.append(key)
-        elif operator == "DoesNotExist":
-            terms.append(f"!{key}")
-    return ",".join(terms)
 
 
 async def _list_all(
@@ -96,17 +79,17 @@ async def read_status(api: Api, *, name: str, namespace: str) -> RolloutStatus:
         raise
     daemonset = daemonset_from_api(raw)
     uid = daemonset.view.uid
-    selector = label_selector((raw.get("spec") or {}).get("selector") or {})
+    selector = pod_selector(raw)
     pods = [
         pod_from_api(obj)
         for obj in await _list_all(api, PODS, namespace=namespace, selector=selector)
     ]
     revisions = [
-        revision_from_api(obj)
+        revision
         for obj in await _list_all(
             api, CONTROLLER_REVISIONS, namespace=namespace, selector=selector
         )
-        if controller_uid(obj.get("metadata") or {}) == uid
+        if (revision := revision_from_api(obj)).owner_uid == uid
     ]
     nodes = [node_from_api(obj) for obj in await _list_all(api, NODES)]
     return rollout_status(

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from edgerollout.domain.model import NodeName, NodeView, PodView
+from edgerollout.domain.model import NodeName, NodeView
 from edgerollout.domain.prepull import JobView
-from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import (
@@ -139,8 +139,8 @@ class ClusterCache:
         current = new or old
         assert current is not None
         key = object_key(current.view.namespace, current.view.name)
-        old_owner = old.owner_uid if old is not None and old.owner_kind == "DaemonSet" else None
-        kept = new if new is not None and new.owner_kind == "DaemonSet" else None
+        old_owner = old.owner_uid if old is not None and old.owner_kind == DAEMONSET_KIND else None
+        kept = new if new is not None and new.owner_kind == DAEMONSET_KIND else None
         if old_owner is None and kept is None:
             return  # never a DaemonSet's pod
         # A pod released by its DaemonSet (or adopted by another) leaves the old owner's index.
@@ -198,27 +198,8 @@ class ClusterCache:
         pod = self.pods.get(object_key(current.namespace, current.pod_name))
         if pod is None or pod.view.uid != current.owner_uid:
             return
-        if pod.owner_kind == "DaemonSet":
+        if pod.owner_kind == DAEMONSET_KIND:
             self._enqueue_owner(pod.owner_uid)
-
-    def jobs_in(self, namespace: str) -> dict[str, JobView]:
-        return {job.name: job for job in self.jobs.values() if job.namespace == namespace}
-
-    def pods_of(self, owner_uid: str) -> list[CachedPod]:
-        return list(self.pods_by_owner.get(owner_uid, {}).values())
-
-    def pod_views_of(self, owner_uid: str) -> list[PodView]:
-        """The views of the pods `owner_uid` controls (what a reconcile plans with)."""
-        return [pod.view for pod in self.pods_by_owner.get(owner_uid, {}).values()]
-
-    def pod_views_on(self, owner_uid: str, node: NodeName) -> list[PodView]:
-        """The views of the pods `owner_uid` controls on `node`."""
-        held = self.pods_by_owner_node.get(owner_uid, {}).get(node)
-        return [pod.view for pod in held.values()] if held else []
-
-    def nodes_of(self, owner_uid: str) -> list[NodeName]:
-        """The nodes holding a pod `owner_uid` controls (terminating pods included)."""
-        return list(self.pods_by_owner_node.get(owner_uid, {}))
 
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:
         return list(self.revisions_by_owner.get(owner_uid, {}).values())

@@ -27,7 +27,12 @@ from enum import Enum
 
 from edgerollout.domain.conditions import revision_in_message
 from edgerollout.domain.model import ConditionStatus, PodCondition
-from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, PULL_IMAGE_FAIL
+from edgerollout.domain.vocabulary import (
+    DAEMONSET_KIND,
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    PULL_IMAGE_FAIL,
+)
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL_PATTERN = rf"^{_LABEL}$"
@@ -95,7 +100,7 @@ def judge_pod(pod: PodFacts, *, node_name: str) -> Refusal | None:
         )
     if pod.deleting:
         return Refusal(409, "PodTerminating", f"pod {ref} is already terminating")
-    if pod.owner_kind != "DaemonSet" or not pod.owner_name:
+    if pod.owner_kind != DAEMONSET_KIND or not pod.owner_name:
         owner = f"{pod.owner_kind} {pod.owner_name}" if pod.owner_kind else "no controller"
         return Refusal(
             400,

@@ -35,10 +35,11 @@ from edgerollout.domain.vocabulary import (
     PULL_IMAGE_SUCCESS,
     WAIT_PULL_IMAGE,
 )
-from edgerollout.settings import PrepullSettings
 
-PREPULL_LABEL = "edgerollout.io/prepull-for"
-REVISION_ANNOTATION = "edgerollout.io/prepull-revision"
+# Spelled in vocabulary; named here too only because kube/manifests.py imports them from here.
+from edgerollout.domain.vocabulary import PREPULL_LABEL as PREPULL_LABEL
+from edgerollout.domain.vocabulary import REVISION_ANNOTATION as REVISION_ANNOTATION
+from edgerollout.settings import PrepullSettings
 
 # What the DaemonSet controller adds to every daemon pod, so a pull Job survives the same taints.
 DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (

@@ -25,11 +25,17 @@ DEFAULT_MAX_UNAVAILABLE: Final = "10%"
 # The only `spec.updateStrategy.type` under which the native controller leaves upgrades to us.
 ON_DELETE: Final = "OnDelete"
 
+# The kind of the objects this product rolls out, as owner references and events name it.
+DAEMONSET_KIND: Final = "DaemonSet"
+
 # Labels the native DaemonSet controller puts on every pod and ControllerRevision it creates.
 CONTROLLER_REVISION_HASH_LABEL: Final = "controller-revision-hash"
 POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
 # The DaemonSet annotation that `pod-template-generation` is compared with.
 TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+
+# The condition type the kubelet sets on a pod and a Node; edgerollout reads it, never writes it.
+READY_CONDITION: Final = "Ready"
 
 # Pod condition types this product writes (design §5, §6).
 POD_NEED_UPGRADE: Final = "PodNeedUpgrade"
@@ -39,6 +45,10 @@ POD_IMAGE_READY: Final = "PodImageReady"
 WAIT_PULL_IMAGE: Final = "WaitPullImage"
 PULL_IMAGE_SUCCESS: Final = "PullImageSuccess"
 PULL_IMAGE_FAIL: Final = "PullImageFail"
+
+# A pre-pull Job's label names the pod it pulls for; its annotation, the revision (design §6).
+PREPULL_LABEL: Final = "edgerollout.io/prepull-for"
+REVISION_ANNOTATION: Final = "edgerollout.io/prepull-revision"
 
 # Condition messages name the revision they speak of: "controllerrevision: <hash>" (OpenYurt v1.7).
 REVISION_MESSAGE_PREFIX: Final = "controllerrevision: "

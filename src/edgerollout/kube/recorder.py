@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
+from edgerollout.domain.vocabulary import DAEMONSET_KIND
 from edgerollout.kube.api import EVENTS, Api, ApiError
 from edgerollout.kube.views import object_key
 from edgerollout.logfields import LogFields
@@ -103,7 +104,7 @@ class EventRecorder:
             },
             "involvedObject": {
                 "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
+                "kind": DAEMONSET_KIND,
                 "name": daemonset.name,
                 "namespace": daemonset.namespace,
                 "uid": daemonset.uid,

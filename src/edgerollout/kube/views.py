@@ -25,18 +25,20 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.ota_requests import PodFacts
-from edgerollout.domain.prepull import PREPULL_LABEL, JobState, JobView, PullTemplate
+from edgerollout.domain.prepull import JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
     CONTROLLER_REVISION_HASH_LABEL,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     POD_TEMPLATE_GENERATION_LABEL,
+    PREPULL_LABEL,
+    READY_CONDITION,
 )
 
 JSON = dict[str, Any]
 # Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes.
-KEPT_CONDITIONS = frozenset({"Ready", POD_NEED_UPGRADE, POD_IMAGE_READY})
+KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY})
 
 
 def object_key(namespace: str | None, name: str) -> str:
@@ -154,6 +156,47 @@ def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str
     return conditions
 
 
+def pod_condition(obj: JSON, kind: str) -> PodCondition | None:
+    """The pod's condition of that type (the last, if it is repeated), or None."""
+    return pod_conditions(obj, kept=frozenset({kind})).get(kind)
+
+
+def pod_ready(obj: JSON) -> bool:
+    """Whether the pod's `Ready` condition is True."""
+    condition = pod_condition(obj, READY_CONDITION)
+    return condition is not None and condition.status is ConditionStatus.TRUE
+
+
+def pod_phase(obj: JSON) -> str:
+    """The pod's `status.phase` ("" before the API server has set one)."""
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
+def bound_node(obj: JSON) -> str | None:
+    """The node the pod is bound to (`spec.nodeName`), or None while it is not bound."""
+    node = (obj.get("spec") or {}).get("nodeName")
+    return str(node) if node else None
+
+
+def pod_node(obj: JSON) -> str | None:
+    """The node the pod is bound to or, not bound yet, the one its DaemonSet pinned it to."""
+    return bound_node(obj) or _pinned_node(obj.get("spec") or {})
+
+
+def marked_for_deletion(obj: JSON) -> bool:
+    """Whether the object carries a `deletionTimestamp` (it is terminating)."""
+    return (obj.get("metadata") or {}).get("deletionTimestamp") is not None
+
+
+def _images(pod_spec: JSON) -> tuple[str, ...]:
+    return tuple(str(c.get("image", "")) for c in pod_spec.get("containers") or ())
+
+
+def pod_images(obj: JSON) -> tuple[str, ...]:
+    """The images of the pod's containers, in their order (init containers left out)."""
+    return _images(obj.get("spec") or {})
+
+
 def pod_facts_from_api(obj: JSON) -> PodFacts:
     """What the agent judges a request for a pod by, from the pod read fresh: every condition, and
     the node it is bound to (`spec.nodeName` only: a pod not bound yet belongs to no node)."""
@@ -162,8 +205,8 @@ def pod_facts_from_api(obj: JSON) -> PodFacts:
     return PodFacts(
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
-        node_name=(obj.get("spec") or {}).get("nodeName"),
-        deleting=meta.get("deletionTimestamp") is not None,
+        node_name=bound_node(obj),
+        deleting=marked_for_deletion(obj),
         owner_kind=owner.get("kind"),
         owner_name=owner.get("name"),
         conditions=pod_conditions(obj),
@@ -172,16 +215,15 @@ def pod_facts_from_api(obj: JSON) -> PodFacts:
 
 def pod_from_api(obj: JSON) -> CachedPod:
     meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
     labels = meta.get("labels") or {}
     conditions = pod_conditions(obj, kept=KEPT_CONDITIONS)
     ready = False
     ready_since: datetime | None = None
-    readiness = conditions.get("Ready")
+    readiness = conditions.get(READY_CONDITION)
     if readiness is not None and readiness.status is ConditionStatus.TRUE:
         ready = True
         ready_since = _parse_time(readiness.last_transition_time)
-    node = spec.get("nodeName") or _pinned_node(spec)
+    node = pod_node(obj)
     owner_kind = None
     for owner in meta.get("ownerReferences") or ():
         if owner.get("controller"):
@@ -193,14 +235,13 @@ def pod_from_api(obj: JSON) -> CachedPod:
         node_name=NodeName(node) if node else None,
         revision_hash=labels.get(CONTROLLER_REVISION_HASH_LABEL) or None,
         template_generation=parse_template_generation(labels.get(POD_TEMPLATE_GENERATION_LABEL)),
-        deleting=meta.get("deletionTimestamp") is not None,
+        deleting=marked_for_deletion(obj),
         ready=ready,
         ready_since=ready_since,
         conditions=conditions,
     )
-    images = tuple(str(c.get("image", "")) for c in spec.get("containers") or ())
     return CachedPod(
-        owner_uid=controller_uid(meta), owner_kind=owner_kind, images=images, view=view
+        owner_uid=controller_uid(meta), owner_kind=owner_kind, images=pod_images(obj), view=view
     )
 
 
@@ -208,7 +249,7 @@ def node_ready_condition(obj: JSON) -> ConditionStatus | None:
     """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
     status = None
     for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
+        if condition.get("type") == READY_CONDITION:
             status = ConditionStatus.from_api(condition.get("status"))
     return status
 
@@ -255,13 +296,11 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             min_ready_seconds=int(spec.get("minReadySeconds") or 0),
             desired_nodes=_desired(obj),
         ),
-        pod_template_images=tuple(
-            str(c.get("image", "")) for c in template_spec.get("containers") or ()
-        ),
+        pod_template_images=_images(template_spec),
         generation=int(meta.get("generation") or 0),
         observed_generation=int((obj.get("status") or {}).get("observedGeneration") or 0),
         pull_template=PullTemplate(
-            images=tuple(str(c.get("image", "")) for c in template_spec.get("containers") or ()),
+            images=_images(template_spec),
             tolerations=tuple(template_spec.get("tolerations") or ()),
             image_pull_secrets=tuple(
                 str(s.get("name")) for s in template_spec.get("imagePullSecrets") or ()
@@ -269,3 +308,21 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             service_account=template_spec.get("serviceAccountName") or None,
         ),
     )
+
+
+def pod_selector(obj: JSON) -> str:
+    """The DaemonSet's pod selector (`spec.selector`) in the syntax of a list's labelSelector."""
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    terms = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or ():
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(expression.get("values") or ())
+        if operator == "In":
+            terms.append(f"{key} in ({values})")
+        elif operator == "NotIn":
+            terms.append(f"{key} notin ({values})")
+        elif operator == "Exists":
+            terms.append(key)
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from edgerollout.domain import vocabulary
+from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.reliability.conftest import Plan
@@ -34,7 +36,7 @@ from tests.e2e.support.lab import LabHandle, by_node, condition, set_image, wait
 from tests.e2e.support.seed import NAME, NODES, SELECTOR, seed_daemonset
 
 CORPUS = Path(__file__).parent / "corpus"
-OTA = {"apps.openyurt.io/update-strategy": "OTA"}
+OTA = {UPDATE_STRATEGY_ANNOTATION: vocabulary.OTA}
 NODE = "edge-2"
 NOTHING_CHANGED = "nothing was changed"
 SENT = "was sent but not confirmed"

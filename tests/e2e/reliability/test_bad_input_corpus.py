@@ -14,6 +14,11 @@ from typing import Any
 
 import pytest
 
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAX_UNAVAILABLE_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import ControllerProcess
@@ -29,8 +34,8 @@ from tests.e2e.support.lab import (
 from tests.e2e.support.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 
 CORPUS = Path(__file__).parent / "corpus"
-STRATEGY = "apps.openyurt.io/update-strategy"
-MAX_UNAVAILABLE = "apps.openyurt.io/max-unavailable"
+STRATEGY = UPDATE_STRATEGY_ANNOTATION
+MAX_UNAVAILABLE = MAX_UNAVAILABLE_ANNOTATION
 
 
 def corpus(name: str) -> list[str]:
@@ -44,7 +49,7 @@ def corpus(name: str) -> list[str]:
         pytest.param(
             "max-unavailable.jsonl",
             "InvalidMaxUnavailable",
-            lambda value: {STRATEGY: "AdvancedRollingUpdate", MAX_UNAVAILABLE: value},
+            lambda value: {STRATEGY: ADVANCED_ROLLING_UPDATE, MAX_UNAVAILABLE: value},
             id="max-unavailable",
         ),
         pytest.param(

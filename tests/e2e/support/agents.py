@@ -19,7 +19,9 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.model import PodCondition
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
+from edgerollout.kube.views import pod_condition
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
 
@@ -120,13 +122,9 @@ def agent_of(lab: Lab, node: str) -> AgentClient:
     return AgentClient(url, lab.node(node).agent_token)
 
 
-def listed_condition(pod: JSON, kind: str) -> JSON | None:
-    """A condition of a pod as GET /pods serves it (JSON), or None."""
-    for entry in (pod.get("status") or {}).get("conditions") or []:
-        if entry.get("type") == kind:
-            found: JSON = entry
-            return found
-    return None
+def listed_condition(pod: JSON, kind: str) -> PodCondition | None:
+    """A condition of a pod as GET /pods serves it, or None."""
+    return pod_condition(pod, kind)
 
 
 def refusal(answer: Answer) -> JSON:

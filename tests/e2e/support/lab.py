@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -14,10 +15,32 @@ from typing import Any, TypeVar
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.kube import views
+from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from edgerollout_lab import cluster, link
 from edgerollout_lab.cluster import Lab
 
 T = TypeVar("T")
+
+
+def served(model: Any) -> Any:
+    """A model of the generated client as the API server serves it: camelCase keys, unset fields
+    left out, times in ISO 8601 (the client's own serialization), for `kube.views` to read."""
+    if isinstance(model, list | tuple):
+        return [served(item) for item in model]
+    if isinstance(model, dict):
+        return {key: served(value) for key, value in model.items()}
+    if isinstance(model, datetime.datetime | datetime.date):
+        return model.isoformat()
+    if hasattr(model, "openapi_types"):
+        return {
+            model.attribute_map[attribute]: served(value)
+            for attribute in model.openapi_types
+            if (value := getattr(model, attribute)) is not None
+        }
+    return model
 
 
 async def wait_for(
@@ -65,11 +88,9 @@ class LabHandle:
         await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
 
     async def node_ready(self, name: str) -> str:
+        """The status of the node's Ready condition: "True", "False" or "Unknown" (also if none)."""
         node = await self.core.read_node(name)
-        for condition in node.status.conditions or []:
-            if condition.type == "Ready":
-                return str(condition.status)
-        return "Unknown"
+        return str(views.node_ready_condition(served(node)) or ConditionStatus.UNKNOWN)
 
     async def wait_node_ready(self, name: str, status: str, *, timeout: float) -> None:
         async def probe() -> bool:
@@ -83,17 +104,18 @@ class LabHandle:
 
 
 def pod_ready(pod: client.V1Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+    """Whether the pod's Ready condition is True."""
+    return views.pod_ready(served(pod))
 
 
 def images(pod: client.V1Pod) -> list[str]:
-    return [container.image for container in pod.spec.containers]
+    return list(views.pod_images(served(pod)))
 
 
 def by_node(pods: list[client.V1Pod]) -> dict[str, list[client.V1Pod]]:
     grouped: dict[str, list[client.V1Pod]] = {}
     for pod in pods:
-        grouped.setdefault(pod.spec.node_name or "", []).append(pod)
+        grouped.setdefault(views.bound_node(served(pod)) or "", []).append(pod)
     return grouped
 
 
@@ -105,7 +127,7 @@ def daemonset(
     A plain manifest, as a user would apply it (the client accepts dicts where it types models)."""
     return {
         "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
+        "kind": DAEMONSET_KIND,
         "metadata": {"name": name, "annotations": annotations or {}},
         "spec": {
             "selector": {"matchLabels": {"app": name}},
@@ -129,18 +151,15 @@ async def events(kube: LabHandle, namespace: str, *, reason: str | None = None) 
     found = [
         event
         for event in listed.items
-        if event.reporting_component == "edgerollout-controller"
+        if event.reporting_component == CONTROLLER_COMPONENT
         and (reason is None or event.reason == reason)
     ]
     return sorted(found, key=lambda event: (event.first_timestamp, event.metadata.name))
 
 
-def condition(pod: client.V1Pod, kind: str) -> Any:
-    """The pod's condition of that type, or None."""
-    for entry in pod.status.conditions or []:
-        if entry.type == kind:
-            return entry
-    return None
+def condition(pod: client.V1Pod, kind: str) -> PodCondition | None:
+    """The pod's condition of that type, or None (its status compares equal to "True" etc.)."""
+    return views.pod_condition(served(pod), kind)
 
 
 @contextlib.contextmanager

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgerollout.domain import vocabulary
 from edgerollout.domain.vocabulary import CONTROLLER_REVISION_HASH_LABEL
 from tests.e2e.support.lab import LabHandle, by_node, daemonset, images, pod_ready, wait_for
 
 OLD, NEW = "nginx:1.19.4", "nginx:1.19.5"
 NODES = ["edge-1", "edge-2", "edge-3"]
-ON_DELETE = {"type": "OnDelete"}
+ON_DELETE = {"type": vocabulary.ON_DELETE}
 NAME = "nginx-daemonset"
 SELECTOR = f"app={NAME}"
 

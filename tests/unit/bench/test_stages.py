@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.stages import NodeTimes, StageLog, pod_node
+from bench.stages import NodeTimes, StageLog
+
+from edgerollout.kube.views import pod_node
 
 OLD, NEW = "nginx:1.0", "nginx:2.0"
 

@@ -15,6 +15,9 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
 from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
+from edgerollout.domain.prepull import JobState
+from edgerollout.domain.reconcile import Snapshot
+from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
 from edgerollout.settings import CONTROLLER
 
@@ -34,6 +37,7 @@ from ..kube.running import caught_up, running
 
 API_UID = "uid-ds-api"
 PLAIN_UID = "uid-ds-plain"
+WEB_KEY, API_KEY, PLAIN_KEY = "default/web", "default/api", "default/plain"
 
 
 @dataclass
@@ -66,8 +70,16 @@ async def cluster() -> AsyncIterator[Cluster]:
         yield Cluster(api=api, cache=cache, enqueued=enqueued, states=states)
 
 
-def pod_names(cache: ClusterCache, owner_uid: str) -> list[str]:
-    return sorted(pod.view.name for pod in cache.pods_of(owner_uid))
+def snapshot_of(cluster: Cluster, key: str) -> Snapshot:
+    """What a reconcile of the DaemonSet `key` would plan with now (taken fresh: it is a view)."""
+    daemonset = cluster.cache.daemonsets.get(key)
+    assert daemonset is not None
+    state = cluster.states.of(key, daemonset.view.uid)
+    return take_snapshot(cluster.cache, daemonset, state, now=NOW)
+
+
+def pod_names(cluster: Cluster, key: str) -> list[str]:
+    return sorted(pod.name for pod in snapshot_of(cluster, key).pods)
 
 
 async def test_listed_cache_is_synced_and_knows_the_opted_in_daemonsets(cluster: Cluster) -> None:
@@ -134,7 +146,7 @@ async def test_pod_change_of_a_daemonset_without_the_annotation_enqueues_nothing
     await caught_up(cluster.cache.pods, changed)
 
     assert cluster.enqueued == []
-    assert pod_names(cluster.cache, PLAIN_UID) == ["plain-a"]
+    assert pod_names(cluster, PLAIN_KEY) == ["plain-a"]
 
 
 async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
@@ -148,7 +160,7 @@ async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
     await caught_up(cluster.cache.pods, added)
 
     assert cluster.enqueued == []
-    assert pod_names(cluster.cache, WEB_UID) == ["web-a", "web-b"]
+    assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
 
 
 async def test_node_readiness_change_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
@@ -178,23 +190,23 @@ async def test_node_added_or_removed_enqueues_every_opted_in_daemonset(cluster: 
 
 async def test_pods_are_indexed_by_owner_uid_and_moved_and_removed(cluster: Cluster) -> None:
     cache = cluster.cache
-    assert pod_names(cache, WEB_UID) == ["web-a", "web-b"]
-    assert pod_names(cache, API_UID) == ["api-a"]
+    assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
+    assert pod_names(cluster, API_KEY) == ["api-a"]
 
     adopted = cluster.api.publish(
         PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=API_UID)
     )
     await caught_up(cache.pods, adopted)
-    assert pod_names(cache, WEB_UID) == ["web-a"]
-    assert pod_names(cache, API_UID) == ["api-a", "web-b"]
+    assert pod_names(cluster, WEB_KEY) == ["web-a"]
+    assert pod_names(cluster, API_KEY) == ["api-a", "web-b"]
     # Both owners are looked at again: one lost a pod, the other gained one.
     assert cluster.enqueued == ["default/web", "default/api"]
 
     for name in ("web-a", "web-b", "api-a"):
         gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node="edge-1"))
         await caught_up(cache.pods, gone)
-    assert cache.pods_of(WEB_UID) == []
-    assert cache.pods_of(API_UID) == []
+    assert list(snapshot_of(cluster, WEB_KEY).pods) == []
+    assert list(snapshot_of(cluster, API_KEY).pods) == []
     assert WEB_UID not in cache.pods_by_owner
     assert API_UID not in cache.pods_by_owner
 
@@ -205,7 +217,7 @@ async def test_indexed_pod_is_the_newest_record(cluster: Cluster) -> None:
     )
     await caught_up(cluster.cache.pods, changed)
 
-    assert {pod.view.name: pod.view.revision_hash for pod in cluster.cache.pods_of(WEB_UID)} == {
+    assert {pod.name: pod.revision_hash for pod in snapshot_of(cluster, WEB_KEY).pods} == {
         "web-a": NEW,
         "web-b": NEW,
     }
@@ -217,7 +229,7 @@ async def test_pod_released_by_its_daemonset_leaves_its_index(cluster: Cluster) 
     )
     await caught_up(cluster.cache.pods, released)
 
-    assert pod_names(cluster.cache, WEB_UID) == ["web-a"]
+    assert pod_names(cluster, WEB_KEY) == ["web-a"]
     assert cluster.enqueued == ["default/web"]
 
 
@@ -251,7 +263,7 @@ def pull_job_json(
         "metadata": {
             "name": name,
             "namespace": "default",
-            "labels": {"edgerollout.io/prepull-for": for_pod},
+            "labels": {PREPULL_LABEL: for_pod},
             "ownerReferences": [owner],
         },
         "status": {"conditions": conditions},
@@ -269,7 +281,7 @@ async def test_pull_job_progress_enqueues_the_daemonset_of_the_pod_it_pulls_for(
     await caught_up(cluster.cache.jobs, done)
 
     assert cluster.enqueued == ["default/api", "default/api"]
-    assert cluster.cache.jobs_in("default")["prepull-1"].state.value == "succeeded"
+    assert snapshot_of(cluster, API_KEY).pull_jobs["prepull-1"].state is JobState.SUCCEEDED
 
 
 async def test_a_pull_job_owned_by_another_pod_enqueues_nothing(cluster: Cluster) -> None:
@@ -278,7 +290,7 @@ async def test_a_pull_job_owned_by_another_pod_enqueues_nothing(cluster: Cluster
     await caught_up(cluster.cache.jobs, added)
 
     assert cluster.enqueued == []
-    assert cluster.cache.jobs_in("default")["prepull-1"].owner_uid == "uid-web-a"
+    assert snapshot_of(cluster, API_KEY).pull_jobs["prepull-1"].owner_uid == "uid-web-a"
 
 
 async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(
@@ -290,42 +302,37 @@ async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(
     await caught_up(cluster.cache.jobs, added)
 
     assert cluster.enqueued == []
-    assert cluster.cache.jobs_in("default") == {}
+    assert dict(snapshot_of(cluster, WEB_KEY).pull_jobs) == {}
 
 
-def by_node(cache: ClusterCache, owner_uid: str) -> dict[str, list[str]]:
-    return {
-        node: sorted(pod.name for pod in cache.pod_views_on(owner_uid, node))
-        for node in sorted(cache.nodes_of(owner_uid))
-    }
+def by_node(cluster: Cluster, key: str) -> dict[str, list[str]]:
+    pods_by_node = snapshot_of(cluster, key).pods_by_node
+    return {node: sorted(pod.name for pod in pods_by_node[node]) for node in sorted(pods_by_node)}
 
 
 async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster) -> None:
     cache = cluster.cache
-    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a"], "edge-2": ["web-b"]}
-    assert by_node(cache, API_UID) == {"edge-1": ["api-a"]}
+    assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a"], "edge-2": ["web-b"]}
+    assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"]}
 
     added = cluster.api.publish(PODS, "ADDED", pod_json("web-c", node="edge-1"))
     await caught_up(cache.pods, added)
-    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a", "web-c"], "edge-2": ["web-b"]}
+    assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"], "edge-2": ["web-b"]}
 
     adopted = cluster.api.publish(
         PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID)
     )
     await caught_up(cache.pods, adopted)
-    assert by_node(cache, WEB_UID) == {"edge-1": ["web-a", "web-c"]}
-    assert by_node(cache, API_UID) == {"edge-1": ["api-a"], "edge-2": ["web-b"]}
+    assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"]}
+    assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"], "edge-2": ["web-b"]}
 
     for name, node in (("web-a", "edge-1"), ("web-c", "edge-1"), ("web-b", "edge-2")):
         gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node=node))
         await caught_up(cache.pods, gone)
-    assert by_node(cache, WEB_UID) == {}
+    assert by_node(cluster, WEB_KEY) == {}
     assert WEB_UID not in cache.pods_by_owner_node
-    assert by_node(cache, API_UID) == {"edge-1": ["api-a"]}
-    assert cache.pod_views_on(WEB_UID, NodeName("edge-1")) == []
-
-
-WEB_KEY, API_KEY = "default/web", "default/api"
+    assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"]}
+    assert NodeName("edge-1") not in snapshot_of(cluster, WEB_KEY).pods_by_node
 
 
 async def test_changed_nodes_are_kept_only_for_a_rollout_with_a_state_and_handed_over_once(

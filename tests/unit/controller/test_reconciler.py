@@ -22,6 +22,7 @@ from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.prepull import job_name
 from edgerollout.domain.reconcile import PlanSettings
+from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
     DAEMONSETS,
@@ -456,7 +457,7 @@ def pull_job_json(name: str, *, for_pod: str, succeeded: bool, owner_uid: str = 
         "metadata": {
             "name": name,
             "namespace": NAMESPACE,
-            "labels": {"edgerollout.io/prepull-for": for_pod},
+            "labels": {PREPULL_LABEL: for_pod},
             "ownerReferences": [{**owner, "uid": owner_uid or owner["uid"]}],
         },
         "status": {

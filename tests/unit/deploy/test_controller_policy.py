@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from edgerollout.domain.model import NodeName, PodUID
-from edgerollout.domain.prepull import PREPULL_LABEL, PullJob
-from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE
+from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, PREPULL_LABEL
 from edgerollout.kube.manifests import pull_job_manifest
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable, parse_max_unavailable
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
 
-STRATEGY_KEY = "apps.openyurt.io/update-strategy"
-MAX_UNAVAILABLE_KEY = "apps.openyurt.io/max-unavailable"
+STRATEGY_KEY = UPDATE_STRATEGY_ANNOTATION
+MAX_UNAVAILABLE_KEY = MAX_UNAVAILABLE_ANNOTATION
 NAMES = {
     "advancedrollingupdate": UpdateStrategy.ADVANCED_ROLLING_UPDATE,
     "ota": UpdateStrategy.OTA,

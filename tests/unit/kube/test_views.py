@@ -20,6 +20,7 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.ota_requests import PodFacts
+from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
@@ -475,7 +476,7 @@ def _pull_job(owners: list[dict[str, str]]) -> dict[str, object]:
         "metadata": {
             "name": "prepull-1",
             "namespace": "default",
-            "labels": {"edgerollout.io/prepull-for": "web-a"},
+            "labels": {PREPULL_LABEL: "web-a"},
             "ownerReferences": owners,
         }
     }

@@ -36,6 +36,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
+from tests.e2e.support.seed import ON_DELETE
 
 NAME = "chaos-ds"
 SELECTOR = f"app={NAME}"
@@ -43,7 +44,6 @@ OLD, NEW, NEWER = "nginx:1.19.4", "nginx:1.19.5", "nginx:1.19.6"
 BUDGET = 2
 MIN_READY_SECONDS = 2
 CONVERGE_TIMEOUT = 120.0
-ON_DELETE = {"type": "OnDelete"}
 
 
 def opt_in(strategy: str = ADVANCED_ROLLING_UPDATE) -> dict[str, str]:

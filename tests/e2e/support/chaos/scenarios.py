@@ -209,7 +209,7 @@ async def strategy_switched(chaos: Chaos) -> None:
             patch: Any = {"metadata": {"annotations": opt_in(strategy)}}
             await chaos.kube.apps.patch_namespaced_daemon_set(NAME, chaos.namespace, patch)
             switches += 1
-            if strategy == "OTA":
+            if strategy == OTA:
                 await chaos.pause(0.5, 3.0)
     chaos.notes.append(f"{switches} switches")
 

@@ -7,10 +7,12 @@ import operator
 from dataclasses import dataclass
 from functools import partial
 
+from edgerollout.domain.vocabulary import ADVANCED_ROLLING_UPDATE, LEGACY_AUTO, SUCCESSFUL_DELETE
 from tests.e2e.support.invariants.history import AuditedDeletion, History
 from tests.e2e.support.invariants.timeline import clock
 
-ADVANCED = "advancedrollingupdate"
+# The recorder keeps the strategy annotation stripped and lower-cased, as the controller reads it.
+DECIDED_STRATEGIES = (ADVANCED_ROLLING_UPDATE.lower(), LEGACY_AUTO.lower())
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,7 @@ def violations(
                 )
             )
         if history.ds_strategy.throughout(
-            at - grace, at + grace, lambda s: s not in (ADVANCED, "auto")
+            at - grace, at + grace, lambda s: s not in DECIDED_STRATEGIES
         ):
             found.append(
                 Violation(
@@ -167,7 +169,7 @@ def _event_violations(
                 Violation(
                     report["at"],
                     "not-decided",
-                    f"SuccessfulDelete names pod {pod}, which the controller did not delete",
+                    f"{SUCCESSFUL_DELETE} names pod {pod}, which the controller did not delete",
                     objects,
                 )
             )

@@ -20,13 +20,13 @@ from typing import Any
 
 from kubernetes_asyncio import client, watch
 
-from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import SUCCESSFUL_DELETE, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
 
 log = logging.getLogger(__name__)
 
 STRATEGY = UPDATE_STRATEGY_ANNOTATION
-CONTROLLER_COMPONENT = "edgerollout-controller"
 
 
 def _condition(obj: Any, kind: str) -> Any:
@@ -201,7 +201,7 @@ class Recorder:
         elif (
             kind == "events"
             and event != "DELETED"
-            and obj.reason == "SuccessfulDelete"
+            and obj.reason == SUCCESSFUL_DELETE
             and obj.reporting_component == CONTROLLER_COMPONENT
         ):
             message = str(obj.message or "")
