@@ -84,6 +84,9 @@ class Lab:
     images: tuple[str, ...] = ()
     # The pre-pull toolbox real nodes can pull (the controller's --prepull-toolbox-image).
     toolbox_image: str | None = None
+    # With real nodes: the port where a real node's pods reach the API server, at the node's own
+    # address (their status.hostIP), through the node's link (design §11.7).
+    pod_api_port: int | None = None
 
     @property
     def node_monitor_grace_seconds(self) -> int:
@@ -117,6 +120,7 @@ class Lab:
             registry=data.get("registry"),
             images=tuple(data.get("images", ())),
             toolbox_image=data.get("toolbox_image"),
+            pod_api_port=data.get("pod_api_port"),
         )
 
     def node(self, name: str) -> LabNode:
@@ -232,8 +236,11 @@ def _up(
     node_ids: dict[str, Identity] = {
         name: new_identity(f"system:node:{name}", "system:nodes") for name in names
     }
+    real_addresses = {name: real_nodes_module.real_node(folder, name).address for name in real}
     pki = create_pki(
-        folder / "pki", [admin, controller_manager, scheduler, kwok, *node_ids.values()]
+        folder / "pki",
+        [admin, controller_manager, scheduler, kwok, *node_ids.values()],
+        server_addresses=tuple(real_addresses.values()),
     )
     ports = Ports.allocate()
     server = f"https://127.0.0.1:{ports.apiserver}"
@@ -276,6 +283,10 @@ def _up(
     workload_images: list[str] = []
     if real:
         registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
+    pod_api_port = control_plane.free_port() if real else None
+    for name in real:
+        # Before the link starts: it listens on these addresses for the nodes' pods.
+        real_nodes_module.prepare(folder, real_nodes_module.real_node(folder, name))
     say(f"starting one network link per node ({len(names)})")
     link.write_wanted(
         folder,
@@ -285,6 +296,7 @@ def _up(
         registry=registry.host_and_port if registry else None,
         pulls=real,
         rate=link_rate,
+        pod_api=(pod_api_port, real_addresses) if pod_api_port else None,
     )
     processes.start(folder, "link", [sys.executable, "-m", "edgerollout_lab.link", str(folder)])
     processes.wait_until(
@@ -394,6 +406,7 @@ def _up(
             registry=registry.address,
             images=workload_images,
             toolbox_image=registry.reference(images.TOOLBOX_IMAGE),
+            pod_api_port=pod_api_port,
         )
     _write_json(folder / LAB_FILE, described)
     say(

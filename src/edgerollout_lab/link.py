@@ -6,6 +6,10 @@ through this link. Cutting a link closes the node's open connections and resets 
 dropped uplink as the client sees it, fast enough for tests to assert on. The lab writes the wanted
 state to `links.json` and sends SIGHUP; the process answers by re-reading it.
 
+A real node's pods reach the API server through their node's link as well: the relay listens on
+the node's own address at one port shared by all real nodes (`pod_api`), the address a pod finds
+as its `status.hostIP`, as a node-local API proxy at the edge (OpenYurt's YurtHub) is reached.
+
 A real node pulls its images through its link too: the relay then also listens on one port per
 real node towards the lab's registry (`link-registry-ports.json`), and paces what the registry
 sends at the node's rate (`lab link-rate`, bytes per second; none: unlimited), shared by all the
@@ -86,10 +90,14 @@ def write_wanted(
     registry: tuple[str, int] | None = None,
     pulls: list[str] | None = None,
     rate: float | None = None,
+    pod_api: tuple[int, dict[str, str]] | None = None,
 ) -> None:
-    """The links' first state: the API server, each node's link, and for the nodes in `pulls`
-    a paced link to the registry at `rate` bytes per second (None: unlimited)."""
+    """The links' first state: the API server, each node's link, for the nodes in `pulls` a
+    paced link to the registry at `rate` bytes per second (None: unlimited), and `pod_api`: the
+    port and, per real node, the address where its pods reach the API server."""
     data: dict[str, Any] = {"target_host": host, "target_port": port, "links": links}
+    if pod_api is not None:
+        data["pod_api"] = {"port": pod_api[0], "addresses": pod_api[1]}
     if registry is not None:
         data.update(
             registry=list(registry),
@@ -163,6 +171,9 @@ class LinkProxy:
             (str(data["registry"][0]), int(data["registry"][1])) if "registry" in data else None
         )
         self.pulls: list[str] = list(data.get("pulls", []))
+        pod_api = data.get("pod_api", {"port": 0, "addresses": {}})
+        self.pod_api_port = int(pod_api["port"])
+        self.pod_api_addresses: dict[str, str] = dict(pod_api["addresses"])
         for node, rate in data.get("rates", {}).items():
             self.links[node].pace.rate = rate
 
@@ -233,6 +244,16 @@ class LinkProxy:
             server = await asyncio.start_server(handle, "127.0.0.1", 0)
             servers.append(server)
             ports[node] = server.sockets[0].getsockname()[1]
+        for node, address in self.pod_api_addresses.items():
+
+            async def from_pods(
+                reader: asyncio.StreamReader,
+                writer: asyncio.StreamWriter,
+                link: _Link = self.links[node],
+            ) -> None:
+                await self._serve(link, reader, writer)
+
+            servers.append(await asyncio.start_server(from_pods, address, self.pod_api_port))
         registry_ports: dict[str, int] = {}
         for node in self.pulls:
 

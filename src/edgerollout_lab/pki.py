@@ -52,8 +52,13 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
-    """Write a fresh CA, serving certificate, service-account key pair and token file into folder."""
+def create_pki(
+    folder: Path, identities: list[Identity], *, server_addresses: tuple[str, ...] = ()
+) -> PkiPaths:
+    """Write a fresh CA, serving certificate, service-account key pair and token file into folder.
+
+    The API server's certificate names loopback, the `kubernetes` Service and `server_addresses`
+    (real nodes' addresses, where their pods reach it through the node's link)."""
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     valid_from = now - datetime.timedelta(hours=1)
@@ -95,6 +100,7 @@ def create_pki(folder: Path, identities: list[Identity]) -> PkiPaths:
         x509.DNSName("kubernetes.default.svc.cluster.local"),
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+        *(x509.IPAddress(ipaddress.ip_address(address)) for address in server_addresses),
     ]
     serving_cert = (
         x509.CertificateBuilder()

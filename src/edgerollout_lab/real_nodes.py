@@ -38,7 +38,7 @@ from pathlib import Path
 
 import psutil
 
-from edgerollout_lab import processes
+from edgerollout_lab import packages, processes
 from edgerollout_lab.build import binary
 
 # Debian package → what shows it is installed.
@@ -114,35 +114,15 @@ def real_node(folder: Path, name: str) -> RealNode:
 
 
 def missing_packages() -> list[str]:
-    return [package for package, path in PACKAGES.items() if not Path(path).exists()]
+    return packages.missing(PACKAGES)
 
 
 def ensure_packages(say: Callable[[str], None]) -> None:
     """Install the Debian packages real nodes need, or say which are missing and why not."""
-    missing = missing_packages()
-    if not missing:
-        return
-    names = " ".join(missing)
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise RealNodeError(
-            f"real nodes need the Debian packages {names}; install them as root "
-            f"(apt-get install {names}) — this process is not root or has no apt-get"
-        )
-    say(f"installing Debian packages for real nodes: {names}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [processes.tool("apt-get"), "install", "-y", "--no-install-recommends", *missing]
-    result = subprocess.run(install, capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0:
-        # A fresh machine may not have the package lists yet.
-        subprocess.run(
-            [processes.tool("apt-get"), "update"], capture_output=True, env=env, check=False
-        )
-        result = subprocess.run(install, capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0 or missing_packages():
-        raise RealNodeError(
-            f"installing {names} failed (apt-get exited {result.returncode}):\n"
-            f"{result.stderr[-2000:]}"
-        )
+    try:
+        packages.ensure(PACKAGES, purpose="real nodes", say=say)
+    except packages.PackageError as error:
+        raise RealNodeError(str(error)) from None
 
 
 def claim(folder: Path) -> None:
@@ -177,6 +157,21 @@ def _controllers(*, unified: bool = False) -> list[Path]:
         and (path / "cgroup.procs").exists()
         and (unified or path.name != "unified")
     ]
+
+
+def prepare(folder: Path, node: RealNode) -> None:
+    """The node's folder (linked from the lab's, so that teardown finds it) and its address on lo,
+    where its link listens for its pods too. Doing it again does no harm."""
+    node.folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "real" / node.name
+    link.parent.mkdir(exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(node.folder)
+    added = _ip("addr", "add", f"{node.address}/32", "dev", "lo")
+    if added.returncode != 0 and not any(
+        already in added.stderr for already in ("File exists", "Address already assigned")
+    ):
+        raise RealNodeError(f"cannot add {node.address} to lo: {added.stderr.strip()}")
 
 
 def _make_cgroups(node: RealNode) -> None:
@@ -308,14 +303,7 @@ def start(
     lease_seconds: int,
 ) -> None:
     """Set up one real node and start its containerd and kubelet (Ready is waited for elsewhere)."""
-    node.folder.mkdir(parents=True, exist_ok=True)
-    link = folder / "real" / node.name
-    link.parent.mkdir(exist_ok=True)
-    if not link.is_symlink():
-        link.symlink_to(node.folder)
-    added = _ip("addr", "add", f"{node.address}/32", "dev", "lo")
-    if added.returncode != 0 and "File exists" not in added.stderr:
-        raise RealNodeError(f"cannot add {node.address} to lo: {added.stderr.strip()}")
+    prepare(folder, node)
     _make_cgroups(node)
     config = _containerd_config(node, registry, pull_port)
     processes.start(
