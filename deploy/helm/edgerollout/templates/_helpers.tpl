@@ -70,3 +70,20 @@ controller.watchNamespace, a Role's in that namespace with it (the same rules as
   resources: ["events"]
   verbs: ["create"]
 {{- end }}
+
+{{/*
+Where the pods reach the API server when not through the `kubernetes` Service (apiServer.host):
+in-cluster clients read these two variables. HOST_IP comes first so that "$(HOST_IP)" expands.
+*/}}
+{{- define "edgerollout.apiServerEnv" -}}
+{{- with .Values.apiServer.host }}
+- name: HOST_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.hostIP
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ . | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ $.Values.apiServer.port | quote }}
+{{- end }}
+{{- end }}
