@@ -122,13 +122,15 @@ def test_the_editable_installs_build_backend_is_the_images_pinned_by_the_same_ha
 def test_the_images_runtime_dependencies_are_the_locked_ones_checked_by_hash() -> None:
     dockerfile = DOCKERFILE.read_text()
     export = "uv export --frozen --no-dev --no-emit-project --format requirements-txt"
-    app_pip = "/opt/edgerollout/bin/pip install --no-cache-dir"
+    app_pip = "pip --python /opt/edgerollout/bin/python install --no-cache-dir"
 
     # --frozen: the lock as committed, never resolved again; the export carries its hashes.
     assert f"{export} -o requirements.txt" in dockerfile
     assert f"{app_pip} --require-hashes -r requirements.txt" in dockerfile
     # --no-deps: nothing comes in unhashed through the project wheel's own requirements.
     assert f"{app_pip} --no-deps /wheels/edgerollout-*.whl" in dockerfile
+    # The product's environment has no installer of its own to ship.
+    assert "python -m venv --without-pip /opt/edgerollout" in dockerfile
 
 
 def test_the_base_image_is_a_build_argument_pinned_by_digest() -> None:
