@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from edgerollout_lab import build, cluster, link
+from edgerollout_lab import build, cluster, images, link, packages, product_image
 from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
@@ -193,6 +193,40 @@ def status_command(folder: Path) -> None:
     click.echo(f"{'NODE':<12} {'READY':<8} LINK")
     for node in nodes:
         click.echo(f"{node.name:<12} {node.ready:<8} {'up' if node.link_up else 'cut'}")
+
+
+@lab.command("image")
+@click.option(
+    "--tag",
+    default=None,
+    help="The image's tag (default: the project's version and the source's commit).",
+)
+@dir_option
+def image_command(tag: str | None, folder: Path) -> None:
+    """Build the product's image from deploy/Dockerfile with buildah and push it to the running
+    lab's registry (a lab with real nodes); prints the image's reference."""
+    try:
+        lab_now = cluster.Lab.load(folder.resolve())
+    except cluster.LabError as error:
+        raise _fail(error) from error
+    if lab_now.registry is None:
+        raise click.ClickException(
+            f"the lab in {folder} has no registry: start one with real nodes "
+            "(`./dev lab up --real-nodes 1`) first"
+        )
+    source = product_image.Source.of(Path.cwd())
+    try:
+        built = product_image.build(
+            source.context,
+            tag=tag or source.tag,
+            version=source.version,
+            revision=source.revision,
+            say=_say,
+        )
+        reference = product_image.push(built, images.Registry(lab_now.registry))
+    except (product_image.ImageBuildError, packages.PackageError) as error:
+        raise _fail(error) from error
+    click.echo(reference)
 
 
 lab.add_command(demo)

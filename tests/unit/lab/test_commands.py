@@ -30,6 +30,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "demo",
         "disconnect",
         "down",
+        "image",
         "link-rate",
         "restart",
         "status",
@@ -45,6 +46,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "--real-nodes",
     ]
     assert _options(lab.commands["demo"]) == ["--dir"]
+    assert _options(lab.commands["image"]) == ["--dir", "--tag"]
 
 
 def test_lab_runs_as_a_module_and_its_help_says_so() -> None:
