@@ -65,7 +65,11 @@ ELECTION = CONTROLLER.leader_election
 @click.option(
     "--workers", type=click.IntRange(min=1), default=CONTROLLER.workers, show_default=True
 )
-@click.option("--identity", default="", help="Leader election identity (default: host_pid).")
+@click.option(
+    "--identity",
+    default="",
+    help="Leader election identity (default: HOST_UUID, new for each process).",
+)
 @click.option(
     "--prepull-toolbox-image",
     default=CONTROLLER.prepull.toolbox_image,

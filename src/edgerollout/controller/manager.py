@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import gc
 import logging
-import os
 import signal
 import socket
 import time
+import uuid
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -48,7 +48,9 @@ class ControllerOptions:
     # Only DaemonSets in this namespace (None: every namespace).
     namespace: str | None = None
     leader_elect: bool = False
-    # The Lease holder's name (empty: host_pid, unique per process as client-go's are).
+    # The Lease holder's name (empty: HOST_UUID, unique per process as client-go's is; a
+    # host_pid would be the same for a container restarted in its pod: it would take its dead
+    # predecessor's Lease at once instead of waiting for it to expire).
     identity: str = ""
     settings: ControllerSettings = CONTROLLER
 
@@ -58,12 +60,17 @@ def _host_port(address: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all interfaces
 
 
+def default_identity() -> str:
+    """This process's Lease holder name: the host (the pod's name in a pod) and a random UUID."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
 class Controller:
     def __init__(self, options: ControllerOptions, api: KubeApi) -> None:
         self.options = options
         self.settings = settings = options.settings
         self.api = api
-        self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
+        self.identity = options.identity or default_identity()
         self.queue = WorkQueue(
             name=metrics.CONTROLLER,
             base_delay=settings.queue.base_delay,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import uuid
 
 import pytest
 
 from edgerollout.cli.logging_setup import structured_fields
-from edgerollout.controller.manager import Controller, ControllerOptions
+from edgerollout.controller.manager import Controller, ControllerOptions, default_identity
 from edgerollout.controller.reconciler import NotLeader, Outcome
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.settings import ControllerSettings
@@ -91,3 +93,15 @@ async def test_a_failed_reconcile_is_logged_with_its_daemonset_error_and_retry_d
             {"daemonset": "ns/a", "error": "the API server said no", "retry_after": 0.005},
         ),
     ]
+
+
+def test_default_identity_is_the_host_and_a_new_uuid_for_each_process() -> None:
+    # A container restarted in its pod has the same host name and pid 1 again: only a fresh
+    # UUID keeps it from taking its dead predecessor's Lease at once.
+    first, second = default_identity(), default_identity()
+    host = socket.gethostname()
+
+    assert first != second
+    for identity in (first, second):
+        name, _, suffix = identity.rpartition("_")
+        assert (name, str(uuid.UUID(suffix))) == (host, suffix)
