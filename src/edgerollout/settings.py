@@ -1,10 +1,11 @@
-"""Every default and tuning constant of the controller and the agent, each named once with its reason.
+"""Every default and tuning constant of edgerollout, each named once with its reason.
 
 Like controller-runtime's `Options` or kopf's `OperatorSettings`: the command-line flags take their
 defaults from `CONTROLLER` and `AGENT` below, the Helm chart's values and the manifests in
 `deploy/base` are checked against them by a unit test, and the code that uses a value reads it from
 here rather than spelling the number again. A flag builds a changed copy (`dataclasses.replace`);
-the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says.
+the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says;
+`edgerollout status` polls as `STATUS` says.
 
 This module imports nothing from the project, so every layer (domain included) may read it.
 """
@@ -214,7 +215,19 @@ class AgentSettings:
     log: LogSettings = field(default_factory=LogSettings)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusSettings:
+    """The `status` command (`cli/status_command.py`); no flag sets them."""
+
+    # `status --watch` reads the DaemonSet and lists its pods, its ControllerRevisions and every
+    # Node again each second, printing only when the output changed: a person watching sees a
+    # node move within a second, and each round costs the API server a GET and three LISTs, so
+    # polling faster would add load for changes no one reads sooner.
+    poll_seconds: float = 1.0
+
+
 CONTROLLER: Final = ControllerSettings()
 AGENT: Final = AgentSettings()
 KUBE_CLIENT: Final = KubeClientSettings()
 PULL_JOB: Final = PullJobSettings()
+STATUS: Final = StatusSettings()

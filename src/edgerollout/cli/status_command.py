@@ -2,8 +2,9 @@
 
 The shell around `domain.rollout_status`: it reads the DaemonSet, its pods (its label selector,
 then its UID in their owner reference), its ControllerRevisions and the Nodes, reduces them with
-`kube.views`, and prints what `status_render` makes of them. `--watch` polls once a second and
-prints again whenever the output changes, until the rollout is complete.
+`kube.views`, and prints what `status_render` makes of them. `--watch` reads them all again every
+`STATUS.poll_seconds` (1 s) and prints again whenever the output changes, until the rollout is
+complete.
 
 Exit codes: 0 complete; 1 not complete (without `--watch`); 2 usage error; 3 DaemonSet not
 found; 4 the API server cannot be reached or refuses the request; 130 interrupted (Ctrl-C).
@@ -38,12 +39,12 @@ from edgerollout.kube.views import (
     pod_selector,
     revision_from_api,
 )
+from edgerollout.settings import STATUS
 
 EXIT_NOT_COMPLETE = 1
 EXIT_NOT_FOUND = 3
 EXIT_API = 4
 EXIT_INTERRUPTED = 130
-POLL_SECONDS = 1.0
 
 
 class DaemonSetNotFound(Exception):
@@ -132,7 +133,7 @@ async def _run(
                 return 0
             if not watch:
                 return EXIT_NOT_COMPLETE
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(STATUS.poll_seconds)
     finally:
         await api.close()
 

@@ -35,10 +35,6 @@ from edgerollout.domain.vocabulary import (
     PULL_IMAGE_SUCCESS,
     WAIT_PULL_IMAGE,
 )
-
-# Spelled in vocabulary; named here too only because kube/manifests.py imports them from here.
-from edgerollout.domain.vocabulary import PREPULL_LABEL as PREPULL_LABEL
-from edgerollout.domain.vocabulary import REVISION_ANNOTATION as REVISION_ANNOTATION
 from edgerollout.settings import PrepullSettings
 
 # What the DaemonSet controller adds to every daemon pod, so a pull Job survives the same taints.

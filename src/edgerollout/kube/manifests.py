@@ -19,7 +19,8 @@ from typing import Any
 
 from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import PodCondition
-from edgerollout.domain.prepull import PREPULL_LABEL, REVISION_ANNOTATION, PullJob
+from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.vocabulary import PREPULL_LABEL, REVISION_ANNOTATION
 from edgerollout.settings import PULL_JOB
 
 TOOLBOX_MOUNT = "/edgerollout-pull"
