@@ -107,8 +107,14 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime"), spec.get("leaseDurationSeconds"))
         if record != self._observed:
+            # A record seen for the first time may have been renewed just before this replica
+            # looked: it waits two retry periods longer than one that watched the holder renew
+            # (which saw the last renewal at most one retry period late). So when a leader's
+            # container crashes and is restarted at once, the standby takes over, not the
+            # restarted process with its cold caches (design §10.6).
+            first_sight = self._observed is None
             self._observed = record
-            self._observed_at = time.monotonic()
+            self._observed_at = time.monotonic() + (2 * self.retry_period if first_sight else 0.0)
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
         if holder and holder != self.identity and time.monotonic() - self._observed_at < duration:
             return False  # held by another replica that renewed within a lease duration

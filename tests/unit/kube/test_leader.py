@@ -161,6 +161,43 @@ async def test_standby_takes_over_a_lease_duration_after_the_record_stops_changi
         assert spec["acquireTime"] != acquired_before
 
 
+async def test_the_standby_takes_over_before_a_replica_that_started_after_the_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A leader's container crashes and the kubelet starts it again at once: the restarted
+    # process sees the record before the standby's next look has seen its last renewal.
+    now = [0.0]
+    monkeypatch.setattr("edgerollout.kube.leader.time.monotonic", lambda: now[0])
+    api = FakeApi()
+
+    def elector(identity: str) -> LeaderElector:
+        return LeaderElector(
+            api,
+            namespace=NAMESPACE,
+            name=NAME,
+            identity=identity,
+            lease_duration=15,
+            renew_deadline=10,
+            retry_period=2,
+        )
+
+    leader, standby, restarted = elector("a"), elector("b"), elector("a-restarted")
+
+    async def attempt(one: LeaderElector, at: float) -> bool:
+        now[0] = at
+        return await one._try_acquire_or_renew()
+
+    assert await attempt(leader, 0.0)
+    assert not await attempt(standby, 0.1)
+    assert await attempt(leader, 1.9)  # its last renewal: it crashes at 2.0
+    assert not await attempt(restarted, 2.0)  # first sight
+    assert not await attempt(standby, 3.8)  # sees the last renewal, 1.9 s late
+
+    assert not await attempt(restarted, 17.1)  # 15.1 s after its first sight
+    assert await attempt(standby, 18.9)  # 15.1 s after the renewal it saw
+    assert lease_spec(api)["holderIdentity"] == "b"
+
+
 async def test_leadership_lapses_at_the_renew_deadline_when_renewals_fail() -> None:
     api = FakeApi()
     async with replicas(api, "replica-a") as (a,):
