@@ -122,6 +122,10 @@ class DaemonSetView:
     The annotations are kept whole and read where they are decided on (strategy, budget,
     `deprecated.daemonset.template.generation`), so a view cannot disagree with its source.
     `desired_nodes` is the native controller's `status.desiredNumberScheduled` (None if unknown).
+    `counted_while_not_ready` holds the not-Ready readinesses (`NOT_READY`, `UNKNOWN`) of nodes the
+    native controller still counts there: the pod template tolerates the `NoSchedule` taint the
+    node lifecycle controller puts on such a node (`node.kubernetes.io/not-ready`, `.../unreachable`),
+    as node agents that tolerate every taint do.
     """
 
     namespace: str
@@ -131,6 +135,7 @@ class DaemonSetView:
     update_strategy_type: str = "RollingUpdate"
     min_ready_seconds: int = 0
     desired_nodes: int | None = None
+    counted_while_not_ready: frozenset[NodeReadiness] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

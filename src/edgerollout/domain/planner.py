@@ -161,6 +161,7 @@ def plan_deletions(
     now: datetime,
     in_flight: Iterable[InFlightDeletion] = (),
     desired_nodes: int | None = None,
+    counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
 ) -> DeletionPlan:
     """Choose the pods to delete now (see the module docstring for the rules).
 
@@ -168,7 +169,10 @@ def plan_deletions(
     (`status.desiredNumberScheduled`; it leaves out nodes tainted unreachable or not-ready). Ready
     nodes it counts that hold no pod at all — a pod deleted and not yet replaced, a node that just
     joined — are invisible in `pods`; every such node short of `desired_nodes` counts as
-    unavailable. A stale count can only make the budget tighter, never looser.
+    unavailable. A stale count can only make the budget tighter, never looser. A skipped node
+    whose readiness is in `counted_while_not_ready` is in that count too, holding its pod: it is
+    not short (a DaemonSet that tolerates every taint would otherwise have each offline node
+    count against its budget).
 
     The result depends only on the arguments, not on their order: nodes are visited by name, and
     the deletions come out ordered by node name, then pod name.
@@ -208,7 +212,10 @@ def plan_deletions(
             candidates.append((outdated, name))
 
     if desired_nodes is not None:
-        unavailable += max(0, desired_nodes - len(verdicts))
+        counted = sum(
+            1 for name in skipped if readiness.get(name, missing) in counted_while_not_ready
+        )
+        unavailable += shortfall(desired_nodes, judged=len(verdicts), counted_skipped=counted)
     room = max(0, max_unavailable - unavailable)
     chosen = replacements + [
         deletion_of(pod, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
@@ -221,6 +228,12 @@ def plan_deletions(
         verdicts=verdicts,
         skipped_nodes=skipped,
     )
+
+
+def shortfall(desired_nodes: int, *, judged: int, counted_skipped: int) -> int:
+    """The nodes the native controller wants a pod on that hold none: `desired_nodes` less the
+    Ready nodes judged and the skipped nodes it counts (they hold a pod, on an offline node)."""
+    return max(0, desired_nodes - judged - counted_skipped)
 
 
 def _pods_by_node(

@@ -30,17 +30,19 @@ from typing import Any
 from edgerollout.domain.conditions import ConditionWrite, plan_image_ready, revision_in_message
 from edgerollout.domain.model import ConditionStatus, NodeName, PodUID, PodView
 from edgerollout.domain.vocabulary import (
+    NOT_READY_TAINT,
     POD_IMAGE_READY,
     PULL_IMAGE_FAIL,
     PULL_IMAGE_SUCCESS,
+    UNREACHABLE_TAINT,
     WAIT_PULL_IMAGE,
 )
 from edgerollout.settings import PrepullSettings
 
 # What the DaemonSet controller adds to every daemon pod, so a pull Job survives the same taints.
 DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"},
+    {"key": UNREACHABLE_TAINT, "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},

@@ -260,7 +260,11 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             recheck=_recheck(settings),
             target=target,
         )
-    rollout = book.plan(max_unavailable=budget.value, desired_nodes=daemonset.desired_nodes)
+    rollout = book.plan(
+        max_unavailable=budget.value,
+        desired_nodes=daemonset.desired_nodes,
+        counted_while_not_ready=daemonset.counted_while_not_ready,
+    )
     return Plan(
         strategy=choice.strategy,
         notices=choice.notices,

@@ -37,6 +37,7 @@ from edgerollout.domain.planner import (
     NodeVerdict,
     deletion_of,
     judge_node,
+    shortfall,
 )
 from edgerollout.domain.revisions import TargetRevision
 
@@ -59,7 +60,8 @@ class RolloutBook:
         self._verdicts: dict[NodeName, NodeVerdict] = {}
         self._in_flight: dict[PodUID, NodeName] = {}
         self._unavailable = 0
-        self._skipped: set[NodeName] = set()
+        # Skipped nodes and their readiness (a not-Ready one may still be counted as desired).
+        self._skipped: dict[NodeName, NodeReadiness] = {}
         self._outdated: set[NodeName] = set()
         self._replace: set[NodeName] = set()
 
@@ -138,7 +140,7 @@ class RolloutBook:
             return  # the node holds nothing of the DaemonSet any more
         if readiness is not NodeReadiness.READY:
             self._entries[name] = _SKIPPED
-            self._skipped.add(name)
+            self._skipped[name] = readiness
             return
         if not target.known:
             self._entries[name] = _Entry(verdict=None)
@@ -156,14 +158,20 @@ class RolloutBook:
 
     def _withdraw(self, name: NodeName, entry: _Entry) -> None:
         """Take a node's previous verdict out of the totals."""
-        self._skipped.discard(name)
+        self._skipped.pop(name, None)
         verdict = self._verdicts.pop(name, None)
         if verdict is not None and verdict.unavailable:
             self._unavailable -= 1
         self._outdated.discard(name)
         self._replace.discard(name)
 
-    def plan(self, *, max_unavailable: int, desired_nodes: int | None = None) -> DeletionPlan:
+    def plan(
+        self,
+        *,
+        max_unavailable: int,
+        desired_nodes: int | None = None,
+        counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
+    ) -> DeletionPlan:
         """The deletions to make now, from the verdicts of the last `refresh`."""
         skipped = tuple(sorted(self._skipped))
         key = self._key
@@ -173,7 +181,10 @@ class RolloutBook:
             )
         unavailable = self._unavailable
         if desired_nodes is not None:
-            unavailable += max(0, desired_nodes - len(self._verdicts))
+            counted = sum(1 for r in self._skipped.values() if r in counted_while_not_ready)
+            unavailable += shortfall(
+                desired_nodes, judged=len(self._verdicts), counted_skipped=counted
+            )
         room = max(0, max_unavailable - unavailable)
         entries = self._entries
         chosen: list[Deletion] = [

@@ -73,3 +73,8 @@ UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
 AGENT_OWN_NODE_POLICY: Final = "edgerollout-agent-own-node"
 # The label a dry-run status patch tries to add to prove that policy is in force; never written.
 SCOPING_PROBE_LABEL: Final = "edgerollout.io/scoping-probe"
+
+# The taints the node lifecycle controller puts on a node whose Ready condition is False or
+# Unknown (with effect NoSchedule, and NoExecute for eviction).
+NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"

@@ -8,6 +8,7 @@ where in a Kubernetes object each fact lives.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,11 +30,13 @@ from edgerollout.domain.prepull import JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
     CONTROLLER_REVISION_HASH_LABEL,
+    NOT_READY_TAINT,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     POD_TEMPLATE_GENERATION_LABEL,
     PREPULL_LABEL,
     READY_CONDITION,
+    UNREACHABLE_TAINT,
 )
 
 JSON = dict[str, Any]
@@ -282,6 +285,33 @@ def _desired(obj: JSON) -> int | None:
     return int(status["desiredNumberScheduled"] or 0)
 
 
+# The taint on a node of each not-Ready readiness: the native controller counts such a node in
+# `desiredNumberScheduled` only if the pod template tolerates it with effect NoSchedule.
+_NOT_READY_TAINTS = {
+    NodeReadiness.NOT_READY: NOT_READY_TAINT,
+    NodeReadiness.UNKNOWN: UNREACHABLE_TAINT,
+}
+
+
+def counted_while_not_ready(tolerations: Iterable[JSON]) -> frozenset[NodeReadiness]:
+    """The not-Ready readinesses whose nodes a pod template with these tolerations still runs on
+    (the tolerations match as the scheduler's do, for the taint's key with no value)."""
+    listed = list(tolerations)
+    return frozenset(
+        readiness
+        for readiness, key in _NOT_READY_TAINTS.items()
+        if any(_tolerates_no_schedule(toleration, key) for toleration in listed)
+    )
+
+
+def _tolerates_no_schedule(toleration: JSON, key: str) -> bool:
+    if (toleration.get("effect") or "") not in ("", "NoSchedule"):
+        return False
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return (toleration.get("key") or "") in ("", key)
+    return toleration.get("key") == key and not toleration.get("value")
+
+
 def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -295,6 +325,7 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             update_strategy_type=(spec.get("updateStrategy") or {}).get("type") or "RollingUpdate",
             min_ready_seconds=int(spec.get("minReadySeconds") or 0),
             desired_nodes=_desired(obj),
+            counted_while_not_ready=counted_while_not_ready(template_spec.get("tolerations") or ()),
         ),
         pod_template_images=_images(template_spec),
         generation=int(meta.get("generation") or 0),

@@ -36,6 +36,7 @@ def plan(
     deleting: Sequence[InFlightDeletion] = (),
     target: TargetRevision = TARGET,
     desired_nodes: int | None = None,
+    counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
 ) -> DeletionPlan:
     return plan_deletions(
         pods=pods,
@@ -46,6 +47,7 @@ def plan(
         now=NOW,
         in_flight=deleting,
         desired_nodes=desired_nodes,
+        counted_while_not_ready=counted_while_not_ready,
     )
 
 
@@ -360,6 +362,40 @@ def test_desired_nodes_already_holding_pods_add_nothing() -> None:
     result = plan(pods, ready_nodes("edge-1", "edge-2"), desired_nodes=2)
     assert deleted(result) == ["p1"]
     assert result.unavailable == 0
+
+
+def test_an_offline_node_a_daemonset_tolerates_is_counted_desired_but_not_short() -> None:
+    # A node agent tolerates every taint: the native controller counts the unreachable edge-3 in
+    # desiredNumberScheduled; it holds its pod, so it takes nothing from the budget.
+    pods = [old_pod("p1", "edge-1"), old_pod("p2", "edge-2"), old_pod("p3", "edge-3")]
+    nodes = [*ready_nodes("edge-1", "edge-2"), node("edge-3", NodeReadiness.UNKNOWN)]
+    everything = frozenset({NodeReadiness.NOT_READY, NodeReadiness.UNKNOWN})
+
+    result = plan(pods, nodes, desired_nodes=3, counted_while_not_ready=everything)
+
+    assert deleted(result) == ["p1"]
+    assert (result.unavailable, result.skipped_nodes) == (0, ("edge-3",))
+
+
+def test_an_offline_node_not_tolerated_is_no_part_of_the_desired_count() -> None:
+    # Without the toleration the native controller leaves edge-3 out of desiredNumberScheduled
+    # (2): a third node counted there would be a Ready node holding no pod.
+    pods = [old_pod("p1", "edge-1"), old_pod("p2", "edge-2"), old_pod("p3", "edge-3")]
+    nodes = [*ready_nodes("edge-1", "edge-2"), node("edge-3", NodeReadiness.UNKNOWN)]
+    unreachable_only = frozenset({NodeReadiness.UNKNOWN})
+
+    assert deleted(plan(pods, nodes, desired_nodes=2)) == ["p1"]
+    assert plan(pods, nodes, desired_nodes=3).unavailable == 1
+    assert deleted(plan(pods, nodes, desired_nodes=3)) == []
+    # Tolerating only not-ready (NoSchedule) does not cover an unreachable node.
+    not_ready_only = frozenset({NodeReadiness.NOT_READY})
+    assert (
+        plan(pods, nodes, desired_nodes=3, counted_while_not_ready=not_ready_only).unavailable == 1
+    )
+    assert (
+        plan(pods, nodes, desired_nodes=3, counted_while_not_ready=unreachable_only).unavailable
+        == 0
+    )
 
 
 def test_desired_count_below_the_nodes_seen_never_loosens_the_budget() -> None:

@@ -65,6 +65,7 @@ class Step:
     cluster: Cluster
     target: TargetRevision
     desired_nodes: int | None
+    counted_while_not_ready: frozenset[NodeReadiness] = frozenset()
 
 
 @st.composite
@@ -74,10 +75,14 @@ def histories(draw: st.DrawFn) -> list[Step]:
     for _ in range(draw(st.integers(1, 8))):
         previous = steps[-1]
         cluster, target, desired = previous.cluster, previous.target, previous.desired_nodes
+        counted = previous.counted_while_not_ready
         names = sorted(cluster.readiness)
         change = draw(
             st.sampled_from(
-                ["pods", "pods", "pods", "readiness", "in_flight", "budget", "target", "desired"]
+                [
+                    *("pods", "pods", "pods", "readiness", "in_flight"),
+                    *("budget", "target", "desired", "tolerated"),
+                ]
             )
         )
         if change == "pods" and names:
@@ -104,9 +109,12 @@ def histories(draw: st.DrawFn) -> list[Step]:
             target = draw(st.sampled_from([TARGET, OLD_TARGET, UNKNOWN]))
         elif change == "desired":
             desired = draw(st.none() | st.integers(0, 15))
+        elif change == "tolerated":
+            not_ready = [NodeReadiness.NOT_READY, NodeReadiness.UNKNOWN]
+            counted = frozenset(draw(st.lists(st.sampled_from(not_ready), unique=True)))
         else:
             cluster = replace(cluster, min_ready_seconds=draw(st.sampled_from([0, 30])))
-        steps.append(Step(cluster, target, desired))
+        steps.append(Step(cluster, target, desired, counted))
     return steps
 
 
@@ -121,6 +129,7 @@ def full_plan(step: Step) -> DeletionPlan:
         now=NOW,
         in_flight=cluster.in_flight,
         desired_nodes=step.desired_nodes,
+        counted_while_not_ready=step.counted_while_not_ready,
     )
 
 
@@ -140,7 +149,11 @@ def book_plan(
         changed=changed,
         in_flight=step.cluster.in_flight,
     )
-    return book.plan(max_unavailable=step.cluster.max_unavailable, desired_nodes=step.desired_nodes)
+    return book.plan(
+        max_unavailable=step.cluster.max_unavailable,
+        desired_nodes=step.desired_nodes,
+        counted_while_not_ready=step.counted_while_not_ready,
+    )
 
 
 @settings(max_examples=400, deadline=None)

@@ -25,6 +25,7 @@ from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
     CachedRevision,
+    counted_while_not_ready,
     daemonset_from_api,
     job_from_api,
     namespaced_name,
@@ -496,3 +497,41 @@ def test_a_pull_job_is_trusted_only_through_its_single_pod_owner() -> None:
         job = job_from_api(_pull_job(owners))
         assert job is not None
         assert (job.pod_name, job.owner_uid) == ("web-a", expected), owners
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "counted"),
+    [
+        ([], set()),
+        ([{"operator": "Exists"}], {NodeReadiness.NOT_READY, NodeReadiness.UNKNOWN}),
+        (
+            [{"operator": "Exists", "effect": "NoSchedule"}],
+            {NodeReadiness.NOT_READY, NodeReadiness.UNKNOWN},
+        ),
+        ([{"operator": "Exists", "effect": "NoExecute"}], set()),
+        (
+            [{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}],
+            {NodeReadiness.UNKNOWN},
+        ),
+        (
+            [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}],
+            {NodeReadiness.NOT_READY},
+        ),
+        ([{"key": "node.kubernetes.io/not-ready", "value": "x"}], set()),
+        (
+            [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
+            set(),
+        ),
+        ([{"key": "edge", "operator": "Exists"}], set()),
+    ],
+)
+def test_a_daemonset_is_counted_on_the_not_ready_nodes_whose_noschedule_taint_it_tolerates(
+    tolerations: list[dict[str, str]], counted: set[NodeReadiness]
+) -> None:
+    daemonset = {
+        "metadata": {"name": "agent", "namespace": "edge", "uid": "u"},
+        "spec": {"template": {"spec": {"tolerations": tolerations}}},
+    }
+
+    assert counted_while_not_ready(tolerations) == counted
+    assert daemonset_from_api(daemonset).view.counted_while_not_ready == counted
