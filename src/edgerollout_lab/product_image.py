@@ -149,7 +149,8 @@ def bud_argv(
         "bud",
         "--isolation=chroot",
         "--pull=never",
-        "--layers",
+        # No layer cache: buildah 1.28 reused a cached LABEL step whose ARG value had changed.
+        "--layers=false",
         f"--file={context / DOCKERFILE}",
         f"--build-arg=PYTHON_IMAGE={base}",
         f"--build-arg=VERSION={version}",
@@ -219,6 +220,8 @@ def build(
         ),
         what=f"building {local}",
     )
+    # The image this tag named before, and the builder stage, are left untagged: free them.
+    _run(["buildah", *store_options(store), "rmi", "--prune"], what="removing untagged images")
     return BuiltImage(local=local, tag=tag)
 
 
