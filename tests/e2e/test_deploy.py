@@ -31,14 +31,12 @@ from edgerollout.domain.vocabulary import PREPULL_LABEL, UPDATE_STRATEGY_ANNOTAT
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.api import api_client
-from edgerollout_lab.build import binary
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
+from tests.e2e.support.helm import BASE, CHART, helm, run
 from tests.e2e.support.lab import lab_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "deploy" / "base"
-CHART = ROOT / "deploy" / "helm" / "edgerollout"
 NAMESPACE = "edgerollout-system"
 CONTROLLER = f"system:serviceaccount:{NAMESPACE}:edgerollout-controller"
 AGENT = f"system:serviceaccount:{NAMESPACE}:edgerollout-agent"
@@ -56,22 +54,11 @@ HELM_LABELS = {
 SCHEMA_ERROR = "values don't meet the specifications of the schema(s) in the following chart(s):"
 
 
-def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        args, input=stdin, capture_output=True, text=True, timeout=120, check=False
-    )
-
-
 def _kubectl(
     kubeconfig: Path, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     kubectl = str(Path(sys.executable).parent / "kubectl")
-    return _run([kubectl, f"--kubeconfig={kubeconfig}", *args], stdin)
-
-
-def _helm(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
-    where = [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
-    return _run([str(binary("helm")), *args, *where])
+    return run([kubectl, f"--kubeconfig={kubeconfig}", *args], stdin)
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
@@ -79,20 +66,20 @@ def _documents(text: str) -> list[dict[str, Any]]:
 
 
 def _kustomized() -> list[dict[str, Any]]:
-    result = _run([str(Path(sys.executable).parent / "kubectl"), "kustomize", str(BASE)])
+    result = run([str(Path(sys.executable).parent / "kubectl"), "kustomize", str(BASE)])
     assert result.returncode == 0, result.stderr
     return _documents(result.stdout)
 
 
 def _helm_template(*args: str) -> subprocess.CompletedProcess[str]:
-    return _helm("template", RELEASE, str(CHART), *args)
+    return helm("template", RELEASE, str(CHART), *args)
 
 
 def _helm_release(command: str, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`helm <command> RELEASE` (command: "install", "get manifest"...) on the lab, the release's
     record in RELEASE_NAMESPACE."""
     where = ("--namespace", RELEASE_NAMESPACE)
-    return _helm(*command.split(), RELEASE, *where, *args, kubeconfig=kubeconfig)
+    return helm(*command.split(), RELEASE, *where, *args, kubeconfig=kubeconfig)
 
 
 def _helm_install(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -686,7 +673,7 @@ def test_agent_daemonset_serves_loopback_on_every_node_with_a_pod_bound_token(
 
 
 def test_chart_passes_helm_lint_strict() -> None:
-    result = _helm("lint", "--strict", str(CHART))
+    result = helm("lint", "--strict", str(CHART))
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [

@@ -26,6 +26,7 @@ import pytest
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.agents import agent_of
+from tests.e2e.support.containerd import ctr
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
@@ -49,25 +50,7 @@ KUBECTL = str(Path(sys.executable).parent / "kubectl")
 
 
 def _ctr(lab: Lab, *args: str) -> list[list[str]]:
-    """`ctr` on the real node's containerd, in the kubelet's namespace: rows without the header."""
-    socket = lab.node(REAL).runtime_endpoint
-    assert socket is not None
-    result = subprocess.run(
-        [
-            shutil.which("ctr") or "ctr",
-            "--address",
-            socket.removeprefix("unix://"),
-            "--namespace",
-            "k8s.io",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
-    assert result.returncode == 0, result.stderr
-    return [line.split() for line in result.stdout.splitlines()[1:]]
+    return ctr(lab, REAL, *args)
 
 
 @dataclass(frozen=True)
