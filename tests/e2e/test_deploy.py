@@ -27,7 +27,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.prepull import PullJob
-from edgerollout.domain.vocabulary import PREPULL_LABEL, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    MAX_UNAVAILABLE_ANNOTATION,
+    PREPULL_LABEL,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.api import api_client
@@ -633,8 +637,14 @@ def test_agent_daemonset_serves_loopback_on_every_node_with_a_pod_bound_token(
     installed: Installed,
 ) -> None:
     daemonset = _get(installed, "daemonset", "edgerollout-agent")
-    assert UPDATE_STRATEGY_ANNOTATION not in daemonset["metadata"].get("annotations", {})
-    assert daemonset["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    # Upgraded by edgerollout itself: an offline node's agent blocks no other's upgrade.
+    annotations = daemonset["metadata"]["annotations"]
+    strategy = (UPDATE_STRATEGY_ANNOTATION, MAX_UNAVAILABLE_ANNOTATION)
+    assert {key: annotations.get(key) for key in strategy} == {
+        UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate",
+        MAX_UNAVAILABLE_ANNOTATION: "10%",
+    }
+    assert daemonset["spec"]["updateStrategy"] == {"type": "OnDelete"}
     pod = daemonset["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert pod["serviceAccountName"] == "edgerollout-agent"
