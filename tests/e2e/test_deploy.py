@@ -824,7 +824,7 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
 
 def test_values_shown_in_the_readme_are_accepted_and_applied(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
-    example = readme.split("**Helm**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    example = readme.split("`my-values.yaml`:", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     values = tmp_path / "my-values.yaml"
     values.write_text(example)
 
@@ -833,12 +833,13 @@ def test_values_shown_in_the_readme_are_accepted_and_applied(tmp_path: Path) -> 
     controller = _pod_spec(objects, "Deployment")
     agent = _pod_spec(objects, "DaemonSet")
     containers = [*controller["containers"], *agent["initContainers"], *agent["containers"]]
-    assert {(c["image"], c["imagePullPolicy"]) for c in containers} == {
-        ("registry.example.com/edgerollout:0.1.0", "IfNotPresent")
+    assert {(c["image"], c.get("imagePullPolicy")) for c in containers} == {
+        ("registry.example.com/edgerollout:0.1.0", None)
     }
-    assert controller["containers"][0]["args"][-1] == (
-        "--prepull-toolbox-image=registry.example.com/busybox:1.37.0-musl"
-    )
+    assert controller["nodeSelector"] == {"openyurt.io/is-edge-worker": "false"}
+    assert agent["nodeSelector"] == {"openyurt.io/is-edge-worker": "true"}
+    # The API server through the kubernetes Service: the example leaves apiServer commented out.
+    assert all("env" not in c for c in controller["containers"])
 
 
 def _schema_errors(stderr: str, *, command: str) -> list[str]:
