@@ -364,6 +364,7 @@ def _up(
                 kubelet_port=control_plane.free_port(),
                 healthz_port=control_plane.free_port(),
                 lease_seconds=lease_seconds,
+                client_ca=pki.ca_cert,
             )
     node_timeout = 60 + nodes * 0.2
     asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))

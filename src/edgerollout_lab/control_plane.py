@@ -112,8 +112,11 @@ def apiserver_argv(folder: Path, ports: Ports, pki: PkiPaths) -> list[str]:
         f"--client-ca-file={pki.ca_cert}",
         f"--token-auth-file={pki.tokens}",
         "--authorization-mode=Node,RBAC",
-        # Real nodes' kubelets are reached at their node address (logs, exec).
+        # Real nodes' kubelets are reached at their node address (logs, exec), with a client
+        # certificate their kubelets trust (the lab's CA).
         "--kubelet-preferred-address-types=InternalIP",
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki.sa_public}",
         f"--service-account-signing-key-file={pki.sa_private}",

@@ -38,6 +38,9 @@ class PkiPaths:
     sa_public: Path
     sa_private: Path
     tokens: Path
+    # The API server's client certificate towards real nodes' kubelets (logs, exec).
+    kubelet_client_cert: Path
+    kubelet_client_key: Path
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -115,6 +118,19 @@ def create_pki(
         .sign(ca_key, hashes.SHA256())
     )
 
+    kubelet_client_key = ec.generate_private_key(ec.SECP256R1())
+    kubelet_client_cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("kube-apiserver-kubelet-client"))
+        .issuer_name(ca_cert.subject)
+        .public_key(kubelet_client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid_from)
+        .not_valid_after(valid_to)
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
     paths = PkiPaths(
@@ -124,12 +140,25 @@ def create_pki(
         sa_public=folder / "sa.pub",
         sa_private=folder / "sa.key",
         tokens=folder / "tokens.csv",
+        kubelet_client_cert=folder / "kubelet-client.crt",
+        kubelet_client_key=folder / "kubelet-client.key",
     )
     paths.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths.serving_cert.write_bytes(serving_cert.public_bytes(serialization.Encoding.PEM))
     write_private(
         paths.serving_key,
         serving_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ),
+    )
+    paths.kubelet_client_cert.write_bytes(
+        kubelet_client_cert.public_bytes(serialization.Encoding.PEM)
+    )
+    write_private(
+        paths.kubelet_client_key,
+        kubelet_client_key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.TraditionalOpenSSL,
             serialization.NoEncryption(),

@@ -256,7 +256,9 @@ state = "{base / "state"}"
     return config
 
 
-def _kubelet_config(node: RealNode, *, port: int, healthz_port: int, lease_seconds: int) -> Path:
+def _kubelet_config(
+    node: RealNode, *, port: int, healthz_port: int, lease_seconds: int, client_ca: Path
+) -> Path:
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -271,7 +273,12 @@ def _kubelet_config(node: RealNode, *, port: int, healthz_port: int, lease_secon
         "failCgroupV1": False,
         "failSwapOn": False,
         "podLogsDir": str(node.pod_logs),
-        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}},
+        # Only the API server's client certificate (signed by the lab's CA): `kubectl logs`.
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {"clientCAFile": str(client_ca)},
+        },
         "authorization": {"mode": "AlwaysAllow"},
         # A lab shares the machine's disk: never evict or collect images for want of space.
         "evictionHard": {
@@ -301,6 +308,7 @@ def start(
     kubelet_port: int,
     healthz_port: int,
     lease_seconds: int,
+    client_ca: Path,
 ) -> None:
     """Set up one real node and start its containerd and kubelet (Ready is waited for elsewhere)."""
     prepare(folder, node)
@@ -313,7 +321,11 @@ def start(
         folder, f"containerd-{node.name}", node.socket.exists, timeout=30, what="listening"
     )
     kubelet_config = _kubelet_config(
-        node, port=kubelet_port, healthz_port=healthz_port, lease_seconds=lease_seconds
+        node,
+        port=kubelet_port,
+        healthz_port=healthz_port,
+        lease_seconds=lease_seconds,
+        client_ca=client_ca,
     )
     processes.start(
         folder,

@@ -329,6 +329,12 @@ async def test_helm_install_runs_the_controller_and_agents_as_real_containers(
     assert edge_agent.metadata.name in {
         item["metadata"]["name"] for item in json.loads(body)["items"]
     }
+    # The kubelet serves the container's log to the API server (kubectl logs on a real node).
+    logged = kubectl(installed_lab, "logs", "-n", NAMESPACE, edge_agent.metadata.name)
+    lines = [json.loads(line) for line in logged.splitlines() if line.startswith("{")]
+    assert {"msg": "agent listening", "node": EDGE} in [
+        {key: line.get(key) for key in ("msg", "node")} for line in lines
+    ]
     assert installed < 300
 
 

@@ -37,6 +37,8 @@ def test_create_pki_writes_every_file_into_the_folder(pki: PkiPaths) -> None:
         "apiserver.crt",
         "apiserver.key",
         "ca.crt",
+        "kubelet-client.crt",
+        "kubelet-client.key",
         "sa.key",
         "sa.pub",
         "tokens.csv",
@@ -48,6 +50,8 @@ def test_create_pki_writes_every_file_into_the_folder(pki: PkiPaths) -> None:
         sa_public=folder / "sa.pub",
         sa_private=folder / "sa.key",
         tokens=folder / "tokens.csv",
+        kubelet_client_cert=folder / "kubelet-client.crt",
+        kubelet_client_key=folder / "kubelet-client.key",
     )
 
 
@@ -91,6 +95,31 @@ def test_serving_certificate_names_loopback_localhost_and_the_kubernetes_service
         "kubernetes.default.svc",
         "kubernetes.default.svc.cluster.local",
     ]
+
+
+def test_serving_certificate_names_the_real_nodes_addresses_given(tmp_path: Path) -> None:
+    pki = create_pki(tmp_path / "pki", IDENTITIES, server_addresses=("10.254.99.1", "10.254.99.2"))
+    names = (
+        certificate(pki.serving_cert)
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value
+    )
+
+    assert names.get_values_for_type(x509.IPAddress)[2:] == [
+        ipaddress.ip_address("10.254.99.1"),
+        ipaddress.ip_address("10.254.99.2"),
+    ]
+
+
+def test_the_kubelet_client_certificate_is_a_client_of_the_lab_ca(pki: PkiPaths) -> None:
+    ca, client = certificate(pki.ca_cert), certificate(pki.kubelet_client_cert)
+    key = serialization.load_pem_private_key(pki.kubelet_client_key.read_bytes(), password=None)
+
+    client.verify_directly_issued_by(ca)
+    usage = client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [x509.OID_CLIENT_AUTH]
+    assert client.public_key() == key.public_key()
+    assert pki.kubelet_client_key.stat().st_mode & 0o777 == 0o600
 
 
 def test_serving_key_belongs_to_the_serving_certificate(pki: PkiPaths) -> None:
