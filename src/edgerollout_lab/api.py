@@ -11,7 +11,7 @@ import asyncio
 import datetime
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -154,18 +154,25 @@ def cut_nodes_of(policy: dict[str, Any]) -> set[str]:
 
 
 async def set_links(
-    kubeconfig: Path, names: list[str], *, up: bool, since: datetime.datetime
+    kubeconfig: Path,
+    names: list[str],
+    *,
+    up: bool,
+    since: datetime.datetime,
+    real: Collection[str] = (),
 ) -> None:
     """Cut the nodes' links at the API server (or restore them), through one client.
 
     Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them.
     Restoring: its writes are allowed first, then it takes the nodes over again, and their pods
-    are touched once it has (`since`: when the link came back)."""
+    are touched once it has (`since`: when the link came back). The `real` nodes among them have
+    a kubelet of their own: KWOK never takes them, so they never carry its link label."""
+    simulated = [name for name in names if name not in real]
     async with api_client(kubeconfig) as api:
         await _set_cut_links(api, names, cut=not up)
-        await _set_link_label(api, names, up=up)
+        await _set_link_label(api, simulated, up=up)
         if up:
-            await _wake_pods_after_reconnect(api, names, since=since)
+            await _wake_pods_after_reconnect(api, simulated, since=since)
 
 
 async def _set_cut_links(api: Any, names: list[str], *, cut: bool) -> None:

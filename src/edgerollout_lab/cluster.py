@@ -464,7 +464,8 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     link.set_up(lab.folder, dict.fromkeys(names, up))
     processes.signal_process(lab.folder, "link", signal.SIGHUP)
     since = datetime.datetime.now(datetime.UTC)
-    asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since))
+    real = {node.name for node in lab.nodes if node.real}
+    asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since, real=real))
     return lab
 
 

@@ -31,6 +31,7 @@ from edgerollout.domain import vocabulary
 from edgerollout_lab import packages, product_image
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.images import Registry
+from edgerollout_lab.kwok_stages import LINK_LABEL
 from tests.e2e.support.containerd import kill, running_tasks
 from tests.e2e.support.helm import BASE, CHART, KUBECTL, helm
 from tests.e2e.support.lab import (
@@ -372,6 +373,8 @@ async def test_seed_auto_through_the_installed_controller(
 
     await kube.connect(EDGE, "edge-2")
     after = await running_everywhere(kube, ns, new, EVERY_NODE, timeout=120)
+    # Back with its own kubelet: the simulated nodes' KWOK never takes a real node over.
+    assert LINK_LABEL not in (await kube.core.read_node(EDGE)).metadata.labels
     assert all(after[node] != before[node] for node in EVERY_NODE)
     assert edge_container not in running_tasks(installed_lab, EDGE)
 
