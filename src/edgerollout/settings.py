@@ -46,6 +46,22 @@ class LeaderElectionSettings:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 
+    def problem(self) -> str | None:
+        """Why these timings cannot work together, or None. A standby must not take the Lease
+        while the leader may still be writing (lease duration above the renew deadline), and one
+        attempt, which may take two retry periods, must end before the renew deadline."""
+        if self.lease_duration <= self.renew_deadline:
+            return (
+                f"--lease-duration ({self.lease_duration:g}) must be greater than "
+                f"--renew-deadline ({self.renew_deadline:g})"
+            )
+        if self.renew_deadline <= 2 * self.retry_period:
+            return (
+                f"--renew-deadline ({self.renew_deadline:g}) must be greater than twice "
+                f"--retry-period ({self.retry_period:g}): one attempt may take two retry periods"
+            )
+        return None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrepullSettings:

@@ -115,6 +115,15 @@ def controller(
     log_level: LogLevel,
 ) -> None:
     """Upgrade annotated DaemonSets: AdvancedRollingUpdate and OTA."""
+    election = LeaderElectionSettings(
+        namespace=leader_election_namespace,
+        name=leader_election_name,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+    )
+    if (problem := election.problem()) is not None:
+        raise click.UsageError(problem)
     logging_setup.configure(log_format, level=log_level)
     settings = dataclasses.replace(
         CONTROLLER,
@@ -122,13 +131,7 @@ def controller(
         metrics_address=metrics_address,
         health_address=health_address,
         log=LogSettings(format=log_format, level=log_level),
-        leader_election=LeaderElectionSettings(
-            namespace=leader_election_namespace,
-            name=leader_election_name,
-            lease_duration=lease_duration,
-            renew_deadline=renew_deadline,
-            retry_period=retry_period,
-        ),
+        leader_election=election,
         prepull=PrepullSettings(
             toolbox_image=prepull_toolbox_image, deadline_seconds=prepull_deadline
         ),

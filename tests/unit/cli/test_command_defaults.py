@@ -163,3 +163,27 @@ def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: lis
             settings=dataclasses.replace(AGENT, auth="none", scoping_check_interval=0.5),
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        (
+            ["--lease-duration=10"],
+            "--lease-duration (10) must be greater than --renew-deadline (10)",
+        ),
+        (
+            ["--retry-period=5"],
+            "--renew-deadline (10) must be greater than twice --retry-period (5): one attempt "
+            "may take two retry periods",
+        ),
+    ],
+)
+def test_controller_refuses_leader_election_timings_that_cannot_work(
+    ran: list[object], flags: list[str], refusal: str
+) -> None:
+    result = CliRunner().invoke(controller_command.controller, ["--leader-elect", *flags])
+
+    assert result.exit_code == 2
+    assert f"Error: {refusal}" in result.output
+    assert ran == []
