@@ -224,7 +224,7 @@ def image_command(tag: str | None, folder: Path) -> None:
             say=_say,
         )
         reference = product_image.push(built, images.Registry(lab_now.registry))
-    except (product_image.ImageBuildError, packages.PackageError) as error:
+    except (images.ImageError, packages.PackageError) as error:
         raise _fail(error) from error
     click.echo(reference)
 

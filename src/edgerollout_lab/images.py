@@ -53,11 +53,15 @@ class Registry:
         return host, int(port)
 
 
-def _run(argv: list[str], *, what: str) -> None:
+def run_tool(argv: list[str], *, what: str, timeout: float = 300) -> str:
+    """Run an image tool (umoci, skopeo, buildah, ...); its output, or ImageError with the end of
+    what it printed (buildah prints a failing build step's output on stdout)."""
     argv = [tool(argv[0]), *argv[1:]]
-    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
     if result.returncode != 0:
-        raise ImageError(f"{what} failed ({' '.join(argv[:3])} ...):\n{result.stderr[-2000:]}")
+        output = (result.stdout + result.stderr)[-3000:]
+        raise ImageError(f"{what} failed ({' '.join(argv[:4])} ...):\n{output}")
+    return result.stdout
 
 
 def registry_serving(registry: Registry) -> bool:
@@ -88,7 +92,7 @@ def pause_binary() -> Path:
     if not built.exists():
         built.parent.mkdir(parents=True, exist_ok=True)
         partial = built.with_suffix(".partial")
-        _run(
+        run_tool(
             ["gcc", "-static", "-Os", "-s", "-o", str(partial), str(source)],
             what="compiling the sandbox program",
         )
@@ -106,12 +110,12 @@ def _build(
     """An image `tag` in the OCI layout, holding `files` (path in the image: source or bytes)
     and symbolic `links` (path in the image: what it points to)."""
     if not (layout / "index.json").exists():
-        _run(["umoci", "init", "--layout", str(layout)], what="creating an OCI layout")
+        run_tool(["umoci", "init", "--layout", str(layout)], what="creating an OCI layout")
     image = f"{layout}:{tag}"
     bundle = layout.parent / f"bundle-{tag}"
     shutil.rmtree(bundle, ignore_errors=True)
-    _run(["umoci", "new", "--image", image], what=f"creating image {tag}")
-    _run(["umoci", "unpack", "--image", image, str(bundle)], what=f"unpacking {tag}")
+    run_tool(["umoci", "new", "--image", image], what=f"creating image {tag}")
+    run_tool(["umoci", "unpack", "--image", image, str(bundle)], what=f"unpacking {tag}")
     for inside, content in files.items():
         target = bundle / "rootfs" / inside.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -121,16 +125,16 @@ def _build(
             target.write_bytes(content)
     for inside, points_to in (links or {}).items():
         (bundle / "rootfs" / inside.lstrip("/")).symlink_to(points_to)
-    _run(["umoci", "repack", "--image", image, str(bundle)], what=f"packing {tag}")
+    run_tool(["umoci", "repack", "--image", image, str(bundle)], what=f"packing {tag}")
     shutil.rmtree(bundle, ignore_errors=True)
     config = ["umoci", "config", "--image", image, "--config.entrypoint", entrypoint[0]]
     for arg in entrypoint[1:]:
         config += ["--config.cmd", arg]
-    _run(config, what=f"configuring {tag}")
+    run_tool(config, what=f"configuring {tag}")
 
 
 def _push(layout: Path, tag: str, registry: Registry, image: str) -> None:
-    _run(
+    run_tool(
         [
             "skopeo",
             "copy",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgerollout_lab import packages, processes
-from edgerollout_lab.images import Registry
+from edgerollout_lab.images import ImageError, Registry, run_tool
 from edgerollout_lab.versions import cache_root
 
 PACKAGES = {"buildah": "/usr/bin/buildah", "mmdebstrap": "/usr/bin/mmdebstrap"}
@@ -58,10 +58,6 @@ BUILD_TIMEOUT_SECONDS = 1200
 Say = Callable[[str], None]
 
 
-class ImageBuildError(RuntimeError):
-    """The image could not be built, inspected or pushed; the message carries the tool's output."""
-
-
 @dataclass(frozen=True, slots=True)
 class BuiltImage:
     local: str  # the name in the lab's buildah store
@@ -90,7 +86,7 @@ class Source:
             if (context / DOCKERFILE).is_file():
                 break
         else:
-            raise ImageBuildError(f"no {DOCKERFILE} in {folder} or above: run from the repository")
+            raise ImageError(f"no {DOCKERFILE} in {folder} or above: run from the repository")
         project = tomllib.loads((context / "pyproject.toml").read_text())["project"]
         return Source(context=context, version=str(project["version"]), revision=_revision(context))
 
@@ -160,85 +156,73 @@ def bud_argv(
     return [*argv, f"--tag={local}", str(context)]
 
 
-def _run(argv: list[str], *, what: str, timeout: float = BUILD_TIMEOUT_SECONDS) -> str:
-    argv = [processes.tool(argv[0]), *argv[1:]]
-    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
-    if result.returncode != 0:
-        output = (result.stdout + result.stderr)[-3000:]
-        raise ImageBuildError(f"{what} failed ({' '.join(argv[:4])} ...):\n{output}")
-    return result.stdout
+def _buildah(*args: str, what: str, timeout: float = BUILD_TIMEOUT_SECONDS) -> str:
+    """`buildah ARGS` on the lab's store; its output."""
+    return run_tool(["buildah", *store_options(default_store()), *args], what=what, timeout=timeout)
 
 
-def _exists(store: Path, name: str) -> bool:
-    argv = [processes.tool("buildah"), *store_options(store), "inspect", "--type=image", name]
-    return subprocess.run(argv, capture_output=True, check=False).returncode == 0
+def _exists(name: str) -> bool:
+    argv = [processes.tool("buildah"), *store_options(default_store()), "inspect", "--type=image"]
+    return subprocess.run([*argv, name], capture_output=True, check=False).returncode == 0
 
 
-def ensure_base(store: Path, say: Say) -> str:
+def ensure_base(say: Say) -> str:
     """The base image in the store, made from Debian's archive the first time (about a minute)."""
     name = base_name()
-    if _exists(store, name):
+    if _exists(name):
         return name
     say(f"making the image's base {name} from Debian {SUITE} (once per machine)")
-    work = store / "base-work"
+    work = default_store() / "base-work"
     work.mkdir(parents=True, exist_ok=True)
     rootfs = work / "rootfs.tar"
     try:
-        _run(mmdebstrap_argv(rootfs), what="making the base's root filesystem")
-        options = store_options(store)
-        container = _run(["buildah", *options, "from", "scratch"], what="a scratch image").strip()
-        _run(["buildah", *options, "add", container, str(rootfs), "/"], what="adding the rootfs")
-        config = ["buildah", *options, "config", "--cmd=python3"]
-        config += [f"--env={key}={value}" for key, value in BASE_ENV.items()]
-        _run([*config, container], what="configuring the base")
-        _run(["buildah", *options, "commit", "--quiet", container, name], what="saving the base")
-        _run(["buildah", *options, "rm", container], what="removing the base's container")
+        run_tool(
+            mmdebstrap_argv(rootfs),
+            what="making the base's root filesystem",
+            timeout=BUILD_TIMEOUT_SECONDS,
+        )
+        container = _buildah("from", "scratch", what="a scratch image").strip()
+        _buildah("add", container, str(rootfs), "/", what="adding the rootfs")
+        env = [f"--env={key}={value}" for key, value in BASE_ENV.items()]
+        _buildah("config", "--cmd=python3", *env, container, what="configuring the base")
+        _buildah("commit", "--quiet", container, name, what="saving the base")
+        _buildah("rm", container, what="removing the base's container")
     finally:
         rootfs.unlink(missing_ok=True)
     return name
 
 
-def build(
-    context: Path, *, tag: str, version: str, revision: str, say: Say, store: Path | None = None
-) -> BuiltImage:
+def build(context: Path, *, tag: str, version: str, revision: str, say: Say) -> BuiltImage:
     """Build deploy/Dockerfile in `context` (the repository) on the lab's base."""
     packages.ensure(PACKAGES, purpose="building the image", say=say)
-    store = store or default_store()
-    base = ensure_base(store, say)
+    base = ensure_base(say)
     local = f"localhost/{REPOSITORY}:{tag}"
     say(f"building {local} from {DOCKERFILE} with buildah (base {base})")
     mounts = [path for path in BUILD_MOUNTS if path.is_file()]
-    _run(
-        bud_argv(
-            store,
-            base=base,
-            local=local,
-            version=version,
-            revision=revision,
-            context=context,
-            mounts=mounts,
-        ),
-        what=f"building {local}",
+    argv = bud_argv(
+        default_store(),
+        base=base,
+        local=local,
+        version=version,
+        revision=revision,
+        context=context,
+        mounts=mounts,
     )
+    run_tool(argv, what=f"building {local}", timeout=BUILD_TIMEOUT_SECONDS)
     # The image this tag named before, and the builder stage, are left untagged: free them.
-    _run(["buildah", *store_options(store), "rmi", "--prune"], what="removing untagged images")
+    _buildah("rmi", "--prune", what="removing untagged images")
     return BuiltImage(local=local, tag=tag)
 
 
-def push(image: BuiltImage, registry: Registry, *, store: Path | None = None) -> str:
+def push(image: BuiltImage, registry: Registry) -> str:
     """Push the image to the lab's registry (plain HTTP on loopback); returns its reference."""
-    store = store or default_store()
     reference = image.reference(registry)
-    _run(
-        [
-            "buildah",
-            *store_options(store),
-            "push",
-            "--quiet",
-            "--tls-verify=false",
-            image.local,
-            f"docker://{reference}",
-        ],
+    _buildah(
+        "push",
+        "--quiet",
+        "--tls-verify=false",
+        image.local,
+        f"docker://{reference}",
         what=f"pushing {image.local} to {registry.address}",
     )
     return reference
@@ -246,7 +230,7 @@ def push(image: BuiltImage, registry: Registry, *, store: Path | None = None) ->
 
 def pushed_size(reference: str) -> int:
     """Bytes a node downloads to pull the pushed image: its manifest's config and layers."""
-    raw = _run(
+    raw = run_tool(
         ["skopeo", "inspect", "--raw", "--tls-verify=false", f"docker://{reference}"],
         what=f"reading {reference}'s manifest",
         timeout=60,
@@ -255,28 +239,27 @@ def pushed_size(reference: str) -> int:
     return int(manifest["config"]["size"]) + sum(int(layer["size"]) for layer in manifest["layers"])
 
 
-def inspect(image: BuiltImage, *, store: Path | None = None) -> dict[str, object]:
+def inspect(image: BuiltImage) -> dict[str, object]:
     """The image's OCI configuration (user, entrypoint, labels, ...) as buildah reports it."""
-    store = store or default_store()
-    raw = _run(
-        ["buildah", *store_options(store), "inspect", "--type=image", image.local],
-        what=f"inspecting {image.local}",
-        timeout=60,
+    raw = _buildah(
+        "inspect", "--type=image", image.local, what=f"inspecting {image.local}", timeout=60
     )
     document: dict[str, object] = json.loads(raw)
     return document
 
 
-def run_inside(image: BuiltImage, command: list[str], *, store: Path | None = None) -> str:
+def run_inside(image: BuiltImage, command: list[str]) -> str:
     """Run `command` in a container of the image (buildah, chroot isolation); its output."""
-    store = store or default_store()
-    options = store_options(store)
-    container = _run(["buildah", *options, "from", "--quiet", image.local], what="a container")
+    container = _buildah("from", "--quiet", image.local, what="a container").strip()
     try:
-        return _run(
-            ["buildah", *options, "run", "--isolation=chroot", container.strip(), "--", *command],
+        return _buildah(
+            "run",
+            "--isolation=chroot",
+            container,
+            "--",
+            *command,
             what=f"running {' '.join(command)} in {image.local}",
             timeout=120,
         )
     finally:
-        _run(["buildah", *options, "rm", container.strip()], what="removing the container")
+        _buildah("rm", container, what="removing the container")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from edgerollout_lab import product_image
-from edgerollout_lab.product_image import ImageBuildError, Source
+from edgerollout_lab.images import ImageError
+from edgerollout_lab.product_image import Source
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -102,7 +103,7 @@ def test_the_source_is_the_repository_its_version_and_commit(tmp_path: Path) -> 
 
 
 def test_outside_a_repository_the_source_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImageBuildError) as refused:
+    with pytest.raises(ImageError) as refused:
         Source.of(tmp_path)
 
     assert str(refused.value) == (
