@@ -9,6 +9,7 @@ nodes get a thousand `system:node:<name>` users without a thousand certificates.
 from __future__ import annotations
 
 import datetime
+import functools
 import ipaddress
 import os
 import secrets
@@ -55,6 +56,43 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
+def _issue(
+    common_name: str,
+    usage: x509.ObjectIdentifier,
+    *,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    valid: tuple[datetime.datetime, datetime.datetime],
+    names: list[x509.GeneralName] | None = None,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A new key and its certificate for `usage` (server or client), signed by the lab's CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+    )
+    if names is not None:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    write_private(
+        path,
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ),
+    )
+
+
 def create_pki(
     folder: Path, identities: list[Identity], *, server_addresses: tuple[str, ...] = ()
 ) -> PkiPaths:
@@ -94,7 +132,6 @@ def create_pki(
         .sign(ca_key, hashes.SHA256())
     )
 
-    serving_key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [
         x509.DNSName("localhost"),
         x509.DNSName("kubernetes"),
@@ -105,30 +142,10 @@ def create_pki(
         x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
         *(x509.IPAddress(ipaddress.ip_address(address)) for address in server_addresses),
     ]
-    serving_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("kube-apiserver"))
-        .issuer_name(ca_cert.subject)
-        .public_key(serving_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_to)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    kubelet_client_key = ec.generate_private_key(ec.SECP256R1())
-    kubelet_client_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("kube-apiserver-kubelet-client"))
-        .issuer_name(ca_cert.subject)
-        .public_key(kubelet_client_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_to)
-        .add_extension(x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    issue = functools.partial(_issue, ca_cert=ca_cert, ca_key=ca_key, valid=(valid_from, valid_to))
+    serving_cert, serving_key = issue("kube-apiserver", x509.OID_SERVER_AUTH, names=names)
+    kubelet_client_cert, kubelet_client_key = issue(
+        "kube-apiserver-kubelet-client", x509.OID_CLIENT_AUTH
     )
 
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -145,38 +162,17 @@ def create_pki(
     )
     paths.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths.serving_cert.write_bytes(serving_cert.public_bytes(serialization.Encoding.PEM))
-    write_private(
-        paths.serving_key,
-        serving_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        ),
-    )
+    _write_key(paths.serving_key, serving_key)
     paths.kubelet_client_cert.write_bytes(
         kubelet_client_cert.public_bytes(serialization.Encoding.PEM)
     )
-    write_private(
-        paths.kubelet_client_key,
-        kubelet_client_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        ),
-    )
+    _write_key(paths.kubelet_client_key, kubelet_client_key)
     paths.sa_public.write_bytes(
         sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    write_private(
-        paths.sa_private,
-        sa_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        ),
-    )
+    _write_key(paths.sa_private, sa_key)
     lines = []
     for index, identity in enumerate(identities):
         groups = ",".join(identity.groups)
