@@ -33,7 +33,7 @@ from edgerollout_lab.cluster import Lab
 from edgerollout_lab.images import Registry
 from edgerollout_lab.kwok_stages import LINK_LABEL
 from tests.e2e.support.containerd import kill, running_tasks
-from tests.e2e.support.helm import BASE, CHART, KUBECTL, helm
+from tests.e2e.support.helm import BASE, CHART, KUBECTL, helm, run
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,
@@ -121,15 +121,8 @@ def builds(installed_lab: Lab) -> Builds:
     return Builds(first=built[0], second=built[1], registry=registry)
 
 
-def kubectl(installed_lab: Lab, *args: str, stdin: str | None = None) -> str:
-    result = subprocess.run(
-        [KUBECTL, f"--kubeconfig={installed_lab.kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def kubectl(installed_lab: Lab, *args: str) -> str:
+    result = run([KUBECTL, f"--kubeconfig={installed_lab.kubeconfig}", *args], timeout=300)
     assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
     return result.stdout
 
@@ -137,8 +130,7 @@ def kubectl(installed_lab: Lab, *args: str, stdin: str | None = None) -> str:
 def edgerollout_status(installed_lab: Lab, daemonset: str) -> subprocess.CompletedProcess[str]:
     """`edgerollout status --watch` on a DaemonSet of the product: exits when it is rolled out."""
     argv = [EDGEROLLOUT, "status", daemonset, "-n", NAMESPACE, "--watch"]
-    argv.append(f"--kubeconfig={installed_lab.kubeconfig}")
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    return run([*argv, f"--kubeconfig={installed_lab.kubeconfig}"], timeout=300)
 
 
 def values(installed_lab: Lab, reference: str) -> dict[str, Any]:

@@ -14,9 +14,11 @@ CHART = ROOT / "deploy" / "helm" / "edgerollout"
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 
 
-def run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], stdin: str | None = None, *, timeout: float = 400
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        args, input=stdin, capture_output=True, text=True, timeout=400, check=False
+        args, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
