@@ -78,3 +78,24 @@ SCOPING_PROBE_LABEL: Final = "edgerollout.io/scoping-probe"
 # Unknown (with effect NoSchedule, and NoExecute for eviction).
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
+
+# Staged rollouts (design §12): DaemonSet annotations that hold nodes back.
+PAUSED_ANNOTATION: Final = "edgerollout.io/paused"
+PARTITION_ANNOTATION: Final = "edgerollout.io/partition"
+NODE_SELECTOR_ANNOTATION: Final = "edgerollout.io/node-selector"
+WAVES_ANNOTATION: Final = "edgerollout.io/waves"
+WAVE_LABEL_ANNOTATION: Final = "edgerollout.io/wave-label"
+# The node label waves group nodes by unless `edgerollout.io/wave-label` names another: OpenYurt's
+# NodePool label.
+NODEPOOL_LABEL: Final = "apps.openyurt.io/nodepool"
+# In `edgerollout.io/waves`, the wave of every node no other wave names.
+EVERY_OTHER_WAVE: Final = "*"
+
+# Event reasons of staged rollouts.
+ROLLOUT_PAUSED: Final = "RolloutPaused"
+ROLLOUT_RESUMED: Final = "RolloutResumed"
+WAVE_STARTED: Final = "WaveStarted"
+INVALID_PAUSED: Final = "InvalidPaused"
+INVALID_PARTITION: Final = "InvalidPartition"
+INVALID_NODE_SELECTOR: Final = "InvalidNodeSelector"
+INVALID_WAVES: Final = "InvalidWaves"
