@@ -7,7 +7,8 @@ then its UID in their owner reference), its ControllerRevisions and the Nodes, r
 complete.
 
 Exit codes: 0 complete; 1 not complete (without `--watch`); 2 usage error; 3 DaemonSet not
-found; 4 the API server cannot be reached or refuses the request; 130 interrupted (Ctrl-C).
+found; 4 the API server cannot be reached or refuses the request; 130 interrupted (Ctrl-C) —
+the last three shared with every command about one DaemonSet (`daemonset_command`).
 """
 
 from __future__ import annotations
@@ -17,21 +18,16 @@ import sys
 from datetime import UTC, datetime
 
 import click
-from kubernetes_asyncio.config.config_exception import ConfigException
 
+from edgerollout.cli.daemonset_command import (
+    connect,
+    daemonset_target,
+    read_daemonset,
+    run_daemonset_command,
+)
 from edgerollout.cli.status_render import render_json, render_table
 from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
-from edgerollout.kube.api import (
-    CONTROLLER_REVISIONS,
-    DAEMONSETS,
-    JSON,
-    NODES,
-    PODS,
-    Api,
-    ApiError,
-    KubeApi,
-    Resource,
-)
+from edgerollout.kube.api import CONTROLLER_REVISIONS, JSON, NODES, PODS, Api, Resource
 from edgerollout.kube.views import (
     daemonset_from_api,
     node_from_api,
@@ -42,17 +38,6 @@ from edgerollout.kube.views import (
 from edgerollout.settings import STATUS
 
 EXIT_NOT_COMPLETE = 1
-EXIT_NOT_FOUND = 3
-EXIT_API = 4
-EXIT_INTERRUPTED = 130
-
-
-class DaemonSetNotFound(Exception):
-    """The DaemonSet does not exist in the namespace."""
-
-
-class UnusableKubeconfig(Exception):
-    """No credentials could be loaded (no kubeconfig, or one that cannot be read)."""
 
 
 async def _list_all(
@@ -72,12 +57,7 @@ async def _list_all(
 
 async def read_status(api: Api, *, name: str, namespace: str) -> RolloutStatus:
     """Read the DaemonSet and its objects once and compute its rollout status."""
-    try:
-        raw = await api.get(DAEMONSETS, name, namespace=namespace)
-    except ApiError as error:
-        if error.not_found:
-            raise DaemonSetNotFound from None
-        raise
+    raw = await read_daemonset(api, name=name, namespace=namespace)
     daemonset = daemonset_from_api(raw)
     uid = daemonset.view.uid
     selector = pod_selector(raw)
@@ -112,12 +92,7 @@ def _render(status: RolloutStatus, output: str) -> str:
 async def _run(
     *, name: str, namespace: str, kubeconfig: str | None, watch: bool, output: str
 ) -> int:
-    try:
-        api = await KubeApi.connect(kubeconfig)
-    except (ConfigException, OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        source = kubeconfig or "the in-cluster service account or ~/.kube/config"
-        detail = str(error) or type(error).__name__
-        raise UnusableKubeconfig(f"{source}: {detail}") from None
+    api = await connect(kubeconfig)
     try:
         shown = ""
         redraw = watch and output != "json" and sys.stdout.isatty()
@@ -139,14 +114,7 @@ async def _run(
 
 
 @click.command()
-@click.argument("daemonset")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-)
+@daemonset_target
 @click.option(
     "-w", "--watch", is_flag=True, help="Keep printing changes until the rollout is complete."
 )
@@ -167,31 +135,10 @@ def status(
     3 when the DaemonSet does not exist, 4 when the API server cannot be reached or refuses,
     130 when interrupted.
     """
-    try:
-        code = asyncio.run(
-            _run(
-                name=daemonset,
-                namespace=namespace,
-                kubeconfig=kubeconfig,
-                watch=watch,
-                output=output,
-            )
-        )
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
-    except DaemonSetNotFound:
-        click.echo(f'error: daemonset "{daemonset}" not found in namespace "{namespace}"', err=True)
-        code = EXIT_NOT_FOUND
-    except ApiError as error:
-        click.echo(f"error: {_describe(error)}", err=True)
-        code = EXIT_API
-    except UnusableKubeconfig as error:
-        click.echo(f"error: cannot load the Kubernetes configuration: {error}", err=True)
-        code = EXIT_API
-    raise SystemExit(code)
-
-
-def _describe(error: ApiError) -> str:
-    if error.status == 0:
-        return f"cannot reach the API server: {error.message}"
-    return f"the API server answered {error.status} {error.reason}: {error.message}"
+    run_daemonset_command(
+        lambda: _run(
+            name=daemonset, namespace=namespace, kubeconfig=kubeconfig, watch=watch, output=output
+        ),
+        daemonset=daemonset,
+        namespace=namespace,
+    )

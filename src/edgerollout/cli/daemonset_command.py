@@ -1,0 +1,105 @@
+"""What every command about one DaemonSet shares: how it is named, reached, and how it fails.
+
+Such commands (`status`) take the same `DAEMONSET -n NAMESPACE --kubeconfig PATH` and fail the
+same way, so a script tells the failures apart by exit code whichever command it ran:
+
+- 3: the DaemonSet does not exist in the namespace
+  (`error: daemonset "NAME" not found in namespace "NS"`);
+- 4: the API server cannot be reached or refuses the request, or no kubeconfig is usable
+  (`error: ` and which of these, with what the server or the kubeconfig loader said);
+- 130: interrupted (Ctrl-C).
+
+Exit 2 (usage) is click's. Each command keeps 0 and 1 for its own outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, NoReturn, TypeVar
+
+import click
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from edgerollout.kube.api import DAEMONSETS, JSON, Api, ApiError, KubeApi
+
+EXIT_NOT_FOUND = 3
+EXIT_API = 4
+EXIT_INTERRUPTED = 130
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+class DaemonSetNotFound(Exception):
+    """The DaemonSet does not exist in the namespace."""
+
+
+class UnusableKubeconfig(Exception):
+    """No credentials could be loaded (no kubeconfig, or one that cannot be read)."""
+
+
+def daemonset_target(command: Command) -> Command:
+    """The argument and options naming the DaemonSet a command is about, in this order:
+    DAEMONSET, `-n/--namespace` (default "default", as kubectl's), `--kubeconfig`."""
+    decorators = [
+        click.argument("daemonset"),
+        click.option("-n", "--namespace", default="default", show_default=True),
+        click.option(
+            "--kubeconfig",
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
+        ),
+    ]
+    # click lists parameters in the order their decorators are written, top first.
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+async def connect(kubeconfig: str | None) -> KubeApi:
+    """The API client for `kubeconfig` (else in-cluster, else ~/.kube/config)."""
+    try:
+        return await KubeApi.connect(kubeconfig)
+    except (ConfigException, OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        # kubernetes_asyncio reports a bad kubeconfig with whichever of these its parser hit.
+        source = kubeconfig or "the in-cluster service account or ~/.kube/config"
+        detail = str(error) or type(error).__name__
+        raise UnusableKubeconfig(f"{source}: {detail}") from None
+
+
+async def read_daemonset(api: Api, *, name: str, namespace: str) -> JSON:
+    """The DaemonSet as the API server holds it now."""
+    try:
+        return await api.get(DAEMONSETS, name, namespace=namespace)
+    except ApiError as error:
+        if error.not_found:
+            raise DaemonSetNotFound from None
+        raise
+
+
+def run_daemonset_command(
+    work: Callable[[], Coroutine[Any, Any, int]], *, daemonset: str, namespace: str
+) -> NoReturn:
+    """Run `work` to its exit code, turning the failures of the module docstring into their
+    message and exit code."""
+    try:
+        code = asyncio.run(work())
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    except DaemonSetNotFound:
+        click.echo(f'error: daemonset "{daemonset}" not found in namespace "{namespace}"', err=True)
+        code = EXIT_NOT_FOUND
+    except ApiError as error:
+        click.echo(f"error: {describe_api_error(error)}", err=True)
+        code = EXIT_API
+    except UnusableKubeconfig as error:
+        click.echo(f"error: cannot load the Kubernetes configuration: {error}", err=True)
+        code = EXIT_API
+    raise SystemExit(code)
+
+
+def describe_api_error(error: ApiError) -> str:
+    if error.status == 0:
+        return f"cannot reach the API server: {error.message}"
+    return f"the API server answered {error.status} {error.reason}: {error.message}"
