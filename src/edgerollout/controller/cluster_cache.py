@@ -10,6 +10,8 @@ DaemonSet keys for the work queue:
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
   within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing);
+  a Node whose labels changed -> the same, since a staged rollout's selector and waves read them
+  (design §12), though no verdict changes;
 - a pre-pull Job owned by the pod its label names -> that pod's DaemonSet.
 """
 
@@ -183,6 +185,9 @@ class ClusterCache:
 
     def _on_node(self, old: NodeView | None, new: NodeView | None) -> None:
         if old is not None and new is not None and old.readiness == new.readiness:
+            if old.labels != new.labels:
+                for key in self.opted_in_keys():
+                    self.enqueue(key)
             return
         current = new or old
         assert current is not None

@@ -92,6 +92,8 @@ class Reconciler:
 
         if decided.ends_rollout:
             self._drop(key, keep_notices=decided.keep_notices)
+        else:
+            state.note_paused(decided.paused)
         for notice in decided.notices:
             await self.executors.emit(ds, notice)
         written = await self.executors.write_conditions(ds, decided.condition_writes, state)

@@ -2,7 +2,8 @@
 
 Everything a reconcile of a DaemonSet knows beyond what the caches show lives in its state: the
 rollout book (each node's last verdict), the deletions in flight, the condition writes in flight,
-the nodes changed since its last plan, and how many nodes its last plan skipped. `RolloutStates`
+the nodes changed since its last plan, how many nodes its last plan skipped, and whether its last
+plan found it paused (so that a pause and a resume are each told once). `RolloutStates`
 makes a state in one place (`of`), when a DaemonSet is first reconciled, and ends it in one place
 (`drop`): when the DaemonSet is deleted, recreated under another UID, or stops opting in — so no
 piece outlives the others (design §10.3). `reset` ends a state and makes the next one at once.
@@ -28,10 +29,18 @@ class RolloutState:
         self.deletions = Expectations(timeout=settings.expectations_timeout, clock=clock)
         self.conditions = ConditionWrites(timeout=settings.condition_write_timeout, clock=clock)
         self.skipped_nodes = 0
+        self.paused: bool | None = None
+        self.pause_changes = 0
         self._changed: set[NodeName] = set()
 
     def note_changed(self, node: NodeName) -> None:
         self._changed.add(node)
+
+    def note_paused(self, paused: bool | None) -> None:
+        """Remember the pause a plan found (None: the plan did not say)."""
+        if paused is not None and paused != self.paused:
+            self.paused = paused
+            self.pause_changes += 1
 
     def take_changed_nodes(self) -> frozenset[NodeName]:
         """The nodes where a pod of the DaemonSet or the node's readiness changed since the

@@ -39,10 +39,13 @@ def take_snapshot(
         pods=pods,
         pods_by_node=by_node,
         readiness=_Readiness(cache.nodes),
+        node_labels=_Labels(cache.nodes),
         changed_nodes=state.take_changed_nodes(),
         in_flight=in_flight,
         pull_jobs=_JobsIn(cache.jobs, view.namespace),
         pull_template=daemonset.pull_template,
+        paused_before=state.paused,
+        pause_changes=state.pause_changes,
         now=now,
     )
 
@@ -87,6 +90,22 @@ class _Readiness(Mapping[NodeName, NodeReadiness]):
 
     def __getitem__(self, node: NodeName) -> NodeReadiness:
         return self._nodes.store[node].readiness
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return (NodeName(name) for name in self._nodes.store)
+
+    def __len__(self) -> int:
+        return len(self._nodes.store)
+
+
+class _Labels(Mapping[NodeName, Mapping[str, str]]):
+    """Every cached node's labels."""
+
+    def __init__(self, nodes: Informer[NodeView]) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, node: NodeName) -> Mapping[str, str]:
+        return self._nodes.store[node].labels
 
     def __iter__(self) -> Iterator[NodeName]:
         return (NodeName(name) for name in self._nodes.store)

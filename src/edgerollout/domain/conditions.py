@@ -21,12 +21,13 @@ ControllerRevision in the cache yet), no `PodNeedUpgrade` is written; the next r
 revision is seen, writes it.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
+from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
 from edgerollout.domain.revisions import TargetRevision, is_current
+from edgerollout.domain.staging import Hold
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     POD_IMAGE_READY,
@@ -92,25 +93,39 @@ def next_condition(
 
 
 def plan_need_upgrade(
-    *, pods: Iterable[PodView], target: TargetRevision, now: datetime
+    *,
+    pods: Iterable[PodView],
+    target: TargetRevision,
+    now: datetime,
+    held: Mapping[NodeName, Hold] | None = None,
 ) -> tuple[ConditionWrite, ...]:
     """The `PodNeedUpgrade` writes that bring every pod of an OTA DaemonSet up to date.
 
-    Terminating pods are skipped (they are going away, and their status may no longer be
-    writable). The writes are ordered by namespace and pod name.
+    An outdated pod on a node a staged rollout holds (`held`, design §12) is told `False`, with
+    the hold as the reason (`HeldByPartition`, ...): the node is not offered the upgrade, and
+    learns why. Terminating pods are skipped (they are going away, and their status may no longer
+    be writable). The writes are ordered by namespace and pod name.
     """
     if not target.hash:
         return ()
+    held = held or {}
     message = revision_message(target.hash)
     writes = []
     for pod in sorted(pods, key=lambda pod: (pod.namespace, pod.name, pod.uid)):
         if pod.deleting:
             continue
-        status = ConditionStatus.FALSE if is_current(pod, target) else ConditionStatus.TRUE
+        reason = ""
+        if is_current(pod, target):
+            status = ConditionStatus.FALSE
+        elif pod.node_name is not None and (hold := held.get(pod.node_name)) is not None:
+            status, reason = ConditionStatus.FALSE, hold.condition_reason
+        else:
+            status = ConditionStatus.TRUE
         condition = next_condition(
             pod.conditions.get(POD_NEED_UPGRADE),
             type=POD_NEED_UPGRADE,
             status=status,
+            reason=reason,
             message=message,
             now=now,
         )

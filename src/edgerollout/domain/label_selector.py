@@ -106,7 +106,7 @@ class Requirement:
     values: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        problem = _key_problem(self.key) or _arity_problem(self.operator, len(self.values))
+        problem = label_key_problem(self.key) or _arity_problem(self.operator, len(self.values))
         for value in sorted(self.values):
             problem = problem or _value_problem(self.operator, value)
         if problem:
@@ -186,7 +186,7 @@ def _canonical_order(requirements: Iterable[Requirement]) -> tuple[Requirement, 
 # Checks shared by the parser (which adds where) and `Requirement` (which has no text to point at).
 
 
-def _key_problem(key: str) -> str | None:
+def label_key_problem(key: str) -> str | None:
     """What is wrong with `key` as a label key (apimachinery's `IsQualifiedName`), or None."""
     subject = f"label key {_quoted(key)}"
     if not key:
@@ -209,6 +209,11 @@ def _key_problem(key: str) -> str | None:
     if not _NAME.fullmatch(name):
         return f"{subject} must consist of {_NAME_FORM}"
     return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """What is wrong with `value` as a label value (empty, or a name), or None."""
+    return _value_problem(Operator.EQUALS, value)
 
 
 def _value_problem(operator: Operator, value: str) -> str | None:
@@ -426,7 +431,7 @@ class _Parser:
         )
 
     def check_key(self, key: _Token) -> None:
-        problem = _key_problem(key.text)
+        problem = label_key_problem(key.text)
         if problem:
             self.fail(problem, at=key.start)
 

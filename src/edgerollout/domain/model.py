@@ -81,10 +81,12 @@ class PodCondition:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeView:
-    """A Node, reduced to its name and readiness."""
+    """A Node, reduced to its name, its readiness and its labels (a staged rollout's node
+    selector and waves read them)."""
 
     name: NodeName
     readiness: NodeReadiness
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.vocabulary import INVALID_PAUSED, PAUSED_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    INVALID_PAUSED,
+    PAUSED_ANNOTATION,
+    ROLLOUT_PAUSED,
+    ROLLOUT_RESUMED,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,4 +50,30 @@ def read_pause(annotations: Mapping[str, str]) -> PauseSetting:
             ),
             subject=raw,
         ),
+    )
+
+
+def pause_notice(paused: bool, *, before: bool | None, changes: int) -> Notice | None:
+    """The Normal `RolloutPaused` / `RolloutResumed` Event when the pause changed.
+
+    `before` is the pause the previous plan saw (None: no previous plan, as after a restart: a
+    paused rollout is then reported once more, a running one is not); `changes` counts the changes
+    seen so far, so that each pause and each resume is an Event of its own."""
+    if paused == before or (before is None and not paused):
+        return None
+    if paused:
+        return Notice(
+            type=EventType.NORMAL,
+            reason=ROLLOUT_PAUSED,
+            message=(
+                f"{PAUSED_ANNOTATION} is set: no pod is deleted and no upgrade is offered "
+                "until the rollout is resumed (edgerollout resume)"
+            ),
+            subject=str(changes + 1),
+        )
+    return Notice(
+        type=EventType.NORMAL,
+        reason=ROLLOUT_RESUMED,
+        message="the rollout is resumed",
+        subject=str(changes + 1),
     )

@@ -26,6 +26,10 @@ and it keeps counting as unavailable (as in current upstream). Then available ou
 deleted in node-name order while `unavailable < max_unavailable`, each deletion making one more
 node unavailable.
 
+A staged rollout (design §12, `staging`) holds some nodes back: a held node keeps its verdict and
+its share of the budget, but its pod is never deleted, not even an unavailable outdated one; and the
+nodes that may go are taken in the rollout's order (wave, then name) instead of by name alone.
+
 OLD_AND_NEW and EXCESS are left to the native controller, whose manage loop removes surplus pods
 on a node whatever the update strategy (upstream skips such nodes the same way); the next plan
 sees the node with one pod.
@@ -37,7 +41,7 @@ decide which nodes the DaemonSet should run on (that is the scheduler's business
 controller's); `nodes` is only where readiness is looked up, and may list more nodes than that.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -54,6 +58,14 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.revisions import TargetRevision, is_current
+from edgerollout.domain.staging import NOT_STAGED, NOTHING_HELD, Holds, Staging, hold_nodes
+
+Labels = Callable[[NodeName], Mapping[str, str]]
+
+
+def no_labels(_: NodeName) -> Mapping[str, str]:
+    """The labels of a node when none are known."""
+    return {}
 
 
 class NodeVerdict(Enum):
@@ -110,6 +122,7 @@ class DeletionPlan:
     - `skipped_nodes`: nodes holding a pod of the DaemonSet that are not Ready, in name order.
     - `newest_known`: False when there was no newest revision to compare pods with; then nothing
       is judged and nothing deleted.
+    - `holds`: the nodes a staged rollout holds back, and its wave (see `staging`).
     """
 
     deletions: tuple[Deletion, ...]
@@ -118,6 +131,7 @@ class DeletionPlan:
     verdicts: Mapping[NodeName, NodeVerdict] = field(default_factory=dict)
     skipped_nodes: tuple[NodeName, ...] = ()
     newest_known: bool = True
+    holds: Holds = NOTHING_HELD
 
     @classmethod
     def newest_unknown(cls, *, max_unavailable: int, skipped_nodes: tuple[NodeName, ...]) -> Self:
@@ -140,13 +154,15 @@ class DeletionPlan:
 
     @property
     def waiting_for_budget(self) -> tuple[NodeName, ...]:
-        """Ready nodes with an available outdated pod that this plan leaves for later, by name."""
+        """Ready nodes with an available outdated pod that this plan leaves for later for want of
+        budget (held nodes are not waiting for budget), by name."""
         deleted = {d.node_name for d in self.deletions}
+        held = self.holds.held
         return tuple(
             sorted(
                 name
                 for name, verdict in self.verdicts.items()
-                if verdict is NodeVerdict.OUTDATED and name not in deleted
+                if verdict is NodeVerdict.OUTDATED and name not in deleted and name not in held
             )
         )
 
@@ -162,6 +178,8 @@ def plan_deletions(
     in_flight: Iterable[InFlightDeletion] = (),
     desired_nodes: int | None = None,
     counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
+    staging: Staging = NOT_STAGED,
+    labels: Labels = no_labels,
 ) -> DeletionPlan:
     """Choose the pods to delete now (see the module docstring for the rules).
 
@@ -175,7 +193,8 @@ def plan_deletions(
     count against its budget).
 
     The result depends only on the arguments, not on their order: nodes are visited by name, and
-    the deletions come out ordered by node name, then pod name.
+    the deletions come out ordered by node name, then pod name. `staging` and the nodes' `labels`
+    say which nodes are held (see `staging.hold_nodes`).
     """
     readiness = {node.name: node.readiness for node in nodes}
     in_flight = tuple(in_flight)
@@ -217,6 +236,17 @@ def plan_deletions(
         )
         unavailable += shortfall(desired_nodes, judged=len(verdicts), counted_skipped=counted)
     room = max(0, max_unavailable - unavailable)
+    holds = hold_nodes(
+        staging,
+        nodes=names,
+        labels=labels,
+        done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
+        ready=lambda name: name in verdicts,
+    )
+    if holds.held:
+        replacements = [d for d in replacements if d.node_name not in holds.held]
+        candidates = [(pod, name) for pod, name in candidates if name not in holds.held]
+    candidates.sort(key=lambda candidate: holds.order(candidate[1]))
     chosen = replacements + [
         deletion_of(pod, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
         for pod, name in candidates[:room]
@@ -227,6 +257,7 @@ def plan_deletions(
         unavailable=unavailable,
         verdicts=verdicts,
         skipped_nodes=skipped,
+        holds=holds,
     )
 
 

@@ -25,12 +25,17 @@ The order of the steps is the order of the questions a user would ask:
    |                              |               | reconcile, until the annotation is gone   |
    | runnable                     | kept          | kept                                      |
 
-2. OTA: which pods need their `PodNeedUpgrade` condition written, and which image pre-pulls are
-   to start or to report? Nothing is ever deleted; max-unavailable means nothing here.
-3. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
+2. Is the rollout staged? (`staging`, design §12) Paused, held to a node selector, a partition or
+   waves; a value that cannot be read holds every node, with a Warning. A pause or a resume is
+   told once by an Event (`pause.pause_notice`), a wave that starts too (`WaveStarted`).
+3. OTA: which pods need their `PodNeedUpgrade` condition written (a held node's pod is told
+   False; while paused, or while a staging value is invalid, nothing is written), and which image
+   pre-pulls are to start or to report? Nothing is ever deleted; max-unavailable means nothing
+   here.
+4. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
    controller should wait for the DaemonSet to change rather than retry.
-4. Which pods go now? (`rollout_book`, `planner`)
-5. When to look again without an event (`Recheck`).
+5. Which pods go now? (`rollout_book`, `planner`; held nodes never)
+6. When to look again without an event (`Recheck`).
 """
 
 from collections.abc import Collection, Mapping, Sequence, Set
@@ -54,7 +59,8 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict
+from edgerollout.domain.pause import pause_notice
+from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict, judge_node
 from edgerollout.domain.prepull import (
     JobView,
     PrepullStep,
@@ -63,6 +69,14 @@ from edgerollout.domain.prepull import (
 )
 from edgerollout.domain.revisions import TargetRevision, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.staging import (
+    NOTHING_HELD,
+    Holds,
+    Staging,
+    hold_nodes,
+    read_staging,
+    wave_started_notice,
+)
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
@@ -96,11 +110,14 @@ class Snapshot:
     - `pods`: every pod it controls (owner reference with its UID), terminating ones included.
     - `pods_by_node`: the same pods, by the node they are on (pods with no node left out).
     - `readiness`: the nodes' readiness; a node absent from it is MISSING.
+    - `node_labels`: the nodes' labels (for a staged rollout's selector and waves).
     - `changed_nodes`: the nodes where a pod of the DaemonSet or the node's readiness changed
       since the previous plan of this DaemonSet.
     - `in_flight`: its deletions the controller has made and the caches do not show yet.
     - `pull_jobs`: the pull Jobs in its namespace, by name; `pull_template`: what a pull Job
       copies from its newest pod template.
+    - `paused_before`: whether the previous plan found the rollout paused (None: no previous
+      plan); `pause_changes`: how many changes of the pause were seen so far.
 
     The shell may hand read-only views over its caches rather than copies: a plan runs to its end
     without yielding, so they cannot change under it, and it reads only what it needs.
@@ -111,11 +128,18 @@ class Snapshot:
     pods: Collection[PodView] = ()
     pods_by_node: Mapping[NodeName, Sequence[PodView]] = field(default_factory=dict)
     readiness: Mapping[NodeName, NodeReadiness] = field(default_factory=dict)
+    node_labels: Mapping[NodeName, Mapping[str, str]] = field(default_factory=dict)
     changed_nodes: Set[NodeName] = frozenset()
     in_flight: tuple[InFlightDeletion, ...] = ()
     pull_jobs: Mapping[str, JobView] = field(default_factory=dict)
     pull_template: PullTemplate | None = None
+    paused_before: bool | None = None
+    pause_changes: int = 0
     now: datetime
+
+    def labels_of(self, node: NodeName) -> Mapping[str, str]:
+        """The labels of `node` (none for a node not in the cache)."""
+        return self.node_labels.get(node, {})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +188,9 @@ class Plan:
       event brings the DaemonSet back.
     - `keep_notices`: when the plan ends the rollout (`ends_rollout`), whether the Events the
       DaemonSet has had stay remembered (see the table in the module docstring).
+    - `paused`: whether the rollout is paused (None when the DaemonSet is not ours); the shell
+      remembers it for the next plan's `Snapshot.paused_before`.
+    - `holds`: the nodes a staged rollout holds back, and its wave.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
     """
@@ -174,6 +201,8 @@ class Plan:
     prepulls: tuple[PrepullStep, ...] = ()
     recheck: Recheck | None = None
     keep_notices: bool = False
+    paused: bool | None = None
+    holds: Holds = NOTHING_HELD
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
     rollout: DeletionPlan | None = None
@@ -220,9 +249,20 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         )
 
     target = target_revision(annotations=daemonset.annotations, revisions=snapshot.revisions)
+    staging = read_staging(daemonset.annotations)
+    told = [*choice.notices, *staging.notices]
+    paused = pause_notice(
+        staging.paused, before=snapshot.paused_before, changes=snapshot.pause_changes
+    )
+    if paused is not None:
+        told.append(paused)
     if choice.strategy is UpdateStrategy.OTA:
         pods = list(snapshot.pods)
-        writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now)
+        holds = _ota_holds(snapshot, staging, target)
+        writes: tuple[ConditionWrite, ...] = ()
+        if not (staging.paused or staging.invalid):
+            writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
+        told.extend(_wave_notice(holds, target))
         prepulls: tuple[PrepullStep, ...] = ()
         if target.hash is not None and snapshot.pull_template is not None:
             prepulls = plan_prepulls(
@@ -235,10 +275,12 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             )
         return Plan(
             strategy=choice.strategy,
-            notices=choice.notices,
+            notices=tuple(told),
             condition_writes=writes,
             prepulls=prepulls,
             recheck=_recheck(settings),
+            paused=staging.paused,
+            holds=holds,
             target=target,
         )
 
@@ -256,23 +298,57 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(
             strategy=choice.strategy,
-            notices=(*choice.notices, budget.notice),
+            notices=(*told, budget.notice),
             recheck=_recheck(settings),
+            paused=staging.paused,
             target=target,
         )
     rollout = book.plan(
         max_unavailable=budget.value,
         desired_nodes=daemonset.desired_nodes,
         counted_while_not_ready=daemonset.counted_while_not_ready,
+        staging=staging,
+        labels=snapshot.labels_of,
     )
+    told.extend(_wave_notice(rollout.holds, target))
     return Plan(
         strategy=choice.strategy,
-        notices=choice.notices,
+        notices=tuple(told),
         recheck=_recheck(settings, starting=_starting(daemonset, rollout)),
+        paused=staging.paused,
+        holds=rollout.holds,
         target=target,
         budget=budget,
         rollout=rollout,
     )
+
+
+def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> Holds:
+    """The nodes an OTA rollout holds back. A wave is done when its Ready nodes' pods are
+    current and available, judged as AdvancedRollingUpdate judges them."""
+    if not staging.active:
+        return NOTHING_HELD
+    readiness, by_node = snapshot.readiness, snapshot.pods_by_node
+    min_ready = snapshot.daemonset.min_ready_seconds
+
+    def ready(node: NodeName) -> bool:
+        return readiness.get(node, NodeReadiness.MISSING) is NodeReadiness.READY
+
+    def done(node: NodeName) -> bool:
+        live = [pod for pod in by_node.get(node, ()) if not pod.deleting]
+        verdict, _ = judge_node(live, target, min_ready, snapshot.now)
+        return verdict is NodeVerdict.UP_TO_DATE
+
+    return hold_nodes(
+        staging, nodes=list(by_node), labels=snapshot.labels_of, done=done, ready=ready
+    )
+
+
+def _wave_notice(holds: Holds, target: TargetRevision) -> tuple[Notice, ...]:
+    if target.hash is None:
+        return ()
+    notice = wave_started_notice(holds, revision=target.hash)
+    return () if notice is None else (notice,)
 
 
 def _starting(daemonset: DaemonSetView, rollout: DeletionPlan) -> float | None:

@@ -34,12 +34,15 @@ from edgerollout.domain.planner import (
     Deletion,
     DeletionPlan,
     DeletionReason,
+    Labels,
     NodeVerdict,
     deletion_of,
     judge_node,
+    no_labels,
     shortfall,
 )
 from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.staging import NOT_STAGED, Staging, hold_nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +174,13 @@ class RolloutBook:
         max_unavailable: int,
         desired_nodes: int | None = None,
         counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
+        staging: Staging = NOT_STAGED,
+        labels: Labels = no_labels,
     ) -> DeletionPlan:
-        """The deletions to make now, from the verdicts of the last `refresh`."""
+        """The deletions to make now, from the verdicts of the last `refresh`.
+
+        A staged rollout (`staging`, with the nodes' `labels`) is held again at every plan, over
+        every node: which nodes a wave or a partition holds depends on all of them."""
         skipped = tuple(sorted(self._skipped))
         key = self._key
         if key is None or not key[0].known:
@@ -187,15 +195,31 @@ class RolloutBook:
             )
         room = max(0, max_unavailable - unavailable)
         entries = self._entries
+        verdicts = self._verdicts
+        holds = hold_nodes(
+            staging,
+            nodes=entries.keys(),
+            labels=labels,
+            done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
+            ready=lambda name: name in verdicts,
+        )
+        held = holds.held
         chosen: list[Deletion] = [
             deletion_of(entry.outdated, name, DeletionReason.OUTDATED_UNAVAILABLE)
             for name in self._replace
-            if (entry := entries[name]).outdated is not None
+            if (entry := entries[name]).outdated is not None and name not in held
         ]
         if room:
+            if staging.active:
+                ready = sorted(
+                    (name for name in self._outdated if name not in held), key=holds.order
+                )
+                going = ready[:room]
+            else:
+                going = heapq.nsmallest(room, self._outdated)
             chosen.extend(
                 deletion_of(entry.outdated, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
-                for name in heapq.nsmallest(room, self._outdated)
+                for name in going
                 if (entry := entries[name]).outdated is not None
             )
         return DeletionPlan(
@@ -204,4 +228,5 @@ class RolloutBook:
             unavailable=unavailable,
             verdicts=dict(self._verdicts),
             skipped_nodes=skipped,
+            holds=holds,
         )

@@ -262,6 +262,7 @@ def node_from_api(obj: JSON) -> NodeView:
     return NodeView(
         name=NodeName(meta.get("name", "")),
         readiness=NodeReadiness.from_ready_condition(node_ready_condition(obj)),
+        labels=dict(meta.get("labels") or {}),
     )
 
 

@@ -201,6 +201,7 @@ def test_invalid_max_unavailable_deletes_nothing_at_all() -> None:
             ),
         ),
         recheck=Recheck(deletions_seconds=5.0),
+        paused=False,
         target=TargetRevision(hash=NEW, template_generation=None),
     )
     assert plan.deletions == ()

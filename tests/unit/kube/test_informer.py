@@ -21,7 +21,10 @@ Change = tuple[Any, Any]
 
 
 def node(name: str, readiness: NodeReadiness = NodeReadiness.READY) -> NodeView:
-    return NodeView(name=NodeName(name), readiness=readiness)
+    """The view of a node as `node_json` serves it (its hostname label included)."""
+    return NodeView(
+        name=NodeName(name), readiness=readiness, labels={"kubernetes.io/hostname": name}
+    )
 
 
 def node_informer(api: FakeApi) -> tuple[Informer[NodeView], list[Change]]:
@@ -256,12 +259,18 @@ async def test_object_the_transform_stops_keeping_is_reported_deleted() -> None:
     changes: list[Change] = []
     informer.subscribe(lambda old, new: changes.append((old, new)))
 
+    kept_view = NodeView(
+        name=NodeName("edge-1"),
+        readiness=NodeReadiness.READY,
+        labels={"kubernetes.io/hostname": "edge-1", "keep": "yes"},
+    )
+
     async with running(informer):
-        assert informer.store == {"edge-1": node("edge-1")}
+        assert informer.store == {"edge-1": kept_view}
         unlabelled = api.publish(NODES, "MODIFIED", node_json("edge-1"))
         await caught_up(informer, unlabelled)
 
-        assert changes == [(None, node("edge-1")), (node("edge-1"), None)]
+        assert changes == [(None, kept_view), (kept_view, None)]
         assert informer.store == {}
 
 

@@ -348,7 +348,9 @@ def test_node_readiness_comes_from_its_ready_condition(
     ready: str | None, readiness: NodeReadiness
 ) -> None:
     assert node_from_api(node_json("edge-1", ready=ready)) == NodeView(
-        name=NodeName("edge-1"), readiness=readiness
+        name=NodeName("edge-1"),
+        readiness=readiness,
+        labels={"kubernetes.io/hostname": "edge-1"},
     )
 
 

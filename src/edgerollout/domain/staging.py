@@ -1,0 +1,418 @@
+"""Staged rollouts: which nodes a rollout holds back, and in what order it takes the others.
+
+Four DaemonSet annotations stage a rollout on a plain `apps/v1` DaemonSet (design §12), for both
+update models:
+
+| annotation                   | value                         | nodes held                          |
+|------------------------------|-------------------------------|-------------------------------------|
+| `edgerollout.io/paused`      | `"true"`                      | every node                          |
+| `edgerollout.io/node-selector` | a `kubectl -l` label selector | the nodes it does not select      |
+| `edgerollout.io/partition`   | `"N"` or `"P%"`               | the last N of the rollout's order   |
+| `edgerollout.io/waves`       | `"pool-a, pool-b, *"`         | the nodes of the waves not started  |
+
+The rollout's order is (wave, node name): the nodes of the first wave by name, then the second's.
+A node whose label value names no wave belongs to `*` if the list has it; without `*` it is in no
+wave and is held (`NOT_IN_WAVES`). Waves group nodes by the label `apps.openyurt.io/nodepool`
+(OpenYurt's NodePool) unless `edgerollout.io/wave-label` names another key.
+
+A wave has started when every Ready node of the waves before it that the rollout is meant to
+upgrade (not held by the selector or the partition) runs the newest revision and is available
+(`done`). Nodes that are not Ready do not hold later waves back: they are upgraded when they
+return, before the nodes of later waves, since the order puts them first.
+
+A partition counts over the nodes the selector leaves in (all of them without a selector); a
+percentage is of those nodes, rounded up (Kruise rounds a partition up too: more nodes stay on the
+old revision, never fewer). A node of the partition that already runs the newest revision stays
+on it: nothing is rolled back.
+
+Holding a node is all staging does: a held node keeps its verdict and its place in the budget
+(a held node with an unavailable old pod still counts as unavailable), it is only never deleted
+(AdvancedRollingUpdate) or offered an upgrade (OTA). A value that cannot be read holds every node
+(`INVALID`), with one Warning naming it and what is accepted, as for a bad max-unavailable.
+"""
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.label_selector import (
+    LabelSelector,
+    LabelSelectorError,
+    label_key_problem,
+    label_value_problem,
+    parse_label_selector,
+)
+from edgerollout.domain.model import NodeName
+from edgerollout.domain.pause import read_pause
+from edgerollout.domain.vocabulary import (
+    EVERY_OTHER_WAVE,
+    HELD_BY_INVALID_SETTING,
+    HELD_BY_NODE_SELECTOR,
+    HELD_BY_PARTITION,
+    HELD_BY_PAUSE,
+    HELD_BY_WAVE,
+    INVALID_NODE_SELECTOR,
+    INVALID_PARTITION,
+    INVALID_WAVES,
+    NODE_SELECTOR_ANNOTATION,
+    NODEPOOL_LABEL,
+    NOT_IN_WAVES,
+    PARTITION_ANNOTATION,
+    WAVE_LABEL_ANNOTATION,
+    WAVE_STARTED,
+    WAVES_ANNOTATION,
+)
+
+_PARTITION = re.compile(r"(?P<number>[0-9]+)(?P<percent>%?)")
+_MANY_DIGITS = 15
+
+
+class HoldReason(StrEnum):
+    """Why a node is held; the value is how status and `plan` say it."""
+
+    PAUSED = "paused"
+    INVALID = "invalid setting"
+    SELECTOR = "node selector"
+    NOT_IN_WAVES = "in no wave"
+    PARTITION = "partition"
+    WAVE = "wave"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hold:
+    """A node held back, and why; `wave` names the wave it waits for (reason WAVE)."""
+
+    reason: HoldReason
+    wave: str | None = None
+
+    def __str__(self) -> str:
+        if self.reason is HoldReason.WAVE and self.wave is not None:
+            return f"wave {self.wave}"
+        return str(self.reason)
+
+    @property
+    def condition_reason(self) -> str:
+        """The reason of `PodNeedUpgrade=False` on an outdated OTA pod held back so."""
+        return _CONDITION_REASONS[self.reason]
+
+
+_CONDITION_REASONS = {
+    HoldReason.PAUSED: HELD_BY_PAUSE,
+    HoldReason.INVALID: HELD_BY_INVALID_SETTING,
+    HoldReason.SELECTOR: HELD_BY_NODE_SELECTOR,
+    HoldReason.NOT_IN_WAVES: NOT_IN_WAVES,
+    HoldReason.PARTITION: HELD_BY_PARTITION,
+    HoldReason.WAVE: HELD_BY_WAVE,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partition:
+    """How many nodes stay on the old revision: `count` of `number`, or `number` percent."""
+
+    written: str
+    number: int
+    percent: bool
+
+    def count(self, covered: int) -> int:
+        """The nodes held out of `covered` (a percentage rounds up; never more than `covered`)."""
+        covered = max(covered, 0)
+        value = -(-covered * self.number // 100) if self.percent else self.number
+        return min(value, covered)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waves:
+    """The waves in order (`*` as written), and the node label that names a node's wave."""
+
+    names: tuple[str, ...]
+    label: str
+
+    def index_of(self, labels: Mapping[str, str]) -> int | None:
+        """The wave of a node with these labels; None when it is in no wave."""
+        value = labels.get(self.label)
+        if value is not None and value in self.names and value != EVERY_OTHER_WAVE:
+            return self.names.index(value)
+        if EVERY_OTHER_WAVE in self.names:
+            return self.names.index(EVERY_OTHER_WAVE)
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Staging:
+    """The staging annotations of a DaemonSet, read (see `read_staging`).
+
+    `invalid` is True when a value could not be read; `notices` then holds one Warning each."""
+
+    paused: bool = False
+    selector: LabelSelector | None = None
+    partition: Partition | None = None
+    waves: Waves | None = None
+    invalid: bool = False
+    notices: tuple[Notice, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether any node may be held: without it, a rollout is planned as it always was."""
+        return (
+            self.paused
+            or self.invalid
+            or self.selector is not None
+            or self.partition is not None
+            or self.waves is not None
+        )
+
+
+NOT_STAGED = Staging()
+
+
+def read_staging(annotations: Mapping[str, str]) -> Staging:
+    """The staging a DaemonSet's annotations ask for; every value that cannot be read is named in
+    a Warning, and holds the whole rollout."""
+    pause = read_pause(annotations)
+    notices: list[Notice] = [] if pause.notice is None else [pause.notice]
+    selector = _read_selector(annotations.get(NODE_SELECTOR_ANNOTATION))
+    partition = _read_partition(annotations.get(PARTITION_ANNOTATION))
+    waves = _read_waves(annotations.get(WAVES_ANNOTATION), annotations.get(WAVE_LABEL_ANNOTATION))
+    notices.extend(read for read in (selector, partition, waves) if isinstance(read, Notice))
+    return Staging(
+        paused=pause.paused,
+        selector=selector if isinstance(selector, LabelSelector) else None,
+        partition=partition if isinstance(partition, Partition) else None,
+        waves=waves if isinstance(waves, Waves) else None,
+        invalid=any(notice is not pause.notice for notice in notices),
+        notices=tuple(notices),
+    )
+
+
+def _warning(reason: str, annotation: str, raw: str, expected: str) -> Notice:
+    return Notice(
+        type=EventType.WARNING,
+        reason=reason,
+        message=(f'{annotation} is "{raw}": {expected}; no node is upgraded until it is fixed'),
+        subject=raw,
+    )
+
+
+def _read_selector(raw: str | None) -> LabelSelector | Notice | None:
+    if raw is None:
+        return None
+    if not raw.strip():
+        problem = "an empty selector would select every node; remove the annotation for that"
+    else:
+        try:
+            return parse_label_selector(raw)
+        except LabelSelectorError as error:
+            problem = str(error)
+    return _warning(
+        INVALID_NODE_SELECTOR,
+        NODE_SELECTOR_ANNOTATION,
+        raw,
+        f"{problem}; expected a label selector as kubectl -l takes it, such as "
+        '"canary=true" or "zone in (a, b), !excluded"',
+    )
+
+
+def _read_partition(raw: str | None) -> Partition | Notice | None:
+    if raw is None:
+        return None
+    written = raw.strip()
+    form = _PARTITION.fullmatch(written)
+    if form is None:
+        return _warning(
+            INVALID_PARTITION,
+            PARTITION_ANNOTATION,
+            raw,
+            'expected a number of nodes such as "2" or a percentage such as "20%"',
+        )
+    digits = form["number"].lstrip("0")
+    if not digits:
+        return None  # a partition of 0 holds nothing
+    # Far above any node count: the same as holding every node (and keeps int() small).
+    number = int(digits) if len(digits) <= _MANY_DIGITS else 10**_MANY_DIGITS
+    return Partition(written=written, number=number, percent=bool(form["percent"]))
+
+
+def _read_waves(raw: str | None, label: str | None) -> Waves | Notice | None:
+    if raw is None:
+        if label is None:
+            return None
+        return _warning(
+            INVALID_WAVES,
+            WAVE_LABEL_ANNOTATION,
+            label,
+            f"it names the label of {WAVES_ANNOTATION}, which is not set",
+        )
+    key = NODEPOOL_LABEL if label is None else label.strip()
+    names = tuple(name.strip() for name in raw.split(","))
+    problem = label_key_problem(key)
+    if problem is not None:
+        return _warning(
+            INVALID_WAVES, WAVE_LABEL_ANNOTATION, label or "", f"not a label key: {problem}"
+        )
+    problem = _waves_problem(names)
+    if problem is not None:
+        return _warning(
+            INVALID_WAVES,
+            WAVES_ANNOTATION,
+            raw,
+            f"{problem}; expected node-pool names (label values) separated by commas, "
+            f'each once, and at most one "{EVERY_OTHER_WAVE}" for every other node, '
+            'such as "pool-a, pool-b, *"',
+        )
+    return Waves(names=names, label=key)
+
+
+def _waves_problem(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if not name:
+            return "a wave has no name"
+        if name != EVERY_OTHER_WAVE:
+            problem = label_value_problem(name)
+            if problem is not None:
+                return f'"{name}" is not a label value: {problem}'
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        return f"{', '.join(repeated)} {'is' if len(repeated) == 1 else 'are'} named twice"
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaveProgress:
+    """The wave a rollout is at: `index` (from 0) of `count`, named `name`; `pending` of its
+    Ready nodes are still to be upgraded (0 once every wave is done)."""
+
+    index: int
+    count: int
+    name: str
+    pending: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.index + 1} of {self.count})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Holds:
+    """The nodes a staged rollout holds, its wave, and the order it takes the others in.
+
+    `rank` maps each node considered to its place in the rollout's order (a lower rank goes
+    first); a node without a rank goes after every ranked one, by name."""
+
+    held: Mapping[NodeName, Hold] = field(default_factory=dict)
+    rank: Mapping[NodeName, int] = field(default_factory=dict)
+    wave: WaveProgress | None = None
+    paused: bool = False
+
+    def order(self, name: NodeName) -> tuple[int, NodeName]:
+        """The sort key of `name` in the rollout's order."""
+        return (self.rank.get(name, len(self.rank)), name)
+
+
+NOTHING_HELD = Holds()
+
+
+def hold_nodes(
+    staging: Staging,
+    *,
+    nodes: Collection[NodeName],
+    labels: Callable[[NodeName], Mapping[str, str]],
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+) -> Holds:
+    """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet).
+
+    `labels(node)`: the node's labels (empty for a node not in the cache); `ready(node)`: whether
+    its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
+    is available. Depends only on the arguments, not on the order of `nodes`."""
+    if not staging.active:
+        return NOTHING_HELD
+    waves = staging.waves
+    wave_of: dict[NodeName, int | None] = {}
+    if waves is not None:
+        wave_of = {name: waves.index_of(labels(name)) for name in nodes}
+    last = len(waves.names) if waves is not None else 0
+
+    def order(name: NodeName) -> tuple[int, NodeName]:
+        index = wave_of.get(name)
+        return (last if index is None else index, name)
+
+    ordered = sorted(nodes, key=order)
+    held: dict[NodeName, Hold] = {}
+    selector = staging.selector
+    if selector is not None:
+        for name in ordered:
+            if not selector.matches(labels(name)):
+                held[name] = Hold(reason=HoldReason.SELECTOR)
+    if waves is not None:
+        for name in ordered:
+            if wave_of[name] is None and name not in held:
+                held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
+    if staging.partition is not None:
+        covered = [name for name in ordered if name not in held]
+        count = staging.partition.count(len(covered))
+        for name in covered[len(covered) - count :]:
+            held[name] = Hold(reason=HoldReason.PARTITION)
+    progress = None
+    if waves is not None:
+        current = _current_wave(ordered, wave_of, held, done=done, ready=ready, count=last)
+        pending = sum(
+            1
+            for name in ordered
+            if wave_of[name] == current and name not in held and ready(name) and not done(name)
+        )
+        progress = WaveProgress(
+            index=current, count=last, name=waves.names[current], pending=pending
+        )
+        for name in ordered:
+            index = wave_of[name]
+            if index is not None and index > current and name not in held:
+                held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
+    if staging.paused or staging.invalid:
+        reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
+        held = {name: Hold(reason=reason) for name in ordered}
+    return Holds(
+        held=held,
+        rank={name: place for place, name in enumerate(ordered)},
+        wave=progress,
+        paused=staging.paused,
+    )
+
+
+def _current_wave(
+    ordered: list[NodeName],
+    wave_of: Mapping[NodeName, int | None],
+    held: Mapping[NodeName, Hold],
+    *,
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+    count: int,
+) -> int:
+    """The last wave started: the first wave with a Ready node the rollout must still upgrade
+    (every wave before it is done), or the last wave when every wave is done."""
+    for name in ordered:  # by wave, so the first node not done names the current wave
+        index = wave_of[name]
+        if index is None or name in held:
+            continue
+        if ready(name) and not done(name):
+            return index
+    return count - 1
+
+
+def wave_started_notice(holds: Holds, *, revision: str) -> Notice | None:
+    """The Normal `WaveStarted` Event for the current wave of a rollout to `revision`, when the
+    wave has Ready nodes still to upgrade; once per wave and revision."""
+    wave = holds.wave
+    if wave is None or not wave.pending or holds.paused:
+        return None
+    return Notice(
+        type=EventType.NORMAL,
+        reason=WAVE_STARTED,
+        message=(
+            f"wave {wave.name} ({wave.index + 1} of {wave.count}) started: its nodes are "
+            "upgraded now"
+            + ("" if wave.index == 0 else ", every Ready node of the waves before it being done")
+        ),
+        subject=f"{revision}/{wave.index}/{wave.name}",
+    )

@@ -1,0 +1,158 @@
+"""Properties of staged rollouts over random clusters and random staging (design §12).
+
+Held nodes are never deleted, waves never overlap, the budget is never exceeded, and the rollout
+book plans exactly as the full planner, whatever the pause, partition, selector and waves.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgerollout.domain.model import NodeName, NodeReadiness
+from edgerollout.domain.planner import DeletionPlan, NodeVerdict, plan_deletions
+from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.staging import HoldReason, Staging, read_staging
+from edgerollout.domain.vocabulary import (
+    NODE_SELECTOR_ANNOTATION,
+    NODEPOOL_LABEL,
+    PARTITION_ANNOTATION,
+    PAUSED_ANNOTATION,
+    WAVES_ANNOTATION,
+)
+
+from .builders import NOW, TARGET
+from .test_planner_properties import Cluster, clusters, oracle_unavailable
+
+READY = NodeReadiness.READY
+
+
+@dataclass(frozen=True)
+class Staged:
+    cluster: Cluster
+    labels: Mapping[NodeName, Mapping[str, str]]
+    staging: Staging
+
+    def labels_of(self, name: NodeName) -> Mapping[str, str]:
+        return self.labels.get(name, {})
+
+
+@st.composite
+def staged(draw: st.DrawFn) -> Staged:
+    cluster = draw(clusters())
+    labels: dict[NodeName, dict[str, str]] = {}
+    for name in cluster.readiness:
+        node_labels = {}
+        pool = draw(st.sampled_from([None, "pool-a", "pool-b", "pool-c"]))
+        if pool is not None:
+            node_labels[NODEPOOL_LABEL] = pool
+        if draw(st.booleans()):
+            node_labels["canary"] = "true"
+        labels[name] = node_labels
+    annotations: dict[str, str] = {}
+    for key, values in [
+        (PAUSED_ANNOTATION, ["true", "false"]),
+        (PARTITION_ANNOTATION, ["1", "3", "40%", "100%"]),
+        (NODE_SELECTOR_ANNOTATION, ["canary", f"{NODEPOOL_LABEL} in (pool-a, pool-c)"]),
+        (WAVES_ANNOTATION, ["pool-a, pool-b, *", "pool-b, pool-a", "*, pool-c"]),
+    ]:
+        if draw(st.integers(0, 2)) == 0:
+            annotations[key] = draw(st.sampled_from(values))
+    staging = read_staging(annotations)
+    assert not staging.notices
+    return Staged(cluster=cluster, labels=labels, staging=staging)
+
+
+def full_plan(subject: Staged) -> DeletionPlan:
+    cluster = subject.cluster
+    return plan_deletions(
+        pods=cluster.pods,
+        nodes=cluster.nodes,
+        target=TARGET,
+        max_unavailable=cluster.max_unavailable,
+        min_ready_seconds=cluster.min_ready_seconds,
+        now=NOW,
+        in_flight=cluster.in_flight,
+        staging=subject.staging,
+        labels=subject.labels_of,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_held_nodes_are_never_deleted(subject: Staged) -> None:
+    result = full_plan(subject)
+    deleted = {deletion.node_name for deletion in result.deletions}
+    assert not deleted & set(result.holds.held)
+    if subject.staging.paused:
+        assert result.deletions == ()
+    assert not set(result.waiting_for_budget) & set(result.holds.held)
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_waves_never_overlap(subject: Staged) -> None:
+    waves = subject.staging.waves
+    result = full_plan(subject)
+    if waves is None:
+        assert result.holds.wave is None
+        return
+    assert result.holds.wave is not None
+    current = result.holds.wave.index
+    wave_of = {name: waves.index_of(subject.labels_of(name)) for name in result.verdicts}
+    for deletion in result.deletions:
+        index = wave_of[deletion.node_name]
+        assert index is not None
+        assert index <= current
+    # Every Ready node of an earlier wave that the rollout must upgrade is done.
+    if subject.staging.paused:
+        return  # every node is held as paused; the waves are as they would be without it
+    for name, verdict in result.verdicts.items():
+        index = wave_of[name]
+        hold = result.holds.held.get(name)
+        must_upgrade = hold is None or hold.reason is HoldReason.WAVE
+        if index is not None and index < current and must_upgrade:
+            assert verdict is NodeVerdict.UP_TO_DATE
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_the_budget_is_never_exceeded(subject: Staged) -> None:
+    cluster = subject.cluster
+    result = full_plan(subject)
+    before = oracle_unavailable(cluster, cluster.pods)
+    deleted = {deletion.uid for deletion in result.deletions}
+    after_pods = [
+        replace(pod, deleting=True) if pod.uid in deleted else pod for pod in cluster.pods
+    ]
+    after = oracle_unavailable(cluster, after_pods)
+    assert result.unavailable == before
+    assert after <= max(cluster.max_unavailable, before)
+    assert result.unavailable_after == after
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_the_book_plans_a_staged_rollout_as_the_full_planner(subject: Staged) -> None:
+    cluster = subject.cluster
+    book = RolloutBook()
+    pods_by_node: dict[NodeName, list] = {}  # type: ignore[type-arg]
+    for pod in cluster.pods:
+        if pod.node_name is not None:
+            pods_by_node.setdefault(pod.node_name, []).append(pod)
+    book.refresh(
+        target=TARGET,
+        min_ready_seconds=cluster.min_ready_seconds,
+        now=NOW,
+        pods_by_node=pods_by_node,
+        readiness=cluster.readiness,
+        in_flight=cluster.in_flight,
+    )
+    ours = book.plan(
+        max_unavailable=cluster.max_unavailable,
+        staging=subject.staging,
+        labels=subject.labels_of,
+    )
+    assert ours == full_plan(subject)
+    assert ours.waiting_for_budget == full_plan(subject).waiting_for_budget
