@@ -1,8 +1,7 @@
 """`edgerollout status DAEMONSET`: where a rollout stands, node by node (also `kubectl edgerollout`).
 
-The shell around `domain.rollout_status`: it reads the DaemonSet, its pods (its label selector,
-then its UID in their owner reference), its ControllerRevisions and the Nodes, reduces them with
-`kube.views`, and prints what `status_render` makes of them. `--watch` reads them all again every
+The shell around `domain.rollout_status`: it reads the DaemonSet, its pods, its ControllerRevisions
+and the Nodes once (`rollout_read`), and prints what `status_render` makes of them. `--watch` reads them all again every
 `STATUS.poll_seconds` (1 s) and prints again whenever the output changes, until the rollout is
 complete.
 
@@ -19,67 +18,26 @@ from datetime import UTC, datetime
 
 import click
 
-from edgerollout.cli.daemonset_command import (
-    connect,
-    daemonset_target,
-    read_daemonset,
-    run_daemonset_command,
-)
+from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
+from edgerollout.cli.rollout_read import read_rollout
 from edgerollout.cli.status_render import render_json, render_table
 from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
-from edgerollout.kube.api import CONTROLLER_REVISIONS, JSON, NODES, PODS, Api, Resource
-from edgerollout.kube.views import (
-    daemonset_from_api,
-    node_from_api,
-    pod_from_api,
-    pod_selector,
-    revision_from_api,
-)
+from edgerollout.kube.api import Api
 from edgerollout.settings import STATUS
 
 EXIT_NOT_COMPLETE = 1
 
 
-async def _list_all(
-    api: Api, resource: Resource, *, namespace: str | None = None, selector: str | None = None
-) -> list[JSON]:
-    items: list[JSON] = []
-    token: str | None = None
-    while True:
-        page = await api.list(
-            resource, namespace=namespace, label_selector=selector, continue_token=token
-        )
-        items += page.items
-        token = page.continue_token
-        if token is None:
-            return items
-
-
 async def read_status(api: Api, *, name: str, namespace: str) -> RolloutStatus:
     """Read the DaemonSet and its objects once and compute its rollout status."""
-    raw = await read_daemonset(api, name=name, namespace=namespace)
-    daemonset = daemonset_from_api(raw)
-    uid = daemonset.view.uid
-    selector = pod_selector(raw)
-    pods = [
-        pod_from_api(obj)
-        for obj in await _list_all(api, PODS, namespace=namespace, selector=selector)
-    ]
-    revisions = [
-        revision
-        for obj in await _list_all(
-            api, CONTROLLER_REVISIONS, namespace=namespace, selector=selector
-        )
-        if (revision := revision_from_api(obj)).owner_uid == uid
-    ]
-    nodes = [node_from_api(obj) for obj in await _list_all(api, NODES)]
+    views = await read_rollout(api, name=name, namespace=namespace)
     return rollout_status(
-        daemonset=daemonset.view,
-        revisions=[revision.view for revision in revisions],
-        pods=[pod.view for pod in pods if pod.owner_uid == uid],
-        nodes=nodes,
+        daemonset=views.daemonset,
+        revisions=views.revisions,
+        pods=views.pods,
+        nodes=views.nodes,
         now=datetime.now(UTC),
-        spec_observed=daemonset.observed_generation >= daemonset.generation,
+        spec_observed=views.spec_observed,
     )
 
 

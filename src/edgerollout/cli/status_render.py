@@ -9,9 +9,14 @@ terminal. The JSON shape is a public contract, documented in the README:
               "budget": int | null, "notManagedReasons": [str]},
  "newestRevision": str | null, "complete": bool,
  "nodes": [{"node": str | null, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing" | null,
-            "pod": str, "revision": str | null, "current": bool, "state": str}],
- "summary": str}
+            "pod": str, "revision": str | null, "current": bool, "state": str,
+            "held": str | null}],
+ "summary": str,
+ "paused": bool, "staging": [str],
+ "wave": {"name": str, "index": int, "count": int, "pending": int} | null}
 ```
+`held` is the hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
+`staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ def render_table(status: RolloutStatus, *, wide: bool = False) -> str:
     header = ["NODE", "NODE-READY", "POD", "REVISION", "STATE"]
     rows = [_cells(row, wide=wide) for row in status.rows]
     lines = [f"Strategy: {describe_strategy(status.strategy)}"]
+    staging = describe_staging(status)
+    if staging:
+        lines.append(f"Staging: {staging}")
     if rows:
         lines += align([header, *rows])
     else:
@@ -57,6 +65,15 @@ def describe_strategy(strategy: StrategyStatus) -> str:
         f"{strategy.strategy}, max-unavailable {strategy.max_unavailable} "
         f"({strategy.budget} of {strategy.base} {nodes})"
     )
+
+
+def describe_staging(status: RolloutStatus) -> str:
+    """`paused; partition 2; wave pool-b (2 of 3)`; empty when the rollout is not staged."""
+    parts = ["paused"] if status.paused else []
+    parts += [setting for setting in status.staging if not setting.startswith("waves ")]
+    if status.wave is not None:
+        parts.append(f"wave {status.wave}")
+    return "; ".join(parts)
 
 
 def align(lines: Sequence[Sequence[str]]) -> list[str]:
@@ -106,10 +123,21 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
                 "revision": row.revision,
                 "current": row.current,
                 "state": row.state_text,
+                "held": row.hold,
             }
             for row in status.rows
         ],
         "summary": status.summary,
+        "paused": status.paused,
+        "staging": list(status.staging),
+        "wave": None
+        if status.wave is None
+        else {
+            "name": status.wave.name,
+            "index": status.wave.index,
+            "count": status.wave.count,
+            "pending": status.wave.pending,
+        },
     }
 
 

@@ -15,7 +15,12 @@ Each pod of the DaemonSet gets one row and one state:
   the controller skips it until the node is back.
 - `OTA: upgrade available`: an old pod of an OTA DaemonSet marked `PodNeedUpgrade=True`, with the
   state of an image pre-pull of the newest revision appended when the pod has one.
+- `held`: an old pod on a node a staged rollout holds back (design §12), with the hold:
+  `held: partition`, `held: wave pool-b`, `held: paused`, ...
 - `old`: any other old pod (waiting for budget, or for the controller to mark it).
+
+Which nodes are held, the wave and the pause come from `reconcile.plan` itself, run on the same
+views with a fresh book: status says what the controller decides, not a second opinion.
 
 The rollout is complete when the native controller has seen the latest spec, every pod is
 current, available and not terminating, no node holds more than one pod, and at least as many
@@ -44,15 +49,21 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
+from edgerollout.domain.reconcile import Plan, Snapshot, plan
 from edgerollout.domain.revisions import is_current, target_revision
+from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.staging import WaveProgress
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
+    NODE_SELECTOR_ANNOTATION,
+    PARTITION_ANNOTATION,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     PULL_IMAGE_FAIL,
     PULL_IMAGE_SUCCESS,
     WAIT_PULL_IMAGE,
+    WAVES_ANNOTATION,
 )
 
 
@@ -64,6 +75,7 @@ class PodState(StrEnum):
     TERMINATING = "terminating"
     WAITING_NODE_NOT_READY = "waiting: node NotReady"
     OTA_UPGRADE_AVAILABLE = "OTA: upgrade available"
+    HELD = "held"
     OLD = "old"
 
 
@@ -102,10 +114,13 @@ class NodeRow:
     current: bool
     state: PodState
     prepull: PrepullState | None = None
+    hold: str | None = None
 
     @property
     def state_text(self) -> str:
-        """The state as shown: `OTA: upgrade available, pre-pull done`."""
+        """The state as shown: `OTA: upgrade available, pre-pull done`, `held: partition`."""
+        if self.hold is not None:
+            return f"{self.state}: {self.hold}"
         if self.prepull is None:
             return str(self.state)
         return f"{self.state}, {self.prepull}"
@@ -113,7 +128,10 @@ class NodeRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RolloutStatus:
-    """The whole picture: header facts, one row per pod, and the one-line summary."""
+    """The whole picture: header facts, one row per pod, and the one-line summary.
+
+    `paused`: the rollout is paused; `wave`: the wave it is at (None without waves); `staging`:
+    the staging annotations in force, as `partition 2`, `node selector canary=true`."""
 
     daemonset: str
     namespace: str
@@ -122,6 +140,9 @@ class RolloutStatus:
     complete: bool
     rows: tuple[NodeRow, ...]
     summary: str
+    paused: bool = False
+    wave: WaveProgress | None = None
+    staging: tuple[str, ...] = ()
 
 
 def rollout_status(
@@ -140,9 +161,13 @@ def rollout_status(
     yet observed the DaemonSet's latest generation.
     """
     pods = tuple(pods)
+    nodes = tuple(nodes)
+    revisions = tuple(revisions)
     readiness = {node.name: node.readiness for node in nodes}
     strategy = _strategy_status(daemonset, pods)
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
+    decided = _controller_plan(daemonset, revisions, pods, nodes, now)
+    held = decided.holds.held
     rows = []
     for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name)):
         node_readiness = (
@@ -156,6 +181,9 @@ def rollout_status(
             strategy=strategy.strategy,
             available=is_available(pod, min_ready_seconds=daemonset.min_ready_seconds, now=now),
         )
+        hold = held.get(pod.node_name) if pod.node_name is not None else None
+        if hold is not None and state in (PodState.OLD, PodState.OTA_UPGRADE_AVAILABLE):
+            state = PodState.HELD
         prepull = (
             _prepull_state(pod, target.hash) if state is PodState.OTA_UPGRADE_AVAILABLE else None
         )
@@ -168,6 +196,7 @@ def rollout_status(
                 current=current,
                 state=state,
                 prepull=prepull,
+                hold=str(hold) if state is PodState.HELD else None,
             )
         )
     nodes_with_pods = len({row.node for row in rows if row.node is not None})
@@ -193,8 +222,53 @@ def rollout_status(
             spec_observed=spec_observed,
             total=total,
             without_pod=total - nodes_with_pods,
+            paused=bool(decided.paused),
         ),
+        paused=bool(decided.paused),
+        wave=decided.holds.wave,
+        staging=_staging_in_force(daemonset),
     )
+
+
+def _controller_plan(
+    daemonset: DaemonSetView,
+    revisions: tuple[RevisionView, ...],
+    pods: tuple[PodView, ...],
+    nodes: tuple[NodeView, ...],
+    now: datetime,
+) -> Plan:
+    """The controller's plan for these views, from a fresh book."""
+    by_node: dict[NodeName, list[PodView]] = {}
+    for pod in pods:
+        if pod.node_name is not None:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    snapshot = Snapshot(
+        daemonset=daemonset,
+        revisions=revisions,
+        pods=pods,
+        pods_by_node=by_node,
+        readiness={node.name: node.readiness for node in nodes},
+        node_labels={node.name: node.labels for node in nodes},
+        now=now,
+    )
+    return plan(snapshot, RolloutBook())
+
+
+def _staging_in_force(daemonset: DaemonSetView) -> tuple[str, ...]:
+    """The staging annotations as set, in the order of design §12."""
+    annotations = daemonset.annotations
+    return tuple(
+        f"{label} {annotations[key].strip()}"
+        for key, label in _STAGING_LABELS
+        if key in annotations
+    )
+
+
+_STAGING_LABELS = (
+    (NODE_SELECTOR_ANNOTATION, "node selector"),
+    (PARTITION_ANNOTATION, "partition"),
+    (WAVES_ANNOTATION, "waves"),
+)
 
 
 def _strategy_status(daemonset: DaemonSetView, pods: tuple[PodView, ...]) -> StrategyStatus:
@@ -270,15 +344,33 @@ def _summary(
     spec_observed: bool,
     total: int,
     without_pod: int,
+    paused: bool,
 ) -> str:
     if complete:
         return f'daemon set "{name}" successfully rolled out'
     if not spec_observed:
         return "Waiting for daemon set spec update to be observed..."
+    prefix = "Paused: " if paused else ""
+    return prefix + _progress(
+        name, rows=rows, strategy=strategy, total=total, without_pod=without_pod
+    )
+
+
+def _progress(
+    name: str,
+    *,
+    rows: list[NodeRow],
+    strategy: UpdateStrategy | None,
+    total: int,
+    without_pod: int,
+) -> str:
     extras = []
     waiting = sum(row.state is PodState.WAITING_NODE_NOT_READY for row in rows)
     if waiting:
         extras.append(f"{waiting} waiting for NotReady nodes")
+    held = sum(row.state is PodState.HELD for row in rows)
+    if held:
+        extras.append(f"{held} held")
     if without_pod > 0:
         extras.append(f"{without_pod} {_nodes(without_pod)} without a pod")
     if strategy is UpdateStrategy.OTA:

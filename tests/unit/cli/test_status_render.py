@@ -117,6 +117,7 @@ def test_json_document_has_the_documented_shape() -> None:
                 "revision": NEW,
                 "current": True,
                 "state": "updated",
+                "held": None,
             },
             {
                 "node": "edge-2",
@@ -125,6 +126,7 @@ def test_json_document_has_the_documented_shape() -> None:
                 "revision": OLD,
                 "current": False,
                 "state": "waiting: node NotReady",
+                "held": None,
             },
             {
                 "node": "edge-3",
@@ -133,12 +135,16 @@ def test_json_document_has_the_documented_shape() -> None:
                 "revision": OLD,
                 "current": False,
                 "state": "waiting: node NotReady",
+                "held": None,
             },
         ],
         "summary": (
             'Waiting for daemon set "nginx-daemonset" rollout to finish: '
             "1 of 3 updated pods are available (2 waiting for NotReady nodes)..."
         ),
+        "paused": False,
+        "staging": [],
+        "wave": None,
     }
 
 

@@ -1,0 +1,88 @@
+"""`edgerollout plan DAEMONSET`: what the controller would do now, node by node, and why.
+
+A dry run: it reads the DaemonSet and the objects of its rollout once (`rollout_read`), runs the
+controller's own `domain.reconcile.plan` on them with a fresh book, and prints what
+`domain.dry_run` reads out of that plan. Nothing is written. Deletions the controller has made
+and the API server has not carried out yet are invisible here (their pods show as terminating);
+otherwise the plan is the one the controller makes from the same objects.
+
+Exit codes: 0 printed; 2 usage error; 3 DaemonSet not found; 4 the API server cannot be reached or
+refuses the request; 130 interrupted (Ctrl-C) (`daemonset_command`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import click
+
+from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
+from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
+from edgerollout.cli.rollout_read import read_rollout
+from edgerollout.domain.dry_run import node_plans
+from edgerollout.domain.model import NodeName, PodView
+from edgerollout.domain.reconcile import Snapshot, plan
+from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.kube.api import Api
+
+
+async def dry_run(api: Api, *, name: str, namespace: str) -> DryRun:
+    """Read the DaemonSet `namespace/name` once and plan it as the controller would now."""
+    views = await read_rollout(api, name=name, namespace=namespace)
+    by_node: dict[NodeName, list[PodView]] = {}
+    for pod in views.pods:
+        if pod.node_name is not None:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    readiness = {node.name: node.readiness for node in views.nodes}
+    snapshot = Snapshot(
+        daemonset=views.daemonset,
+        revisions=views.revisions,
+        pods=views.pods,
+        pods_by_node=by_node,
+        readiness=readiness,
+        node_labels={node.name: node.labels for node in views.nodes},
+        now=datetime.now(UTC),
+    )
+    decided = plan(snapshot, RolloutBook())
+    pods_by_node: Mapping[NodeName, Sequence[PodView]] = by_node
+    return DryRun(
+        daemonset=views.daemonset,
+        plan=decided,
+        nodes=node_plans(decided, pods_by_node=pods_by_node, readiness=readiness),
+    )
+
+
+async def _run(*, name: str, namespace: str, kubeconfig: str | None, output: str) -> int:
+    api = await connect(kubeconfig)
+    try:
+        result = await dry_run(api, name=name, namespace=namespace)
+    finally:
+        await api.close()
+    text = render_plan_json(result) if output == "json" else render_plan_table(result)
+    click.echo(text, nl=False)
+    return 0
+
+
+@click.command(name="plan")
+@daemonset_target
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="json: the documented JSON document.",
+)
+def plan_command(daemonset: str, namespace: str, kubeconfig: str | None, output: str) -> None:
+    """Show what the controller would do with DAEMONSET now, node by node, and why (a dry run:
+    nothing is changed).
+
+    Exits 0 once printed, 2 on a usage error, 3 when the DaemonSet does not exist, 4 when the API
+    server cannot be reached or refuses, 130 when interrupted.
+    """
+    run_daemonset_command(
+        lambda: _run(name=daemonset, namespace=namespace, kubeconfig=kubeconfig, output=output),
+        daemonset=daemonset,
+        namespace=namespace,
+    )

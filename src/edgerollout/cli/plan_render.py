@@ -1,0 +1,108 @@
+"""`edgerollout plan` as text: a kubectl-like table, or a JSON document of a stable shape.
+
+Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design §12.6):
+
+```
+{"daemonset": str, "namespace": str, "strategy": "AdvancedRollingUpdate" | "OTA" | null,
+ "newestRevision": str | null, "maxUnavailable": int | null, "unavailable": int | null,
+ "paused": bool, "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
+ "events": [{"type": str, "reason": str, "message": str}],
+ "nodes": [{"node": str, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing",
+            "pods": [str], "action": str, "why": str}]}
+```
+`events` are the Events the plan asks for (a controller that sent one already does not repeat it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from edgerollout.cli.status_render import align
+from edgerollout.domain.dry_run import NodePlan
+from edgerollout.domain.model import DaemonSetView
+from edgerollout.domain.reconcile import Plan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DryRun:
+    """A plan of one DaemonSet, with its reading node by node."""
+
+    daemonset: DaemonSetView
+    plan: Plan
+    nodes: tuple[NodePlan, ...]
+
+
+def render_plan_table(result: DryRun) -> str:
+    """A header (strategy, budget, staging), one row per node, and the Events it would send."""
+    decided = result.plan
+    lines = [f"Strategy: {_strategy(decided)}"]
+    holds = decided.holds
+    if decided.paused or holds.wave is not None:
+        staging = ["paused"] if decided.paused else []
+        if holds.wave is not None:
+            staging.append(f"wave {holds.wave}")
+        lines.append(f"Staging: {'; '.join(staging)}")
+    if result.nodes:
+        header = ["NODE", "NODE-READY", "ACTION", "WHY"]
+        rows = [[row.node, row.readiness.value, str(row.action), row.why] for row in result.nodes]
+        lines += align([header, *rows])
+    else:
+        lines.append(f'No pods of daemon set "{result.daemonset.name}" found.')
+    deletions = len(decided.deletions)
+    lines.append(f"{deletions} {'pod' if deletions == 1 else 'pods'} to delete now.")
+    for notice in decided.notices:
+        lines.append(f"Event: {notice.type} {notice.reason}: {notice.message}")
+    return "\n".join(lines) + "\n"
+
+
+def _strategy(decided: Plan) -> str:
+    if decided.strategy is None:
+        return "not managed by edgerollout"
+    rollout = decided.rollout
+    if rollout is None:
+        return str(decided.strategy)
+    return (
+        f"{decided.strategy}, {rollout.unavailable} of {rollout.max_unavailable} nodes "
+        "unavailable before these deletions"
+    )
+
+
+def plan_document(result: DryRun) -> dict[str, Any]:
+    """The plan as the JSON document described in the module docstring."""
+    decided = result.plan
+    rollout = decided.rollout
+    wave = decided.holds.wave
+    return {
+        "daemonset": result.daemonset.name,
+        "namespace": result.daemonset.namespace,
+        "strategy": None if decided.strategy is None else str(decided.strategy),
+        "newestRevision": None if decided.target is None else decided.target.hash,
+        "maxUnavailable": None if rollout is None else rollout.max_unavailable,
+        "unavailable": None if rollout is None else rollout.unavailable,
+        "paused": bool(decided.paused),
+        "wave": None
+        if wave is None
+        else {"name": wave.name, "index": wave.index, "count": wave.count, "pending": wave.pending},
+        "events": [
+            {"type": str(notice.type), "reason": notice.reason, "message": notice.message}
+            for notice in decided.notices
+        ],
+        "nodes": [
+            {
+                "node": row.node,
+                "nodeReady": row.readiness.value,
+                "pods": list(row.pods),
+                "action": str(row.action),
+                "why": row.why,
+            }
+            for row in result.nodes
+        ],
+    }
+
+
+def render_plan_json(result: DryRun) -> str:
+    """The JSON document, indented by two spaces, ending with a newline."""
+    return orjson.dumps(plan_document(result), option=orjson.OPT_INDENT_2).decode() + "\n"
