@@ -179,6 +179,21 @@ async def test_node_heartbeat_with_the_same_readiness_enqueues_nothing(cluster: 
     assert cluster.enqueued == []
 
 
+async def test_node_label_change_enqueues_every_opted_in_daemonset(
+    cluster: Cluster,
+) -> None:
+    relabelled = node_json("edge-2")
+    relabelled["metadata"]["labels"]["apps.openyurt.io/nodepool"] = "pool-a"
+    changed = cluster.api.publish(NODES, "MODIFIED", relabelled)
+    await caught_up(cluster.cache.nodes, changed)
+
+    assert cluster.enqueued == ["default/api", "default/web"]
+    assert cluster.cache.nodes.store["edge-2"].labels == {
+        "kubernetes.io/hostname": "edge-2",
+        "apps.openyurt.io/nodepool": "pool-a",
+    }
+
+
 async def test_node_added_or_removed_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
     added = cluster.api.publish(NODES, "ADDED", node_json("edge-3"))
     await caught_up(cluster.cache.nodes, added)
