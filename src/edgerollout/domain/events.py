@@ -26,13 +26,16 @@ class Notice:
     """An Event to emit on the DaemonSet.
 
     `subject` is the value the notice is about (the annotation value seen, the pod's UID); with
-    `reason` it forms the deduplication key.
+    `reason` it forms the deduplication key. `routine` marks a per-pod report (a deletion): one
+    of many alike, which the shell may drop when they come in floods; every other notice is the
+    one Event of its problem or change, and is always sent.
     """
 
     type: EventType
     reason: str
     message: str
     subject: str
+    routine: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -52,4 +55,5 @@ def deletion_notice(*, pod_name: str, pod_uid: str, node_name: str, why: str) ->
         reason=SUCCESSFUL_DELETE,
         message=f"Deleted pod: {pod_name} on node {node_name}: {why}",
         subject=pod_uid,
+        routine=True,
     )

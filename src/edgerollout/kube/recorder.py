@@ -7,11 +7,12 @@ this process. A restarted controller reports a still-present problem once more, 
 
 Distinct notices can still come in floods: a rollout of 1,000 nodes makes 1,000 `SuccessfulDelete`
 notices. Like client-go's event recorder (its `EventSourceObjectSpamFilter`), each DaemonSet's
-Normal Events go through a token bucket — 25 at once, then one more every 5 minutes — and a notice
-beyond it is dropped (and not marked as emitted). Unlike client-go, Warnings are not rate-limited:
-each is already reported once per distinct problem, and a user who set a bad value must see it
-named, whatever routine Events came before. Each deletion stays in the controller's log and in
-`edgerollout_pods_deleted_total`.
+routine Events (`Notice.routine`: the per-pod deletion reports) go through a token bucket — 25 at
+once, then one more every 5 minutes — and a notice beyond it is dropped (and not marked as
+emitted). Unlike client-go, no other Event is rate-limited: a Warning is already reported once
+per distinct problem, and a user who set a bad value must see it named; a pause, a resume or a
+wave that starts is told once when it happens, and must not be lost behind a rollout's deletions.
+Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.vocabulary import DAEMONSET_KIND
 from edgerollout.kube.api import EVENTS, Api, ApiError
@@ -73,7 +74,7 @@ class EventRecorder:
         self._buckets.pop(daemonset_uid, None)
 
     def _allowed(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        if notice.type is not EventType.NORMAL:
+        if not notice.routine:
             return True
         now = self.clock()
         bucket = self._buckets.setdefault(daemonset.uid, _Bucket(tokens=float(BURST), updated=now))

@@ -344,6 +344,7 @@ def test_deletion_notice_says_which_pod_where_and_why() -> None:
         reason="SuccessfulDelete",
         message="Deleted pod: web-x on node edge-7: outdated and not available, replaced at once",
         subject="uid-web-x",
+        routine=True,
     )
 
 

@@ -124,6 +124,7 @@ def deleted(index: int) -> Notice:
         reason="SuccessfulDelete",
         message=f"Deleted pod: web-{index}",
         subject=f"uid-web-{index}",
+        routine=True,
     )
 
 
@@ -147,7 +148,7 @@ async def test_a_flood_is_cut_after_25_events_then_one_every_5_minutes_per_daemo
     assert recorder.is_new(WEB, deleted(29))
 
 
-async def test_warnings_are_never_rate_limited() -> None:
+async def test_warnings_and_changes_told_once_are_never_rate_limited() -> None:
     api = FakeApi()
     recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
     for index in range(40):
@@ -162,8 +163,15 @@ async def test_warnings_are_never_rate_limited() -> None:
         for index in range(30)
     ]
 
+    paused = Notice(type=EventType.NORMAL, reason="RolloutPaused", message="paused", subject="1")
+
     assert [await recorder.emit(WEB, notice) for notice in invalid] == [True] * 30
-    assert recorded(api)[25:] == [("web", "InvalidMaxUnavailable", n.message) for n in invalid]
+    assert await recorder.emit(WEB, paused) is True
+    assert await recorder.emit(WEB, deleted(41)) is False
+    assert recorded(api)[25:] == [
+        *(("web", "InvalidMaxUnavailable", n.message) for n in invalid),
+        ("web", "RolloutPaused", "paused"),
+    ]
 
 
 async def test_forgetting_a_daemonset_refills_its_buckets() -> None:
