@@ -45,6 +45,7 @@ from tests.e2e.support.agents import (
     snapshot,
     terminating_pod,
 )
+from tests.e2e.support.cli import edgerollout
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
@@ -330,6 +331,45 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
         return await snapshot(cloud, ns) == state
 
     await hold_for(unchanged, seconds=3, what="every pod as it was")
+
+
+# --- a paused rollout (edgerollout pause / resume) --------------------------------------------
+
+
+async def test_upgrade_is_refused_while_the_rollout_is_paused_and_goes_ahead_once_resumed(
+    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+) -> None:
+    edge2 = agent_of(agents_lab, "edge-2")
+    pod = (await ota_daemonset(cloud, ns))["edge-2"]
+    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
+    newest = await new_version_marked(cloud, ns)
+
+    paused = await edgerollout(agents_lab.kubeconfig, "pause", NAME, "-n", ns)
+    assert (paused.returncode, paused.stdout) == (0, f"daemonset.apps/{NAME} paused\n")
+    state = await snapshot(cloud, ns)
+
+    refused = await edge2.upgrade(ns, pod)
+    assert_refused(
+        refused,
+        409,
+        "RolloutPaused",
+        f'the rollout of DaemonSet {ns}/{NAME} is paused (edgerollout.io/paused: "true"), so '
+        f"pod {ns}/{pod} is not upgraded; to continue: edgerollout resume {NAME} -n {ns}",
+    )
+    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    assert (kept.metadata.uid, images(kept)) == (uid, [OLD])
+    assert kept.metadata.deletion_timestamp is None
+
+    async def unchanged() -> bool:
+        return await snapshot(cloud, ns) == state
+
+    await hold_for(unchanged, seconds=3, what="every pod as it was")
+
+    resumed = await edgerollout(agents_lab.kubeconfig, "resume", NAME, "-n", ns)
+    assert (resumed.returncode, resumed.stdout) == (0, f"daemonset.apps/{NAME} resumed\n")
+    answer = await edge2.upgrade(ns, pod)
+    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
 
 
 # --- refusals ---------------------------------------------------------------------------------

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from tests.e2e.support.cli import edgerollout
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import LabHandle, set_image, wait_for
 from tests.e2e.support.seed import NAME, NEW, NODES, seed_daemonset
@@ -24,16 +22,7 @@ ARU = {
 async def status(
     kube: LabHandle, *args: str, timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
-    command = [
-        str(Path(sys.executable).parent / "edgerollout"),
-        "status",
-        *args,
-        "--kubeconfig",
-        str(kube.lab.kubeconfig),
-    ]
-    return await asyncio.to_thread(
-        subprocess.run, command, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return await edgerollout(kube.lab.kubeconfig, "status", *args, timeout=timeout)
 
 
 def states(stdout: str) -> dict[str, str]:

@@ -38,7 +38,7 @@ def _text(description: str, example: str) -> dict[str, Any]:
     }
 
 
-def _pod_action(summary: str, ok: str, example: str) -> dict[str, Any]:
+def _pod_action(summary: str, ok: str, example: str, *, conflicts: str) -> dict[str, Any]:
     return {
         "post": {
             "summary": summary,
@@ -68,11 +68,7 @@ def _pod_action(summary: str, ok: str, example: str) -> dict[str, Any]:
                 "401": _refusal(_UNAUTHORIZED),
                 "403": _refusal(f"The pod is bound to another node. {_BROWSER}"),
                 "404": _refusal("The pod does not exist."),
-                "409": _refusal(
-                    "The pod is terminating, has no upgrade, its requested pre-pull has not "
-                    "succeeded, or it is being upgraded by an earlier request "
-                    "(UpgradeInProgress)."
-                ),
+                "409": _refusal(conflicts),
                 "413": _refusal("The request body is too large."),
                 "502": _refusal("The API server answered with an unexpected error."),
                 "503": _refusal(
@@ -126,11 +122,19 @@ def openapi_document() -> dict[str, Any]:
                 "Pre-pull the images of the pod's newest revision on this node.",
                 "The pre-pull was requested.",
                 "Image pre-pull requested for pod default/nginx-daemonset-bwzss",
+                conflicts="The pod is terminating (PodTerminating), has no upgrade "
+                "(NoUpgradeAvailable), or was replaced meanwhile (the API server's Conflict). "
+                "A paused rollout does not hold a pre-pull back.",
             ),
             "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade": _pod_action(
                 "Upgrade the pod now: it is deleted and recreated from the newest revision.",
                 "The upgrade started.",
                 "Start updating pod default/nginx-daemonset-bwzss",
+                conflicts="The pod is terminating (PodTerminating), the rollout of its "
+                "DaemonSet is paused (RolloutPaused), it has no upgrade (NoUpgradeAvailable), "
+                "its requested pre-pull has not succeeded (ImagePullNotDone), it is being "
+                "upgraded by an earlier request (UpgradeInProgress), or it changed while being "
+                "upgraded (PodChanged).",
             ),
             "/healthz": {
                 "get": {

@@ -18,8 +18,9 @@ agent to its node (`agent/scoping.py`), and a second upgrade of a pod being upgr
 `UpgradeInProgress`. A refusal of a guard, and any API server error an unauthenticated caller
 (`--auth=none`) provokes, carries a generic message; the details go to the log. Upgrade and imagepull
 read the pod and its DaemonSet fresh from the API server (a node must not act on a stale view) and
-answer 503 within `cloud_timeout` when the API server cannot be reached; GET /pods answers from the
-cache, with its staleness in `X-Edgerollout-Cache-Age` (seconds).
+answer 503 within `cloud_timeout` when the API server cannot be reached; an upgrade while the
+DaemonSet's rollout is paused is refused 409 `RolloutPaused` (`agent/pause_refusal.py`). GET /pods
+answers from the cache, with its staleness in `X-Edgerollout-Cache-Age` (seconds).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
+from edgerollout.agent.pause_refusal import judge_pause
 from edgerollout.agent.scoping import NodeScoping
 from edgerollout.domain.conditions import plan_image_ready
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
@@ -333,7 +335,9 @@ class Agent:
         )
         if choice.strategy is not UpdateStrategy.OTA:
             raise Refused(not_ota(facts, "does not use the OTA update strategy"))
-        refusal = judge_request(facts, action)
+        refusal = judge_pause(facts, daemonset=daemonset, action=action)
+        if refusal is None:
+            refusal = judge_request(facts, action)
         if refusal is not None:
             raise Refused(refusal)
         return pod, facts

@@ -1,6 +1,6 @@
 """What every command about one DaemonSet shares: how it is named, reached, and how it fails.
 
-Such commands (`status`) take the same `DAEMONSET -n NAMESPACE --kubeconfig PATH` and fail the
+`status`, `pause` and `resume` take the same `DAEMONSET -n NAMESPACE --kubeconfig PATH` and fail the
 same way, so a script tells the failures apart by exit code whichever command it ran:
 
 - 3: the DaemonSet does not exist in the namespace

@@ -78,12 +78,26 @@ def test_pod_actions_document_every_refusal_and_the_text_answer(path: str) -> No
             }
 
 
+def test_only_upgrade_documents_the_paused_rollout_refusal() -> None:
+    paths = openapi_document()["paths"]
+    upgrade, imagepull = (paths[path]["post"]["responses"]["409"] for path in POD_ACTIONS)
+    assert "(RolloutPaused)" in upgrade["description"]
+    assert "RolloutPaused" not in imagepull["description"]
+    assert "A paused rollout does not hold a pre-pull back." in imagepull["description"]
+
+
 def test_refusal_schema_is_exactly_code_reason_message() -> None:
     refusal = openapi_document()["components"]["schemas"]["Refusal"]
     assert refusal["required"] == ["code", "reason", "message"]
     assert refusal["additionalProperties"] is False
     pattern = re.compile(refusal["properties"]["reason"]["pattern"])
-    for reason in ("PodNotFound", "CloudUnreachable", "NotAnOTAPod", "InvalidName"):
+    for reason in (
+        "PodNotFound",
+        "CloudUnreachable",
+        "NotAnOTAPod",
+        "InvalidName",
+        "RolloutPaused",
+    ):
         assert pattern.match(reason)
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, PODS, STRATEGIC_MERGE, ApiError, Resource
 from tests.unit.kube.fake_api import FakeApi, conflict, unreachable
 from tests.unit.kube.objects import STRATEGY, daemonset_json
@@ -330,6 +331,62 @@ async def test_upgrade_while_the_pre_pull_is_not_done_is_409(reason: str, state:
         )
 
     assert api.writes == []
+
+
+PAUSED = {STRATEGY: "OTA", PAUSED_ANNOTATION: "true"}
+PAUSED_MESSAGE = (
+    'the rollout of DaemonSet default/web is paused (edgerollout.io/paused: "true"), so pod '
+    "default/web-x is not upgraded; to continue: edgerollout resume web -n default"
+)
+
+
+async def test_upgrade_while_the_rollout_is_paused_is_409_and_deletes_nothing() -> None:
+    api = cluster(ota_pod(), strategy=PAUSED)
+
+    async with serving(agent(api)) as client:
+        response = await client.post(UPGRADE)
+        assert (response.status, await refusal(response)) == (
+            409,
+            {"code": 409, "reason": "RolloutPaused", "message": PAUSED_MESSAGE},
+        )
+
+    assert reads(api) == [("get", "pods"), ("get", "daemonsets")]
+    assert api.stored(PODS, POD, namespace="default") is not None
+
+
+async def test_a_paused_rollout_is_named_before_a_pre_pull_that_is_not_done() -> None:
+    pulling = ota_pod(conditions=[need_upgrade(), image_ready("False", "WaitPullImage")])
+    api = cluster(pulling, strategy=PAUSED)
+
+    async with serving(agent(api)) as client:
+        response = await client.post(UPGRADE)
+        assert (response.status, (await refusal(response))["reason"]) == (409, "RolloutPaused")
+
+    assert api.writes == []
+
+
+async def test_imagepull_while_the_rollout_is_paused_requests_the_pre_pull() -> None:
+    api = cluster(ota_pod(), strategy=PAUSED)
+
+    async with serving(agent(api)) as client:
+        response = await client.post(IMAGEPULL)
+        assert (response.status, await response.text()) == (
+            200,
+            "Image pre-pull requested for pod default/web-x",
+        )
+
+    (write,) = api.writes
+    assert (write.verb, write.params["subresource"]) == ("patch", "status")
+
+
+async def test_upgrade_once_the_pause_is_lifted_deletes_the_pod() -> None:
+    api = cluster(ota_pod(), strategy={STRATEGY: "OTA", PAUSED_ANNOTATION: "false"})
+
+    async with serving(agent(api)) as client:
+        response = await client.post(UPGRADE)
+        assert (response.status, await response.text()) == (200, "Start updating pod default/web-x")
+
+    assert [call.verb for call in api.writes] == ["delete"]
 
 
 async def test_imagepull_of_a_pod_whose_mark_names_no_revision_is_409() -> None:

@@ -20,7 +20,7 @@ from edgerollout.kube.api import DAEMONSETS, ApiError
 from tests.unit.kube.fake_api import FakeApi, unreachable
 from tests.unit.kube.objects import daemonset_json
 
-DAEMONSET_COMMANDS = ["status"]
+DAEMONSET_COMMANDS = ["status", "plan", "pause", "resume"]
 
 
 @pytest.mark.parametrize("name", DAEMONSET_COMMANDS)

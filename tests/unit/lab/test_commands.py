@@ -20,7 +20,15 @@ def _options(command: click.Command) -> list[str]:
 
 def test_product_command_line_has_no_lab_or_demo() -> None:
     assert isinstance(cli, click.Group)
-    assert sorted(cli.commands) == ["agent", "controller", "init-agent-token", "plan", "status"]
+    assert sorted(cli.commands) == [
+        "agent",
+        "controller",
+        "init-agent-token",
+        "pause",
+        "plan",
+        "resume",
+        "status",
+    ]
 
 
 def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
