@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tomllib
@@ -96,11 +97,20 @@ def _revision(context: Path) -> str:
         if shutil.which("git") is None:
             return ""
         argv = [processes.tool("git"), "-C", str(context), *args]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, check=False, env=without_git_variables()
+        )
         return result.stdout.strip() if result.returncode == 0 else ""
 
     commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
     return f"{commit}-dirty" if git("status", "--porcelain") else commit
+
+
+def without_git_variables() -> dict[str, str]:
+    """This process's environment without git's `GIT_*` variables: run from a git hook or
+    `git rebase -x`, `GIT_DIR` would point every git command at the caller's repository,
+    whatever `-C` says."""
+    return {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
 
 
 def store_options(store: Path) -> list[str]:

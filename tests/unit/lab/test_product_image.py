@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from edgerollout_lab import product_image
 from edgerollout_lab.images import ImageError
-from edgerollout_lab.product_image import Source
+from edgerollout_lab.product_image import Source, without_git_variables
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -85,11 +86,17 @@ def test_the_source_is_the_repository_its_version_and_commit(tmp_path: Path) -> 
     (tmp_path / "deploy" / "Dockerfile").write_text("FROM scratch\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1.2.3"\n')
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    # Never the repository of whoever runs the tests (a git hook's GIT_DIR would be).
+    env = without_git_variables()
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "."], check=True, env=env)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True, env=env)
     commit = subprocess.run(
-        [*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+        [*git, "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     ).stdout.strip()
     (tmp_path / "deploy" / "sub").mkdir()
 
@@ -109,3 +116,15 @@ def test_outside_a_repository_the_source_is_refused(tmp_path: Path) -> None:
     assert str(refused.value) == (
         f"no deploy/Dockerfile in {tmp_path} or above: run from the repository"
     )
+
+
+def test_git_variables_of_a_calling_hook_are_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooked = tmp_path / "caller.git"
+    monkeypatch.setenv("GIT_DIR", str(hooked))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path))
+    env = without_git_variables()
+    assert "GIT_DIR" not in env
+    assert "GIT_WORK_TREE" not in env
+    assert env["PATH"] == os.environ["PATH"]
