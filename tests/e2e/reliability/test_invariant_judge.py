@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from tests.e2e.support.invariants import AuditedDeletion, InvariantWatcher, PodLife
+import pytest
+
+from tests.e2e.support.invariants import AuditedDeletion, InvariantWatcher, PodLife, clock
+from tests.e2e.support.invariants.holds import is_paused, partition_holds
 
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 OLD, NEW = ("nginx:1",), ("nginx:2",)
@@ -187,3 +190,133 @@ def test_a_change_delivered_long_after_the_deletion_request_is_not_counted_befor
     pod.deletion_seen = T0 + 14
     found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
     assert [(v.at, v.invariant) for v in found] == [(T0 + 11.2, "budget")]
+
+
+def test_a_deletion_while_the_daemonset_was_paused_is_reported(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    watcher.ds_paused.set(T0 + 12, "true")
+    delete(watcher, "edge-1", T0 + 14)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 14, "paused")]
+    assert found[0].message == (
+        f"pod ns/old-edge-1 deleted while the DaemonSet was paused (edgerollout.io/paused 'true' "
+        f"since {clock(T0 + 12)})"
+    )
+    assert found[0].objects == ("pod ns/old-edge-1 (uid old-edge-1)", "node edge-1")
+
+
+@pytest.mark.parametrize(
+    ("pause", "resume"), [(T0 + 11.5, None), (T0 + 5, T0 + 12.5)], ids=["paused", "resumed"]
+)
+def test_a_deletion_within_the_grace_of_a_pause_or_a_resume_is_not_held_against_the_controller(
+    tmp_path: Path, pause: float, resume: float | None
+) -> None:
+    # Paused 0.5 s before the deletion request: the controller may have decided it before it saw
+    # the pause. Resumed 0.5 s after it: the controller may have seen the resume first.
+    watcher = history(tmp_path)
+    watcher.ds_paused.set(pause, "true")
+    if resume is not None:
+        watcher.ds_paused.set(resume, None)
+    delete(watcher, "edge-1", T0 + 12)
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+
+
+def test_deletions_before_a_pause_and_after_a_resume_keep_their_promise(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    delete(watcher, "edge-1", T0 + 11)
+    watcher.ds_paused.set(T0 + 13, "true")
+    watcher.ds_paused.set(T0 + 20, "false")
+    delete(watcher, "edge-2", T0 + 22)
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "paused"),
+    [
+        (None, False),
+        ("false", False),
+        (" False ", False),
+        ("true", True),
+        ("TRUE", True),
+        ("yes", True),
+        ("", True),
+    ],
+)
+def test_any_paused_value_but_false_pauses(raw: str | None, paused: bool) -> None:
+    assert is_paused(raw) is paused
+
+
+def test_a_deletion_on_a_node_the_partition_holds_is_reported(tmp_path: Path) -> None:
+    # Partition 2 of edge-1..edge-4: edge-3 and edge-4 stay on the old revision.
+    watcher = history(tmp_path)
+    watcher.ds_partition.set(T0 + 5, "2")
+    delete(watcher, "edge-1", T0 + 11)
+    delete(watcher, "edge-2", T0 + 11.1)
+    delete(watcher, "edge-4", T0 + 20)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 20, "partition")]
+    assert found[0].message == (
+        "pod ns/old-edge-4 deleted on node edge-4, held by edgerollout.io/partition '2' since "
+        f"{clock(T0 + 5)} (it holds edge-3, edge-4)"
+    )
+    assert found[0].objects == ("pod ns/old-edge-4 (uid old-edge-4)", "node edge-4")
+
+
+def test_a_partition_raised_a_moment_before_a_deletion_is_not_held_against_the_controller(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    watcher.ds_partition.set(T0 + 5, "1")
+    watcher.ds_partition.set(T0 + 11.5, "3")  # edge-2 held from now on
+    delete(watcher, "edge-2", T0 + 12)
+    delete(watcher, "edge-3", T0 + 20)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant, v.objects[1]) for v in found] == [
+        (T0 + 20, "partition", "node edge-3")
+    ]
+
+
+def test_a_partition_lowered_a_moment_after_a_deletion_is_not_held_against_the_controller(
+    tmp_path: Path,
+) -> None:
+    watcher = history(tmp_path)
+    watcher.ds_partition.set(T0 + 5, "4")
+    watcher.ds_partition.set(T0 + 12.5, None)  # the watcher saw the lowering after the deletion
+    delete(watcher, "edge-1", T0 + 12)
+    assert watcher.violations(budget=2, min_ready_seconds=MIN_READY) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "held"),
+    [
+        (None, ""),
+        ("0", ""),
+        ("000", ""),
+        (" 1 ", "edge-4"),
+        ("3", "edge-2 edge-3 edge-4"),
+        ("9", "edge-1 edge-2 edge-3 edge-4"),
+        ("1" * 40, "edge-1 edge-2 edge-3 edge-4"),
+        ("50%", "edge-3 edge-4"),
+        ("30%", "edge-3 edge-4"),
+        ("0%", ""),
+        ("-1", "edge-1 edge-2 edge-3 edge-4"),
+        ("two", "edge-1 edge-2 edge-3 edge-4"),
+    ],
+)
+def test_a_partition_holds_the_last_nodes_by_name(raw: str | None, held: str) -> None:
+    assert partition_holds(raw, ["edge-3", "edge-1", "edge-4", "edge-2"]) == frozenset(held.split())
+
+
+def test_nothing_is_held_against_a_deletion_while_the_daemonset_watch_was_down(
+    tmp_path: Path,
+) -> None:
+    # Paused since T0 + 10; the watch was down from T0 + 13 to T0 + 20 and listed "false" then:
+    # the resume may have come at any moment of the spell.
+    watcher = history(tmp_path)
+    watcher.ds_paused.set(T0 + 10, "true")
+    watcher.ds_paused.set(T0 + 20, "false")
+    watcher.ds_unseen.append((T0 + 13, T0 + 20))
+    delete(watcher, "edge-1", T0 + 11.5)
+    delete(watcher, "edge-2", T0 + 15)
+    found = watcher.violations(budget=2, min_ready_seconds=MIN_READY)
+    assert [(v.at, v.invariant) for v in found] == [(T0 + 11.5, "paused")]

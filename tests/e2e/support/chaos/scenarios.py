@@ -11,7 +11,12 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.domain.vocabulary import ADVANCED_ROLLING_UPDATE, OTA
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    OTA,
+    PARTITION_ANNOTATION,
+    PAUSED_ANNOTATION,
+)
 from edgerollout_lab import cluster
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.chaos.fleet import LEASE
@@ -214,6 +219,35 @@ async def strategy_switched(chaos: Chaos) -> None:
     chaos.notes.append(f"{switches} switches")
 
 
+async def _annotate(chaos: Chaos, annotations: dict[str, str | None]) -> None:
+    """Set the DaemonSet's annotations (None removes one)."""
+    patch: Any = {"metadata": {"annotations": annotations}}
+    await chaos.kube.apps.patch_namespaced_daemon_set(NAME, chaos.namespace, patch)
+
+
+async def staging_toggled(chaos: Chaos) -> None:
+    """At random moments, the rollout is paused or resumed (the annotation removed or "false"),
+    or its partition set to a random count of 0 to every node, or removed; at the end both are
+    removed, and the rollout goes on to every node."""
+    paused = False
+    changes: list[str] = []
+    await chaos.pause(0.0, 1.5)
+    while chaos.remaining() > 1:
+        if chaos.rng.random() < 0.5:
+            paused = not paused
+            value = "true" if paused else chaos.rng.choice([None, "false"])
+            await _annotate(chaos, {PAUSED_ANNOTATION: value})
+            changes.append("paused" if paused else f"resumed ({value or 'removed'})")
+        else:
+            count = chaos.rng.randint(0, len(chaos.nodes))
+            value = chaos.rng.choice([None, str(count)]) if count == 0 else str(count)
+            await _annotate(chaos, {PARTITION_ANNOTATION: value})
+            changes.append(f"partition {value or 'removed'}")
+        await chaos.pause(0.3, 3.0)
+    await _annotate(chaos, {PAUSED_ANNOTATION: None, PARTITION_ANNOTATION: None})
+    chaos.notes.append(f"{len(changes)} changes: {', '.join(changes)}")
+
+
 SCENARIOS = [
     Scenario("controller-sigkill", "controller SIGKILLed at random moments", controller_sigkill),
     Scenario(
@@ -265,5 +299,13 @@ SCENARIOS = [
         "strategy-switched",
         "the annotation switched AdvancedRollingUpdate <-> OTA mid-rollout",
         strategy_switched,
+    ),
+    Scenario(
+        "staging-toggled",
+        "pause and partition toggled at random moments",
+        staging_toggled,
+        window=20.0,
+        long_window=30.0,
+        min_ready_seconds=5,  # a rollout of about 15 s: the toggles find nodes waiting for budget
     ),
 ]

@@ -11,7 +11,12 @@ promises of an AdvancedRollingUpdate:
 3. `uid-precondition`, `deleted-twice`, `not-decided`: every deletion carries the pod's UID as a
    precondition, no pod is deleted twice, and no pod is deleted that the rules do not pick (a
    current pod, or any pod while the DaemonSet is not AdvancedRollingUpdate); every
-   `SuccessfulDelete` Event names a pod the controller deleted, once.
+   `SuccessfulDelete` Event names a pod the controller deleted, once;
+4. `paused`, `partition`: no pod is deleted while the DaemonSet is paused
+   (`edgerollout.io/paused`), none on a node its partition holds (`edgerollout.io/partition`:
+   the last N of its nodes in name order) — the annotations read as `holds` restates them, a hold
+   counting only when the watcher saw it throughout `grace` seconds before the deletion request
+   and `grace` seconds after (the race with an annotation write: `judge`'s docstring).
 
 The controller's view of the cluster lags or leads the watcher's by a moment, so a state counts
 against a deletion only when it held from `grace` seconds before it to `grace` seconds after it —
@@ -23,9 +28,11 @@ wall-clock seconds: watch events when they arrived, corrected by the objects' ow
 when a watch was interrupted, and the audit log's request times for deletions.
 
 By concern: `timeline` (values over time), `history` (what was recorded: pod lives, node
-readiness, deletions), `recorder` (the watches and the audit log that fill a history), `judge`
-(the promises, checked against a history), `report` (peak unavailability and the printed
-timeline), and `watcher` (`InvariantWatcher`, the four together).
+readiness, the DaemonSet's template and annotations, deletions), `recorder` (the watches and the
+audit log that fill a history), `holds` (the nodes a staged DaemonSet holds, restated from the
+specification), `judge` (the promises, checked against a history), `report` (peak
+unavailability and the printed timeline), and `watcher` (`InvariantWatcher`, the others
+together).
 """
 
 from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife

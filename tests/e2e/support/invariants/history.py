@@ -1,6 +1,7 @@
 """What the invariant watcher recorded of a run: each pod's life, each node's readiness, the
-DaemonSet's template and strategy, the audited deletions and the controller's SuccessfulDelete
-Events — and when a node was available, by Kubernetes' own definition, at any moment of it."""
+DaemonSet's template, strategy and staging annotations, the audited deletions and the controller's
+SuccessfulDelete Events — and when a node was available, by Kubernetes' own definition, at any
+moment of it."""
 
 from __future__ import annotations
 
@@ -91,6 +92,13 @@ class History:
         self.node_ready: dict[str, Timeline] = {name: Timeline() for name in self.nodes}
         self.ds_image: Timeline = Timeline()
         self.ds_strategy: Timeline = Timeline()
+        self.ds_paused: Timeline = Timeline()
+        """`edgerollout.io/paused` as written (None: not set)."""
+        self.ds_partition: Timeline = Timeline()
+        """`edgerollout.io/partition` as written (None: not set)."""
+        self.ds_unseen: list[tuple[float, float]] = []
+        """(from, to): spells when the DaemonSet's watch was down, from the moment it was found
+        interrupted until it was listed again; what changed meanwhile is dated at the listing."""
         self.deletions: list[AuditedDeletion] = []
         self.reported: dict[str, dict[str, Any]] = {}
         """Event name -> (pod, node, count, instance) of each SuccessfulDelete Event."""

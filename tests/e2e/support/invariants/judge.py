@@ -1,5 +1,16 @@
 """The judge of a recorded run: each promise of an AdvancedRollingUpdate, checked at every
-deletion the controller made (the rules are in the package's docstring)."""
+deletion the controller made (the rules are in the package's docstring).
+
+The staging rules (`paused`, `partition`) judge a deletion by the audit log's time of its request
+against the annotations as the DaemonSet's watch delivered them. A deletion the controller decided
+from a view a moment older than an annotation write (it was in flight when the pause or a higher
+partition arrived), or a moment newer than the watcher's (the watcher had not yet seen the resume
+or a lower partition), is not a broken promise. So a hold counts against a deletion only when the
+watcher saw it in force throughout the `grace` seconds before the request and the `grace` seconds
+after it: the pause visible for more than `grace` already, and not lifted within `grace` after.
+Nothing is held against a deletion within `grace` of a spell when the DaemonSet's watch was down
+(its changes then are dated late: a hold lifted meanwhile would seem to last until the listing).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +18,15 @@ import operator
 from dataclasses import dataclass
 from functools import partial
 
-from edgerollout.domain.vocabulary import ADVANCED_ROLLING_UPDATE, LEGACY_AUTO, SUCCESSFUL_DELETE
-from tests.e2e.support.invariants.history import AuditedDeletion, History
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    LEGACY_AUTO,
+    PARTITION_ANNOTATION,
+    PAUSED_ANNOTATION,
+    SUCCESSFUL_DELETE,
+)
+from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
+from tests.e2e.support.invariants.holds import is_paused, partition_holds
 from tests.e2e.support.invariants.timeline import clock
 
 # The recorder keeps the strategy annotation stripped and lower-cased, as the controller reads it.
@@ -114,6 +132,7 @@ def violations(
                     objects,
                 )
             )
+        found += _staging_violations(history, deletion, life, objects, grace)
         # Available through the moment before it (at the deletion it stops being live).
         if life.available_before_deletion(at - grace, at, grace, min_ready_seconds):
             others = [
@@ -143,6 +162,50 @@ def violations(
         own.append((at, life.node))
     found += _event_violations(history, accepted_by_uid)
     return sorted(found, key=lambda v: v.at)
+
+
+def _staging_violations(
+    history: History,
+    deletion: AuditedDeletion,
+    life: PodLife,
+    objects: tuple[str, ...],
+    grace: float,
+) -> list[Violation]:
+    """A deletion while the DaemonSet was paused, or of a pod on a node its partition held (the
+    rule for the race with an annotation write is in the module's docstring)."""
+    at = deletion.at
+    start, end = at - grace, at + grace
+    if any(lost <= end and start <= found for lost, found in history.ds_unseen):
+        return []
+    found: list[Violation] = []
+    pod_ref = f"pod {deletion.namespace}/{deletion.name}"
+    if history.ds_paused.throughout(start, end, is_paused):
+        found.append(
+            Violation(
+                at,
+                "paused",
+                f"{pod_ref} deleted while the DaemonSet was paused ({PAUSED_ANNOTATION} "
+                f"{history.ds_paused.at(at)!r} since {clock(history.ds_paused.since(at))})",
+                objects,
+            )
+        )
+
+    def holds_the_node(raw: str | None) -> bool:
+        return life.node in partition_holds(raw, history.nodes)
+
+    if history.ds_partition.throughout(start, end, holds_the_node):
+        raw = history.ds_partition.at(at)
+        held = sorted(partition_holds(raw, history.nodes))
+        found.append(
+            Violation(
+                at,
+                "partition",
+                f"{pod_ref} deleted on node {life.node}, held by {PARTITION_ANNOTATION} {raw!r} "
+                f"since {clock(history.ds_partition.since(at))} (it holds {', '.join(held)})",
+                objects,
+            )
+        )
+    return found
 
 
 def _event_violations(

@@ -4,6 +4,8 @@ cluster's Nodes, the namespace's DaemonSet and Events, and a tail of the API ser
 
 Times are wall-clock seconds: watch events when they arrived, corrected by the objects' own
 transition times when a watch was interrupted, and the audit log's request times for deletions.
+An interrupted watch is listed again until the listing answers; the DaemonSet's annotations carry
+no time of their own, so the spells its watch was down are kept (`History.ds_unseen`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from typing import Any
 
 from kubernetes_asyncio import client, watch
 
-from edgerollout.domain.vocabulary import SUCCESSFUL_DELETE, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    PARTITION_ANNOTATION,
+    PAUSED_ANNOTATION,
+    SUCCESSFUL_DELETE,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
 
@@ -140,8 +147,7 @@ class Recorder:
                 if name not in present:
                     timeline.set(now, False)
         if kind == "daemonsets" and not listed.items:
-            history.ds_image.set(now, None)
-            history.ds_strategy.set(now, None)
+            self._daemonset_gone(now)
         for item in listed.items:
             self._apply(kind, "ADDED", item, now, late=late)
         return str(listed.metadata.resource_version)
@@ -167,13 +173,36 @@ class Recorder:
             except Exception as error:
                 # The API server restarted, or the version expired (410 Gone): list again.
                 self.interruptions += 1
+                lost = time.time()
                 log.info("invariant watch of %s interrupted: %s", kind, error)
-                await asyncio.sleep(0.5)
-                with contextlib.suppress(Exception):
-                    version = await self._list(kind, lister, args, kwargs, late=True)
+                version = await self._list_again(kind, lister, args, kwargs)
+                if kind == "daemonsets":
+                    self.history.ds_unseen.append((lost, time.time()))
             finally:
                 self._watches.remove(stream)
                 await stream.close()
+
+    async def _list_again(
+        self,
+        kind: str,
+        lister: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> str:
+        while True:
+            await asyncio.sleep(0.5)
+            with contextlib.suppress(Exception):
+                return await self._list(kind, lister, args, kwargs, late=True)
+
+    def _daemonset_gone(self, now: float) -> None:
+        history = self.history
+        for timeline in (
+            history.ds_image,
+            history.ds_strategy,
+            history.ds_paused,
+            history.ds_partition,
+        ):
+            timeline.set(now, None)
 
     def _apply(self, kind: str, event: str, obj: Any, now: float, *, late: bool = False) -> None:
         history = self.history
@@ -190,14 +219,15 @@ class Recorder:
                 history.node_ready[name].set(now if event == "DELETED" else at, ready)
         elif kind == "daemonsets":
             if event == "DELETED":
-                history.ds_image.set(now, None)
-                history.ds_strategy.set(now, None)
+                self._daemonset_gone(now)
                 return
             containers = obj.spec.template.spec.containers
             history.ds_image.set(now, tuple(c.image for c in containers))
             annotations = obj.metadata.annotations or {}
             strategy = annotations.get(STRATEGY)
             history.ds_strategy.set(now, None if strategy is None else strategy.strip().lower())
+            history.ds_paused.set(now, annotations.get(PAUSED_ANNOTATION))
+            history.ds_partition.set(now, annotations.get(PARTITION_ANNOTATION))
         elif (
             kind == "events"
             and event != "DELETED"

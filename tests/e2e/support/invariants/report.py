@@ -34,13 +34,14 @@ def peak_unavailable(
 
 
 def timeline_text(history: History) -> str:
-    """Deletions, node readiness and pod lives, for a failure message."""
+    """Deletions, the DaemonSet's template and annotations, node readiness and pod lives, for a
+    failure message."""
     lines = ["controller deletions (audit log):"]
     lines += [
         f"  {clock(d.at)} {d.name} code={d.code} uid-precondition={d.uid_precondition}"
         for d in history.controller_deletions
     ]
-    lines.append("DaemonSet template images and strategy:")
+    lines.append("DaemonSet template images, strategy and staging annotations:")
     lines += [
         f"  {clock(t)} image {v}"
         for t, v in zip(history.ds_image.times, history.ds_image.values, strict=True)
@@ -48,6 +49,15 @@ def timeline_text(history: History) -> str:
     lines += [
         f"  {clock(t)} strategy {v}"
         for t, v in zip(history.ds_strategy.times, history.ds_strategy.values, strict=True)
+    ]
+    for label, timeline in (("paused", history.ds_paused), ("partition", history.ds_partition)):
+        lines += [
+            f"  {clock(t)} {label} {v!r}"
+            for t, v in zip(timeline.times, timeline.values, strict=True)
+        ]
+    lines += [
+        f"  {clock(lost)} to {clock(found)} watch down, annotations unseen"
+        for lost, found in history.ds_unseen
     ]
     lines.append("node readiness:")
     for node, timeline in history.node_ready.items():

@@ -31,6 +31,11 @@ class Timeline:
         index = bisect.bisect_right(self.times, moment) - 1
         return self.values[index] if index >= 0 else default
 
+    def since(self, moment: float) -> float:
+        """When the value in force at `moment` was set (`moment` itself if nothing was)."""
+        index = bisect.bisect_right(self.times, moment) - 1
+        return self.times[index] if index >= 0 else moment
+
     def throughout(self, start: float, end: float, check: Callable[[Any], bool]) -> bool:
         """Whether `check` holds for the value at every moment of [start, end]."""
         if not check(self.at(start)):
