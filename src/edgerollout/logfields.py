@@ -39,6 +39,8 @@ something that needs a person is ERROR.
 | `deleted`       | pods one reconcile deleted                                          | `10`                  |
 | `written`       | pod conditions one reconcile wrote                                  | `4`                   |
 | `skipped`       | not-Ready nodes one reconcile left alone                            | `2`                   |
+| `held`          | nodes a staged rollout holds back (design §12)                      | `4`                   |
+| `wave`          | the wave a staged rollout is at                                     | `pool-b`              |
 | `requeue_after` | seconds until the DaemonSet is looked at again without an event     | `5.0`                 |
 | `count`         | how many objects a line is about                                    | `12`                  |
 | `resource`      | the kind a cache holds, plural                                      | `pods`                |
@@ -76,6 +78,8 @@ class LogFields(TypedDict, total=False):
     deleted: int
     written: int
     skipped: int
+    held: int
+    wave: str
     requeue_after: float
     count: int
     resource: str

@@ -146,6 +146,10 @@ class Reconciler:
             fields["unavailable"] = rollout.unavailable_after
             fields["budget"] = rollout.max_unavailable
             fields["skipped"] = len(rollout.skipped_nodes)
+        if decided.holds.held:
+            fields["held"] = len(decided.holds.held)
+        if decided.holds.wave is not None:
+            fields["wave"] = decided.holds.wave.name
         if requeue is not None:
             fields["requeue_after"] = requeue
         log.log(level, "reconciled", extra=fields)

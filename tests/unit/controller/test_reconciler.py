@@ -692,3 +692,33 @@ async def test_a_node_the_plan_skips_gets_a_debug_line_with_its_readiness(
     ]
     (summary,) = (r for r in caplog.records if r.getMessage() == "reconciled")
     assert (summary.levelname, structured_fields(summary)["skipped"]) == ("INFO", 1)
+
+
+async def test_a_pause_and_a_resume_are_each_told_once_and_the_rollout_waits_between(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="edgerollout.controller")
+    paused = {**ROLLING_ONE, "edgerollout.io/paused": "true"}
+    async with controller(paused, outdated_rollout()) as c:
+        await c.reconcile()
+        await c.reconcile()
+        assert c.deletions() == []
+        state = c.states.get(KEY)
+        assert state is not None
+        assert (state.paused, state.pause_changes) == (True, 1)
+        summary = [r for r in caplog.records if r.getMessage() == "reconciled"][-1]
+        assert (structured_fields(summary)["held"], summary.levelname) == (3, "DEBUG")
+
+        resumed = c.api.publish(
+            DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=ROLLING_ONE)
+        )
+        await caught_up(c.cache.daemonsets, resumed)
+        await c.reconcile()
+
+        assert c.deletions() == [(NAMESPACE, "web-a", "uid-web-a")]
+        assert [(kind, reason) for kind, reason, _ in c.events()] == [
+            ("Normal", "RolloutPaused"),
+            ("Normal", "RolloutResumed"),
+            ("Normal", "SuccessfulDelete"),
+        ]
+        assert (state.paused, state.pause_changes) == (False, 2)
