@@ -106,3 +106,15 @@ HELD_BY_NODE_SELECTOR: Final = "HeldByNodeSelector"
 HELD_BY_PARTITION: Final = "HeldByPartition"
 HELD_BY_WAVE: Final = "HeldByWave"
 NOT_IN_WAVES: Final = "NotInWaves"
+
+# Edge safety (issue 21): when the controller may delete (maintenance windows), when it upgrades an
+# OTA pod itself (OTA deadlines), when a node's new pod counts as broken (progress deadlines).
+MAINTENANCE_WINDOW_ANNOTATION: Final = "edgerollout.io/maintenance-window"
+OTA_DEADLINE_ANNOTATION: Final = "edgerollout.io/ota-deadline"
+PROGRESS_DEADLINE_ANNOTATION: Final = "edgerollout.io/progress-deadline-seconds"
+# A Deployment's `progressDeadlineSeconds` defaults to 600 too.
+DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
+# Event reasons of values that cannot be read.
+INVALID_MAINTENANCE_WINDOW: Final = "InvalidMaintenanceWindow"
+INVALID_OTA_DEADLINE: Final = "InvalidOTADeadline"
+INVALID_PROGRESS_DEADLINE: Final = "InvalidProgressDeadline"
