@@ -6,8 +6,13 @@ Right after a delete, the pod cache may still show the pod Running; a moment lat
 node with no pod until the native controller creates the replacement. In both gaps a reconcile that
 trusted the cache alone would see one less unavailable node and delete one pod too many. Every
 deletion is therefore recorded here (before the request is sent) with its node, handed to the
-planner as an `InFlightDeletion`, and dropped only once the cache has caught up: the pod is seen
-Terminating, or a live pod is seen on that node again, or the entry is older than `timeout`.
+planner as an `InFlightDeletion`, and dropped only once the cache shows the deletion's outcome:
+the pod Terminating or gone *and* a live pod on that node again (its replacement), or once the
+entry is older than `timeout`. Keeping it until the replacement is seen, not only until the pod is
+seen Terminating, keeps the node known to the plan in the moment between the old pod's removal
+and the new one's creation, when the node holds no pod of the DaemonSet at all: a staged
+rollout's waves and partition count the nodes by name (design §12), and a node missing from the
+plan for that moment would let the next wave start early.
 
 Both take the clock they measure ages with (monotonic seconds), so tests can move it.
 """
@@ -62,9 +67,8 @@ class Expectations:
         for entry in tuple(entries.values()):
             on_node = list(pods_on(entry.node))
             pod = next((pod for pod in on_node if pod.uid == entry.uid), None)
-            caught_up = (pod is not None and pod.deleting) or (
-                pod is None and any(not other.deleting for other in on_node)
-            )
+            replaced = any(not other.deleting and other.uid != entry.uid for other in on_node)
+            caught_up = (pod is None or pod.deleting) and replaced
             if caught_up or now - entry.since > self.timeout:
                 del entries[entry.uid]
         return tuple(InFlightDeletion(uid=e.uid, node_name=e.node) for e in entries.values())

@@ -242,6 +242,7 @@ def plan_deletions(
         labels=labels,
         done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
         ready=lambda name: name in verdicts,
+        outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
     )
     if holds.held:
         replacements = [d for d in replacements if d.node_name not in holds.held]
@@ -259,6 +260,12 @@ def plan_deletions(
         skipped_nodes=skipped,
         holds=holds,
     )
+
+
+# The verdicts of a Ready node that still holds a pod of an old revision.
+HOLDING_AN_OLD_POD = frozenset(
+    {NodeVerdict.OUTDATED, NodeVerdict.OUTDATED_UNAVAILABLE, NodeVerdict.OLD_AND_NEW}
+)
 
 
 def shortfall(desired_nodes: int, *, judged: int, counted_skipped: int) -> int:

@@ -60,7 +60,13 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.pause import pause_notice
-from edgerollout.domain.planner import Deletion, DeletionPlan, NodeVerdict, judge_node
+from edgerollout.domain.planner import (
+    HOLDING_AN_OLD_POD,
+    Deletion,
+    DeletionPlan,
+    NodeVerdict,
+    judge_node,
+)
 from edgerollout.domain.prepull import (
     JobView,
     PrepullStep,
@@ -334,13 +340,17 @@ def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> 
     def ready(node: NodeName) -> bool:
         return readiness.get(node, NodeReadiness.MISSING) is NodeReadiness.READY
 
-    def done(node: NodeName) -> bool:
+    def verdict(node: NodeName) -> NodeVerdict:
         live = [pod for pod in by_node.get(node, ()) if not pod.deleting]
-        verdict, _ = judge_node(live, target, min_ready, snapshot.now)
-        return verdict is NodeVerdict.UP_TO_DATE
+        return judge_node(live, target, min_ready, snapshot.now)[0]
 
     return hold_nodes(
-        staging, nodes=list(by_node), labels=snapshot.labels_of, done=done, ready=ready
+        staging,
+        nodes=list(by_node),
+        labels=snapshot.labels_of,
+        done=lambda node: verdict(node) is NodeVerdict.UP_TO_DATE,
+        ready=ready,
+        outdated=lambda node: verdict(node) in HOLDING_AN_OLD_POD,
     )
 
 

@@ -31,6 +31,7 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planner import (
+    HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
     DeletionReason,
@@ -202,6 +203,7 @@ class RolloutBook:
             labels=labels,
             done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
             ready=lambda name: name in verdicts,
+            outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
         )
         held = holds.held
         chosen: list[Deletion] = [

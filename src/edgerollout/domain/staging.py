@@ -282,7 +282,8 @@ def _waves_problem(names: tuple[str, ...]) -> str | None:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WaveProgress:
     """The wave a rollout is at: `index` (from 0) of `count`, named `name`; `pending` of its
-    Ready nodes are still to be upgraded (0 once every wave is done)."""
+    Ready nodes still hold an old pod (0 once every wave is done, and while the pods of a new
+    DaemonSet, all of the newest revision, start)."""
 
     index: int
     count: int
@@ -320,12 +321,15 @@ def hold_nodes(
     labels: Callable[[NodeName], Mapping[str, str]],
     done: Callable[[NodeName], bool],
     ready: Callable[[NodeName], bool],
+    outdated: Callable[[NodeName], bool],
 ) -> Holds:
-    """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet).
+    """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet, or
+    whose pod's deletion is in flight).
 
     `labels(node)`: the node's labels (empty for a node not in the cache); `ready(node)`: whether
     its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
-    is available. Depends only on the arguments, not on the order of `nodes`."""
+    is available; `outdated(node)`: whether a Ready node still holds an old pod. Depends only on
+    the arguments, not on the order of `nodes`."""
     if not staging.active:
         return NOTHING_HELD
     waves = staging.waves
@@ -360,7 +364,7 @@ def hold_nodes(
         pending = sum(
             1
             for name in ordered
-            if wave_of[name] == current and name not in held and ready(name) and not done(name)
+            if wave_of[name] == current and name not in held and ready(name) and outdated(name)
         )
         progress = WaveProgress(
             index=current, count=last, name=waves.names[current], pending=pending

@@ -47,10 +47,12 @@ def expecting(
 IN_FLIGHT = (InFlightDeletion(uid=PodUID("uid-web-a"), node_name=NodeName("edge-1")),)
 
 
-def test_deletion_is_dropped_once_the_pod_is_seen_terminating() -> None:
+def test_deletion_is_dropped_once_the_pod_is_terminating_and_its_replacement_is_seen() -> None:
     expectations = expecting("web-a", "edge-1")
+    terminating = pod("web-a", "edge-1", deleting=True)
 
-    assert expectations.settle(on_nodes(pod("web-a", "edge-1", deleting=True))) == ()
+    assert expectations.settle(on_nodes(terminating)) == IN_FLIGHT
+    assert expectations.settle(on_nodes(terminating, pod("web-new", "edge-1"))) == ()
     assert expectations.pending == 0
 
 
@@ -68,6 +70,7 @@ def test_deletion_is_dropped_once_the_pod_is_gone_and_a_live_pod_holds_its_node(
         pytest.param([], id="pod-gone-node-empty"),
         pytest.param([pod("web-b", "edge-2")], id="pod-gone-live-pod-elsewhere"),
         pytest.param([pod("web-old", "edge-1", deleting=True)], id="pod-gone-node-terminating"),
+        pytest.param([pod("web-a", "edge-1", deleting=True)], id="pod-terminating"),
         pytest.param(
             [pod("web-a", "edge-1"), pod("web-new", "edge-1")], id="pod-running-beside-new"
         ),

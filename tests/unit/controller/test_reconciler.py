@@ -179,7 +179,7 @@ async def test_next_outdated_pod_goes_once_the_replacement_is_seen_available() -
 
         while_terminating = await c.reconcile()
         assert while_terminating.deleted == 0
-        assert c.pending() == 0
+        assert c.pending() == 1  # kept until the replacement is seen (design §4.5)
 
         c.api.publish(PODS, "DELETED", terminating)
         replacement = c.api.publish(PODS, "ADDED", pod_json("web-d", node="edge-1"))

@@ -7,6 +7,7 @@ from edgerollout.domain.dry_run import Action, NodePlan, node_plans
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
+    InFlightDeletion,
     NodeName,
     NodeReadiness,
     NodeView,
@@ -26,7 +27,7 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, daemonset, old_pod, pod, revision, snapshot
+from .builders import NEW, NOW, OLD, daemonset, old_pod, pod, revision, snapshot, uid
 
 REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}
@@ -278,3 +279,18 @@ def test_status_names_the_held_nodes_the_wave_and_the_pause() -> None:
     assert [row.state for row in running.rows] == [PodState.OLD] * 3 + [PodState.HELD] * 2
     assert running.rows[-1].state_text == "held: partition"
     assert not running.complete
+
+
+def test_a_node_between_its_old_and_new_pod_keeps_its_wave_and_its_place() -> None:
+    # edge-2 (pool-a) is upgraded and edge-3's (pool-a) pod was deleted and is not replaced
+    # yet: pool-a is not done, so pool-b (edge-1, edge-4) waits.
+    pods = [pod("web-2", "edge-2"), *(old_pod(f"web-{i}", f"edge-{i}") for i in (1, 4, 5))]
+    base = taken({**ARU, WAVES_ANNOTATION: "pool-a, pool-b, *"}, pods)
+    between = replace(
+        base, in_flight=(InFlightDeletion(uid=uid("web-3"), node_name=NodeName("edge-3")),)
+    )
+    decided = plan(between, RolloutBook())
+    assert decided.deletions == ()
+    assert decided.holds.wave is not None
+    assert decided.holds.wave.name == "pool-a"
+    assert sorted(decided.holds.held) == ["edge-1", "edge-4", "edge-5"]

@@ -39,6 +39,7 @@ def held(
     labels: Mapping[str, Mapping[str, str]] | None = None,
     done: set[str] = frozenset(),  # type: ignore[assignment]
     not_ready: set[str] = frozenset(),  # type: ignore[assignment]
+    starting: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Holds:
     staging = read_staging(annotations)
     assert staging.notices == ()
@@ -48,6 +49,7 @@ def held(
         labels=lambda name: (labels or {}).get(name, {}),
         done=lambda name: name in done,
         ready=lambda name: name not in not_ready,
+        outdated=lambda name: name not in done and name not in starting,
     )
 
 
@@ -94,7 +96,9 @@ def test_an_invalid_partition_warns_once_and_holds_every_node(raw: str) -> None:
         f'{PARTITION_ANNOTATION} is "{raw}": expected a number of nodes such as "2" or a '
         'percentage such as "20%"; no node is upgraded until it is fixed'
     )
-    holds = hold_nodes(staging, nodes=NODES, labels=lambda _: {}, done=bool, ready=bool)
+    holds = hold_nodes(
+        staging, nodes=NODES, labels=lambda _: {}, done=bool, ready=bool, outdated=bool
+    )
     assert set(reasons(holds).values()) == {"invalid setting"}
     assert set(holds.held) == set(NODES)
 
@@ -309,3 +313,10 @@ def test_held_nodes_tell_ota_pods_why() -> None:
     assert Hold(reason=HoldReason.WAVE, wave="b").condition_reason == "HeldByWave"
     assert Hold(reason=HoldReason.SELECTOR).condition_reason == "HeldByNodeSelector"
     assert Hold(reason=HoldReason.NOT_IN_WAVES).condition_reason == "NotInWaves"
+
+
+def test_a_new_daemonset_whose_pods_start_announces_no_wave() -> None:
+    # Every pod of the newest revision, none available yet: nothing to upgrade, no wave started.
+    holds = held({WAVES_ANNOTATION: "pool-a, pool-b, *"}, labels=POOLS, starting=set(NODES))
+    assert holds.wave == WaveProgress(index=0, count=3, name="pool-a", pending=0)
+    assert wave_started_notice(holds, revision="r1") is None
