@@ -98,6 +98,8 @@ class UnavailabilityWatcher:
         self.changes: list[Change] = []
         self.gone_at: dict[str, float] = {}
         """Pod UID -> when the pod was first seen terminating or deleted."""
+        self.ready_at: dict[str, float] = {}
+        """Pod UID -> when the pod was first seen Ready."""
         self.pod_events: list[str] = []
         """Every pod event seen, one line each: time, event type, node, pod, image, state."""
         self.relists = 0
@@ -162,6 +164,10 @@ class UnavailabilityWatcher:
     async def _list(self) -> str:
         listed = await self.core.list_namespaced_pod(self.namespace, label_selector=self.selector)
         self._pods = {pod.metadata.uid: pod for pod in listed.items}
+        now = time.time()
+        for uid, pod in self._pods.items():
+            if pod.metadata.deletion_timestamp is None and _ready(pod):
+                self.ready_at.setdefault(uid, now)
         self._observe()
         return str(listed.metadata.resource_version)
 
@@ -209,6 +215,8 @@ class UnavailabilityWatcher:
             self._pods[uid] = pod
             if pod.metadata.deletion_timestamp is not None:
                 self.gone_at.setdefault(uid, now)
+            elif _ready(pod):
+                self.ready_at.setdefault(uid, now)
         self._observe()
 
     def _observe(self) -> None:
