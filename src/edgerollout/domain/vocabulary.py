@@ -106,3 +106,33 @@ HELD_BY_NODE_SELECTOR: Final = "HeldByNodeSelector"
 HELD_BY_PARTITION: Final = "HeldByPartition"
 HELD_BY_WAVE: Final = "HeldByWave"
 NOT_IN_WAVES: Final = "NotInWaves"
+
+# Broken or offline (`health`): a Ready node whose pod of the newest revision fails is broken;
+# a node that is not Ready is offline, never broken.
+# The DaemonSet annotation bounding how long a new pod may take to become available, in seconds.
+PROGRESS_DEADLINE_ANNOTATION: Final = "edgerollout.io/progress-deadline-seconds"
+# Deployment's default `progressDeadlineSeconds`, and the time a container must run before the
+# kubelet forgets its crashes (it resets the crash back-off after 10 minutes).
+DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
+# Reasons of a broken node: a pod not available within the deadline (Deployment's own word for it),
+# or one that restarted after its start-up; otherwise one of the waiting reasons below.
+PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
+RESTARTED: Final = "Restarted"
+# The reasons a kubelet gives a waiting container (or init container) that will not start without
+# a change to the pod or the image: the new revision is failing. Others (ContainerCreating,
+# PodInitializing) are the normal steps of a start.
+FAILING_WAITING_REASONS: Final = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+# Pod conditions the kubelet sets and the health rule reads. Unlike `Ready`, which the node
+# lifecycle controller turns False on every pod of a node it loses, `ContainersReady` is the
+# kubelet's word alone; `PodReadyToStartContainers` turns True again when a node's reboot made the
+# kubelet build the pod's sandbox anew (Kubernetes 1.29+; KEP-3085).
+CONTAINERS_READY_CONDITION: Final = "ContainersReady"
+POD_READY_TO_START_CONTAINERS: Final = "PodReadyToStartContainers"
