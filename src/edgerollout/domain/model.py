@@ -90,6 +90,14 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerFailure:
+    """A container (or init container) of a pod waiting for a reason that means it is failing."""
+
+    container: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodView:
     """A pod owned by the DaemonSet being reconciled.
 
@@ -103,6 +111,19 @@ class PodView:
       lastTransitionTime), for minReadySeconds.
     - `conditions`: the pod's conditions by type; only the ones this product reads or writes
       need to be present.
+
+    What tells a failing pod from a starting one (see `health`), kept to a few slots since the
+    controller caches every pod of every DaemonSet:
+    - `created`: the pod's creation time.
+    - `containers_unready_since`: since when its containers have not all been ready, by the
+      kubelet's `ContainersReady` condition (its creation while the kubelet has not reported it);
+      None while they are all ready. Unlike `Ready`, the node lifecycle controller never clears
+      it, so a pod on a node that was lost and came back is not read as failing from then on.
+    - `sandbox_since`: since when its current sandbox has been ready to start containers (the
+      `PodReadyToStartContainers` condition while True); a node's reboot moves it on.
+    - `last_restart`: when a container or init container last terminated and was started
+      again (the latest `lastState.terminated.finishedAt`); None if none ever was.
+    - `failures`: its containers waiting for a failing reason, in the order the pod lists them.
     """
 
     namespace: str
@@ -115,6 +136,11 @@ class PodView:
     ready: bool = False
     ready_since: datetime | None = None
     conditions: Mapping[str, PodCondition] = field(default_factory=dict)
+    created: datetime | None = None
+    containers_unready_since: datetime | None = None
+    sandbox_since: datetime | None = None
+    last_restart: datetime | None = None
+    failures: tuple[ContainerFailure, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

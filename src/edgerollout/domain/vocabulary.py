@@ -112,9 +112,35 @@ NOT_IN_WAVES: Final = "NotInWaves"
 MAINTENANCE_WINDOW_ANNOTATION: Final = "edgerollout.io/maintenance-window"
 OTA_DEADLINE_ANNOTATION: Final = "edgerollout.io/ota-deadline"
 PROGRESS_DEADLINE_ANNOTATION: Final = "edgerollout.io/progress-deadline-seconds"
-# A Deployment's `progressDeadlineSeconds` defaults to 600 too.
+# A Deployment's `progressDeadlineSeconds` defaults to 600 too, and the kubelet forgets a
+# container's crashes (resets its back-off) after 10 minutes of running.
 DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
 # Event reasons of values that cannot be read.
 INVALID_MAINTENANCE_WINDOW: Final = "InvalidMaintenanceWindow"
 INVALID_OTA_DEADLINE: Final = "InvalidOTADeadline"
 INVALID_PROGRESS_DEADLINE: Final = "InvalidProgressDeadline"
+
+# Broken or offline (`health`): a Ready node whose pod of the newest revision fails is broken;
+# a node that is not Ready is offline, never broken.
+# Reasons of a broken node: a pod not available within the deadline (Deployment's own word for it),
+# or one that restarted after its start-up; otherwise one of the waiting reasons below.
+PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
+RESTARTED: Final = "Restarted"
+# The reasons a kubelet gives a waiting container (or init container) that will not start without
+# a change to the pod or the image: the new revision is failing. Others (ContainerCreating,
+# PodInitializing) are the normal steps of a start.
+FAILING_WAITING_REASONS: Final = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+# Pod conditions the kubelet sets and the health rule reads. Unlike `Ready`, which the node
+# lifecycle controller turns False on every pod of a node it loses, `ContainersReady` is the
+# kubelet's word alone; `PodReadyToStartContainers` turns True again when a node's reboot made the
+# kubelet build the pod's sandbox anew (Kubernetes 1.29+; KEP-3085).
+CONTAINERS_READY_CONDITION: Final = "ContainersReady"
+POD_READY_TO_START_CONTAINERS: Final = "PodReadyToStartContainers"

@@ -8,13 +8,14 @@ where in a Kubernetes object each fact lives.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from edgerollout.domain.model import (
     ConditionStatus,
+    ContainerFailure,
     DaemonSetUID,
     DaemonSetView,
     NodeName,
@@ -29,10 +30,13 @@ from edgerollout.domain.ota_requests import PodFacts
 from edgerollout.domain.prepull import JobState, JobView, PullTemplate
 from edgerollout.domain.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
+    CONTAINERS_READY_CONDITION,
     CONTROLLER_REVISION_HASH_LABEL,
+    FAILING_WAITING_REASONS,
     NOT_READY_TAINT,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
+    POD_READY_TO_START_CONTAINERS,
     POD_TEMPLATE_GENERATION_LABEL,
     PREPULL_LABEL,
     READY_CONDITION,
@@ -42,6 +46,11 @@ from edgerollout.domain.vocabulary import (
 JSON = dict[str, Any]
 # Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes.
 KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY})
+# The conditions a pod's view is read from: the kept ones, and those whose times are the facts of
+# its health (`PodView`), not kept themselves.
+_READ_CONDITIONS = KEPT_CONDITIONS | {CONTAINERS_READY_CONDITION, POD_READY_TO_START_CONTAINERS}
+# Each failing reason kept as the one shared string, not a copy per pod.
+_FAILING_REASONS = {reason: reason for reason in FAILING_WAITING_REASONS}
 
 
 def object_key(namespace: str | None, name: str) -> str:
@@ -216,10 +225,63 @@ def pod_facts_from_api(obj: JSON) -> PodFacts:
     )
 
 
+def _container_statuses(obj: JSON) -> Iterator[JSON]:
+    """The statuses of the pod's init containers, then of its containers (ephemeral ones left out)."""
+    status = obj.get("status") or {}
+    yield from status.get("initContainerStatuses") or ()
+    yield from status.get("containerStatuses") or ()
+
+
+def container_failures(obj: JSON) -> tuple[ContainerFailure, ...]:
+    """The pod's containers waiting for a failing reason (`FAILING_WAITING_REASONS`), init
+    containers first; a container waiting for another reason (ContainerCreating) is not listed."""
+    failures = []
+    for container in _container_statuses(obj):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = _FAILING_REASONS.get(str(waiting.get("reason") or ""))
+        if reason is not None:
+            failures.append(
+                ContainerFailure(container=str(container.get("name") or ""), reason=reason)
+            )
+    return tuple(failures)
+
+
+def last_restart(obj: JSON) -> datetime | None:
+    """When a container of the pod last terminated before being started again: the latest
+    `lastState.terminated.finishedAt` (a restart whose end the runtime lost, as after some reboots,
+    has none and is left out)."""
+    latest: datetime | None = None
+    for container in _container_statuses(obj):
+        terminated = (container.get("lastState") or {}).get("terminated") or {}
+        finished = _parse_time(terminated.get("finishedAt"))
+        if finished is not None and (latest is None or finished > latest):
+            latest = finished
+    return latest
+
+
+def _unready_since(condition: PodCondition | None, created: datetime | None) -> datetime | None:
+    """Since when the `ContainersReady` condition has not been True (the pod's creation while the
+    kubelet has not set it, or set it without a time); None while it is True."""
+    if condition is None:
+        return created
+    if condition.status is ConditionStatus.TRUE:
+        return None
+    return _parse_time(condition.last_transition_time) or created
+
+
+def _true_since(condition: PodCondition | None) -> datetime | None:
+    """When the condition turned True, if it is True now."""
+    if condition is None or condition.status is not ConditionStatus.TRUE:
+        return None
+    return _parse_time(condition.last_transition_time)
+
+
 def pod_from_api(obj: JSON) -> CachedPod:
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
-    conditions = pod_conditions(obj, kept=KEPT_CONDITIONS)
+    read = pod_conditions(obj, kept=_READ_CONDITIONS)
+    conditions = {kind: read[kind] for kind in read if kind in KEPT_CONDITIONS}
+    created = _parse_time(meta.get("creationTimestamp"))
     ready = False
     ready_since: datetime | None = None
     readiness = conditions.get(READY_CONDITION)
@@ -242,6 +304,11 @@ def pod_from_api(obj: JSON) -> CachedPod:
         ready=ready,
         ready_since=ready_since,
         conditions=conditions,
+        created=created,
+        containers_unready_since=_unready_since(read.get(CONTAINERS_READY_CONDITION), created),
+        sandbox_since=_true_since(read.get(POD_READY_TO_START_CONTAINERS)),
+        last_restart=last_restart(obj),
+        failures=container_failures(obj),
     )
     return CachedPod(
         owner_uid=controller_uid(meta), owner_kind=owner_kind, images=pod_images(obj), view=view

@@ -1,13 +1,14 @@
 """Short constructors for the views the domain tests are written in.
 
 Defaults describe the common case (a Ready node; a Ready pod of the newest revision, Ready for an
-hour), so that each test spells out only what its scenario is about.
+hour, that started without a hitch), so that each test spells out only what its scenario is about.
 """
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from edgerollout.domain.model import (
+    ContainerFailure,
     DaemonSetUID,
     DaemonSetView,
     InFlightDeletion,
@@ -30,6 +31,9 @@ NEW = "hash-new"
 OLD = "hash-old"
 NAMESPACE = "default"
 TARGET = TargetRevision(hash=NEW, template_generation=None)
+# How long a pod takes from its creation to Ready, and to its sandbox, in the common case.
+STARTS_IN = timedelta(seconds=30)
+SANDBOX_IN = timedelta(seconds=2)
 
 
 def node(name: str, readiness: NodeReadiness = NodeReadiness.READY) -> NodeView:
@@ -46,7 +50,18 @@ def pod(
     ready_for: timedelta = timedelta(hours=1),
     deleting: bool = False,
     conditions: Mapping[str, PodCondition] | None = None,
+    created: datetime | None = None,
+    unready_since: datetime | None = None,
+    restarted: datetime | None = None,
+    failures: Iterable[ContainerFailure] = (),
 ) -> PodView:
+    """A pod; unless told, created `STARTS_IN` before it became Ready (a pod not Ready: that long
+    ago), its containers as ready as it is, its sandbox up `SANDBOX_IN` after its creation."""
+    ready_since = NOW - ready_for if ready else None
+    if created is None:
+        created = (ready_since or NOW) - STARTS_IN
+    if unready_since is None and not ready:
+        unready_since = created
     return PodView(
         namespace=NAMESPACE,
         name=name,
@@ -56,8 +71,13 @@ def pod(
         template_generation=generation,
         deleting=deleting,
         ready=ready,
-        ready_since=NOW - ready_for if ready else None,
+        ready_since=ready_since,
         conditions={} if conditions is None else conditions,
+        created=created,
+        containers_unready_since=unready_since,
+        sandbox_since=created + SANDBOX_IN,
+        last_restart=restarted,
+        failures=tuple(failures),
     )
 
 

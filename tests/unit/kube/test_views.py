@@ -9,6 +9,7 @@ import pytest
 
 from edgerollout.domain.model import (
     ConditionStatus,
+    ContainerFailure,
     DaemonSetUID,
     DaemonSetView,
     NodeName,
@@ -20,7 +21,7 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.ota_requests import PodFacts
-from edgerollout.domain.vocabulary import PREPULL_LABEL
+from edgerollout.domain.vocabulary import FAILING_WAITING_REASONS, PREPULL_LABEL
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
@@ -196,6 +197,7 @@ def test_daemon_pod_keeps_owner_revision_readiness_and_only_our_conditions() -> 
                     last_transition_time="2025-03-01T11:30:00Z",
                 ),
             },
+            created=datetime(2025, 3, 1, 10, 58, 12, tzinfo=UTC),
         ),
     )
 
@@ -333,6 +335,248 @@ def test_pod_without_controller_or_usable_labels_has_no_owner_and_no_revision() 
     )
     assert (pod.owner_uid, pod.owner_kind) == (None, None)
     assert (pod.view.revision_hash, pod.view.template_generation) == (None, None)
+
+
+# A pod of a new revision whose container crashes at start: `kubectl get pod -o json` after its
+# fourth restart, back-off running. Its sidecar (a restartable init container) is fine.
+CRASH_LOOPING_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "web-c4v8n",
+        "namespace": "edge",
+        "uid": "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6",
+        "creationTimestamp": "2025-03-01T11:00:00Z",
+        "labels": {"controller-revision-hash": "7f9d5c6b8", "pod-template-generation": "4"},
+    },
+    "spec": {
+        "nodeName": "edge-3",
+        "initContainers": [{"name": "proxy", "image": "envoy:1.31", "restartPolicy": "Always"}],
+        "containers": [{"name": "web", "image": "nginx:1.28"}],
+    },
+    "status": {
+        "phase": "Running",
+        "startTime": "2025-03-01T11:00:00Z",
+        "conditions": [
+            {
+                "type": "PodReadyToStartContainers",
+                "status": "True",
+                "lastTransitionTime": "2025-03-01T11:00:03Z",
+            },
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2025-03-01T11:00:04Z"},
+            {
+                "type": "Ready",
+                "status": "False",
+                "lastTransitionTime": "2025-03-01T11:00:00Z",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [web]",
+            },
+            {
+                "type": "ContainersReady",
+                "status": "False",
+                "lastTransitionTime": "2025-03-01T11:00:00Z",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [web]",
+            },
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastTransitionTime": "2025-03-01T11:00:00Z",
+            },
+        ],
+        "initContainerStatuses": [
+            {
+                "name": "proxy",
+                "image": "docker.io/library/envoy:1.31",
+                "imageID": "docker.io/library/envoy@sha256:1a2b",
+                "containerID": "containerd://aa11",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": "2025-03-01T11:00:04Z"}},
+                "lastState": {},
+            }
+        ],
+        "containerStatuses": [
+            {
+                "name": "web",
+                "image": "docker.io/library/nginx:1.28",
+                "imageID": "docker.io/library/nginx@sha256:3c4d",
+                "containerID": "containerd://bb22",
+                "ready": False,
+                "started": False,
+                "restartCount": 4,
+                "state": {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off 1m20s restarting failed container=web pod=web-c4v8n",
+                    }
+                },
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 1,
+                        "reason": "Error",
+                        "startedAt": "2025-03-01T11:02:41Z",
+                        "finishedAt": "2025-03-01T11:02:42Z",
+                        "containerID": "containerd://bb22",
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_crash_looping_pod_keeps_its_failure_restart_and_since_when_it_is_not_ready() -> None:
+    view = pod_from_api(CRASH_LOOPING_POD).view
+    assert view.failures == (ContainerFailure(container="web", reason="CrashLoopBackOff"),)
+    assert view.created == datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC)
+    assert view.containers_unready_since == datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC)
+    assert view.sandbox_since == datetime(2025, 3, 1, 11, 0, 3, tzinfo=UTC)
+    assert view.last_restart == datetime(2025, 3, 1, 11, 2, 42, tzinfo=UTC)
+    # The conditions read for these facts are not kept themselves.
+    assert set(view.conditions) == {"Ready"}
+
+
+def test_a_failing_reason_is_kept_as_the_one_shared_string() -> None:
+    status = {"name": "web", "state": {"waiting": {"reason": "".join(["ErrImage", "Pull"])}}}
+    view = pod_from_api({"metadata": {"name": "p"}, "status": {"containerStatuses": [status]}}).view
+    assert view.failures[0].reason is next(
+        r for r in FAILING_WAITING_REASONS if r == "ErrImagePull"
+    )
+
+
+def test_init_container_failures_come_first_and_waiting_to_start_is_no_failure() -> None:
+    waiting: dict[str, Any] = {
+        "name": "web",
+        "image": "nginx:1.28",
+        "imageID": "",
+        "ready": False,
+        "started": False,
+        "restartCount": 0,
+        "state": {"waiting": {"reason": "PodInitializing"}},
+        "lastState": {},
+    }
+    pod = {
+        "metadata": {"name": "web-i8k2d", "creationTimestamp": "2025-03-01T11:00:00Z"},
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {
+                    **waiting,
+                    "name": "migrate",
+                    "image": "registry.example/migrate:2",
+                    "state": {
+                        "waiting": {
+                            "reason": "ImagePullBackOff",
+                            "message": 'Back-off pulling image "registry.example/migrate:2"',
+                        }
+                    },
+                },
+                {
+                    **waiting,
+                    "name": "config",
+                    "state": {"waiting": {"reason": "ContainerCreating"}},
+                },
+            ],
+            "containerStatuses": [
+                waiting,
+                {
+                    **waiting,
+                    "name": "agent",
+                    "state": {
+                        "waiting": {
+                            "reason": "CreateContainerConfigError",
+                            "message": 'secret "agent-token" not found',
+                        }
+                    },
+                },
+            ],
+        },
+    }
+    assert pod_from_api(pod).view.failures == (
+        ContainerFailure(container="migrate", reason="ImagePullBackOff"),
+        ContainerFailure(container="agent", reason="CreateContainerConfigError"),
+    )
+
+
+def test_the_last_restart_is_the_latest_ending_of_any_container_with_a_known_end() -> None:
+    def restarted(name: str, terminated: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "ready": True,
+            "restartCount": 1,
+            "state": {"running": {"startedAt": "2025-03-01T11:30:00Z"}},
+            "lastState": {"terminated": terminated},
+        }
+
+    pod = {
+        "metadata": {"name": "web-r2b7x"},
+        "status": {
+            "initContainerStatuses": [
+                restarted("proxy", {"exitCode": 137, "finishedAt": "2025-03-01T11:20:00Z"})
+            ],
+            "containerStatuses": [
+                restarted("web", {"exitCode": 2, "finishedAt": "2025-03-01T11:10:00Z"}),
+                # What a kubelet reports when the runtime lost the container: no start, no end.
+                restarted(
+                    "log",
+                    {
+                        "exitCode": 137,
+                        "reason": "ContainerStatusUnknown",
+                        "message": "The container could not be located when the pod was terminated",
+                        "startedAt": None,
+                        "finishedAt": None,
+                    },
+                ),
+                {"name": "idle", "restartCount": 0, "state": {"running": {}}, "lastState": {}},
+            ],
+        },
+    }
+    assert pod_from_api(pod).view.last_restart == datetime(2025, 3, 1, 11, 20, 0, tzinfo=UTC)
+
+
+def test_a_running_ready_pod_has_no_failure_and_no_unready_time() -> None:
+    view = pod_from_api(TERMINATING_DAEMON_POD).view
+    assert view.failures == ()
+    assert view.containers_unready_since is None
+    assert view.last_restart is None
+    # PodReadyToStartContainers is True there, but with no time to say since when.
+    assert view.sandbox_since is None
+
+
+@pytest.mark.parametrize(
+    ("containers_ready", "unready_since"),
+    [
+        pytest.param(None, datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC), id="not-reported-yet"),
+        pytest.param(
+            {"status": "False", "lastTransitionTime": "2025-03-01T11:42:00Z"},
+            datetime(2025, 3, 1, 11, 42, 0, tzinfo=UTC),
+            id="false",
+        ),
+        pytest.param(
+            {"status": "Unknown"}, datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC), id="no-time"
+        ),
+        pytest.param(
+            {"status": "True", "lastTransitionTime": "2025-03-01T11:42:00Z"}, None, id="true"
+        ),
+    ],
+)
+def test_containers_are_unready_since_their_condition_turned_or_the_pod_was_created(
+    containers_ready: dict[str, Any] | None, unready_since: datetime | None
+) -> None:
+    # Ready is False as the node lifecycle controller leaves it on a node it lost; only the
+    # kubelet's ContainersReady says whether the containers are ready.
+    conditions: list[dict[str, Any]] = [
+        {"type": "Ready", "status": "False", "lastTransitionTime": "2025-03-01T11:40:00Z"}
+    ]
+    if containers_ready is not None:
+        conditions.append({"type": "ContainersReady", **containers_ready})
+    pod = {
+        "metadata": {"name": "web-u1", "creationTimestamp": "2025-03-01T11:00:00Z"},
+        "status": {"conditions": conditions},
+    }
+    assert pod_from_api(pod).view.containers_unready_since == unready_since
 
 
 @pytest.mark.parametrize(
