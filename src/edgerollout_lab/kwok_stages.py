@@ -81,6 +81,25 @@ _NODE_STATUS = """\
       {{ end }}
 """
 
+# A container of a pod that started, as a kubelet reports it (`.` is the container).
+_RUNNING_CONTAINER = """\
+      - image: {{ .image | Quote }}
+        imageID: {{ printf "kwok://%s" .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+"""
+
+# Where a started pod lives: its node's IP and an IP of its own.
+_POD_ADDRESSES = """\
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+"""
+
 STAGES = f"""\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -147,19 +166,8 @@ spec:
       - {{type: Ready, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
       containerStatuses:
       {{{{ range .spec.containers }}}}
-      - image: {{{{ .image | Quote }}}}
-        imageID: {{{{ printf "kwok://%s" .image | Quote }}}}
-        name: {{{{ .name | Quote }}}}
-        ready: true
-        started: true
-        restartCount: 0
-        state:
-          running:
-            startedAt: {{{{ $now | Quote }}}}
-      {{{{ end }}}}
-      hostIP: {{{{ NodeIPWith .spec.nodeName | Quote }}}}
-      podIP: {{{{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}}}
-      phase: Running
+{_RUNNING_CONTAINER}      {{{{ end }}}}
+{_POD_ADDRESSES}      phase: Running
       startTime: {{{{ $now | Quote }}}}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
