@@ -17,10 +17,11 @@ and deletion, `pod-ready-again` brings a Running pod whose `Ready` condition the
 controller set to False back to `Ready=True` once its node is managed again — what a kubelet does
 after reconnecting, and what KWOK's stock stages leave out.
 
-Two Stages fail the pods of the lab's marked images as a kubelet would, for tests of a broken
+Three Stages fail the pods of the lab's marked images as a kubelet would, for tests of a broken
 revision:
 - `UNPULLABLE_IMAGE`: `pod-job-image-pull-fail` fails a Job pod of it (as a pull of a missing image
-  does, once the Job gives up); a pod of any other kind using it stays Pending.
+  does, once the Job gives up); `pod-image-pull-back-off` leaves any other pod of it Pending, its
+  container waiting in `ImagePullBackOff` (`Back-off pulling image "..."`).
 - `CRASHLOOP_IMAGE`: `pod-crash-loop` makes a pod of it that is not a Job's Running but never
   Ready: its container exited with 1 once (`restartCount: 1`, `lastState.terminated`) and waits in
   `CrashLoopBackOff` with the kubelet's message (`back-off 10s restarting failed container=...
@@ -39,7 +40,8 @@ which pod).
 from __future__ import annotations
 
 LINK_LABEL = "lab.edgerollout.io/link"
-# An image the lab's nodes can never pull: a pre-pull Job of it fails; a pod of it stays Pending.
+# An image the lab's nodes can never pull: a pre-pull Job of it fails; any other pod of it stays
+# Pending in ImagePullBackOff.
 UNPULLABLE_IMAGE = "lab.invalid/unpullable:1.0"
 # An image whose container exits with 1 whenever it starts: a pod of it (not a Job's) is Running
 # but never Ready, in CrashLoopBackOff. It pulls fine, so a pre-pull Job of it completes.
@@ -316,6 +318,46 @@ spec:
       {{{{ end }}}}
       phase: Failed
       reason: ErrImagePull
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-back-off
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.phase
+      operator: In
+      values: [Pending]
+    - key: '{_NON_JOB_POD_IMAGES}'
+      operator: In
+      values: ['{UNPULLABLE_IMAGE}']
+    - key: .status.containerStatuses
+      operator: DoesNotExist
+  next:
+    statusTemplate: |
+      {{{{ $failing := "{UNPULLABLE_IMAGE}" }}}}
+{_NOT_READY_CONDITIONS}      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      {{{{ if eq .image $failing }}}}
+      - image: {{{{ .image | Quote }}}}
+        imageID: ""
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: {{{{ printf "Back-off pulling image %q" .image | Quote }}}}
+      {{{{ else }}}}
+{_RUNNING_CONTAINER}      {{{{ end }}}}
+      {{{{ end }}}}
+{_POD_ADDRESSES}      phase: Pending
+      startTime: {{{{ $now | Quote }}}}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage

@@ -26,6 +26,7 @@ STAGE_NAMES = [
     "pod-ready-again",
     "pod-job-complete",
     "pod-job-image-pull-fail",
+    "pod-image-pull-back-off",
     "pod-crash-loop",
     "pod-delete",
 ]
@@ -180,7 +181,7 @@ def test_pod_delete_empties_finalizers_and_deletes_pods_being_deleted() -> None:
     assert spec["next"] == {"finalizers": {"empty": True}, "delete": True}
 
 
-# The conditions and a started container as a failing Stage writes them (`$failing` is the image).
+# The conditions and a started container as both failing Stages write them (`$failing` is the image).
 NOT_READY_CONDITIONS = """\
 {{ $now := Now }}
 {{ $unready := list }}
@@ -207,6 +208,43 @@ POD_ADDRESSES = """\
 hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
 podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
 """
+
+
+def test_a_pod_not_a_jobs_of_the_unpullable_image_waits_in_image_pull_back_off() -> None:
+    spec = stages()["pod-image-pull-back-off"]
+
+    assert spec == {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                NOT_DELETING,
+                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+                {"key": NON_JOB_IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
+                # Once written, the status stays: the pod is Pending still, and left alone.
+                {"key": ".status.containerStatuses", "operator": "DoesNotExist"},
+            ]
+        },
+        "next": {
+            "statusTemplate": '{{ $failing := "lab.invalid/unpullable:1.0" }}\n'
+            + NOT_READY_CONDITIONS
+            + "containerStatuses:\n"
+            "{{ range .spec.containers }}\n"
+            "{{ if eq .image $failing }}\n"
+            "- image: {{ .image | Quote }}\n"
+            '  imageID: ""\n'
+            "  name: {{ .name | Quote }}\n"
+            "  ready: false\n"
+            "  started: false\n"
+            "  restartCount: 0\n"
+            "  state:\n"
+            "    waiting:\n"
+            "      reason: ImagePullBackOff\n"
+            '      message: {{ printf "Back-off pulling image %q" .image | Quote }}\n'
+            "{{ else }}\n" + RUNNING_CONTAINER + "{{ end }}\n"
+            "{{ end }}\n" + POD_ADDRESSES + "phase: Pending\n"
+            "startTime: {{ $now | Quote }}\n"
+        },
+    }
 
 
 def test_a_pod_not_a_jobs_of_the_crashloop_image_runs_but_waits_in_crash_loop_back_off() -> None:
@@ -275,6 +313,7 @@ def _owner_kinds(pod: dict[str, Any]) -> list[str]:
 KEY_READINGS: dict[str, Callable[[dict[str, Any]], list[Any] | None]] = {
     ".metadata.deletionTimestamp": lambda pod: _present(pod["metadata"].get("deletionTimestamp")),
     ".status.phase": lambda pod: _present(pod["status"].get("phase")),
+    ".status.containerStatuses": lambda pod: _present(pod["status"].get("containerStatuses")),
     IMAGES: lambda pod: [container["image"] for container in pod["spec"]["containers"]],
     NON_JOB_IMAGES: lambda pod: (
         [] if "Job" in _owner_kinds(pod) else [c["image"] for c in pod["spec"]["containers"]]
@@ -315,6 +354,7 @@ def sample_pod(
     phase: str = "Pending",
     ready: str | None = None,
     deleting: bool = False,
+    waiting: str | None = None,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "u"}
     if owner:
@@ -324,6 +364,8 @@ def sample_pod(
     status: dict[str, Any] = {"phase": phase}
     if ready:
         status["conditions"] = [{"type": "Ready", "status": ready}]
+    if waiting:
+        status["containerStatuses"] = [{"name": "c0", "state": {"waiting": {"reason": waiting}}}]
     containers = [{"name": f"c{index}", "image": image} for index, image in enumerate(images)]
     return {"metadata": metadata, "spec": {"containers": containers}, "status": status}
 
@@ -335,8 +377,16 @@ TAKEN_BY: dict[str, tuple[dict[str, Any], list[str]]] = {
     "crashloop-beside-a-sidecar": (sample_pod(OK_IMAGE, CRASHLOOP_IMAGE), ["pod-crash-loop"]),
     "crashloop-without-owner": (sample_pod(CRASHLOOP_IMAGE, owner=None), ["pod-crash-loop"]),
     "crashloop-running": (sample_pod(CRASHLOOP_IMAGE, phase="Running", ready="False"), []),
-    "unpullable": (sample_pod(UNPULLABLE_IMAGE), []),
-    "unpullable-and-crashloop": (sample_pod(UNPULLABLE_IMAGE, CRASHLOOP_IMAGE), []),
+    "unpullable": (sample_pod(UNPULLABLE_IMAGE), ["pod-image-pull-back-off"]),
+    "unpullable-beside-a-sidecar": (
+        sample_pod(UNPULLABLE_IMAGE, OK_IMAGE),
+        ["pod-image-pull-back-off"],
+    ),
+    "unpullable-and-crashloop": (
+        sample_pod(UNPULLABLE_IMAGE, CRASHLOOP_IMAGE),
+        ["pod-image-pull-back-off"],
+    ),
+    "unpullable-backing-off": (sample_pod(UNPULLABLE_IMAGE, waiting="ImagePullBackOff"), []),
     "running-not-ready": (
         sample_pod(OK_IMAGE, phase="Running", ready="False"),
         ["pod-ready-again"],
