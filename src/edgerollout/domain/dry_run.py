@@ -15,6 +15,7 @@ AdvancedRollingUpdate:
 | `waiting for budget` | an available outdated pod, no room under max-unavailable    |
 | `updated`            | its pod is current and available                            |
 | `starting`           | its pod is current, not available yet                       |
+| `broken`             | its pod is current and failing (why: the reason, since when) |
 | `being replaced`     | no live pod: the old one is going, the new one not there    |
 | `left to the native controller` | more than one pod on the node                   |
 | `waiting`            | nothing is judged: no newest revision, or an invalid max-unavailable |
@@ -32,6 +33,7 @@ from edgerollout.domain.planner import NodeVerdict
 from edgerollout.domain.reconcile import Plan
 from edgerollout.domain.revisions import TargetRevision, is_current
 from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
 
@@ -44,6 +46,7 @@ class Action(StrEnum):
     WAITING_FOR_BUDGET = "waiting for budget"
     UPDATED = "updated"
     STARTING = "starting"
+    BROKEN = "broken"
     BEING_REPLACED = "being replaced"
     LEFT_TO_NATIVE = "left to the native controller"
     WAITING = "waiting"
@@ -109,6 +112,11 @@ def _action(
         return Action.UPDATED, ""
     if verdict is NodeVerdict.STARTING:
         return Action.STARTING, verdict.value
+    if verdict is NodeVerdict.BROKEN:
+        failing = rollout.broken.get(node)
+        if failing is None:
+            return Action.BROKEN, verdict.value
+        return Action.BROKEN, f"{failing.reason} since {format_rfc3339(failing.since)}"
     if hold is not None:
         return Action.HELD, str(hold)
     if verdict is NodeVerdict.OUTDATED:

@@ -40,7 +40,7 @@ The order of the steps is the order of the questions a user would ask:
 
 from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Self
 
 from edgerollout.domain.budget import (
@@ -50,6 +50,7 @@ from edgerollout.domain.budget import (
     parse_max_unavailable,
 )
 from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade
+from edgerollout.domain.deadlines import read_progress_deadline
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import (
     DaemonSetView,
@@ -84,7 +85,11 @@ from edgerollout.domain.staging import (
     wave_started_notice,
 )
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
-from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    MAX_UNAVAILABLE_ANNOTATION,
+    PROGRESS_DEADLINE_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 
@@ -96,6 +101,8 @@ class PlanSettings:
     deletion_recheck_seconds: float = CONTROLLER.reconcile.requeue_while_deleting
     # A condition write whose echo is overdue is looked at again no sooner than this.
     min_recheck_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
+    # While a node's new pod is starting or failing, look again this often.
+    health_recheck_seconds: float = CONTROLLER.reconcile.health_recheck
     prepull: PrepullSettings = CONTROLLER.prepull
 
     @classmethod
@@ -104,6 +111,7 @@ class PlanSettings:
         return cls(
             deletion_recheck_seconds=settings.reconcile.requeue_while_deleting,
             min_recheck_seconds=settings.reconcile.condition_recheck_floor,
+            health_recheck_seconds=settings.reconcile.health_recheck,
             prepull=settings.prepull,
         )
 
@@ -290,6 +298,15 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             target=target,
         )
 
+    deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
+    if isinstance(deadline, Notice):
+        return Plan(
+            strategy=choice.strategy,
+            notices=(*told, deadline),
+            recheck=_recheck(settings),
+            paused=staging.paused,
+            target=target,
+        )
     book.refresh(
         target=target,
         min_ready_seconds=daemonset.min_ready_seconds,
@@ -298,6 +315,7 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         readiness=snapshot.readiness,
         changed=snapshot.changed_nodes,
         in_flight=snapshot.in_flight,
+        progress_deadline=timedelta(seconds=deadline),
     )
     base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
@@ -320,7 +338,7 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
     return Plan(
         strategy=choice.strategy,
         notices=tuple(told),
-        recheck=_recheck(settings, starting=_starting(daemonset, rollout)),
+        recheck=_recheck(settings, starting=_starting(daemonset, rollout, settings)),
         paused=staging.paused,
         holds=rollout.holds,
         target=target,
@@ -361,13 +379,21 @@ def _wave_notice(holds: Holds, target: TargetRevision) -> tuple[Notice, ...]:
     return () if notice is None else (notice,)
 
 
-def _starting(daemonset: DaemonSetView, rollout: DeletionPlan) -> float | None:
-    """minReadySeconds, if a current pod is Ready but not available yet."""
-    if daemonset.min_ready_seconds > 0 and any(
-        verdict is NodeVerdict.STARTING for verdict in rollout.verdicts.values()
-    ):
-        return float(daemonset.min_ready_seconds)
-    return None
+def _starting(
+    daemonset: DaemonSetView, rollout: DeletionPlan, settings: PlanSettings
+) -> float | None:
+    """When a starting or failing node's verdict may change on the clock alone: minReadySeconds
+    (a Ready pod becomes available), and the health recheck (a deadline passes)."""
+    timed = {verdict for verdict in rollout.verdicts.values() if verdict in _TIMED}
+    if not timed:
+        return None
+    waits = [settings.health_recheck_seconds]
+    if daemonset.min_ready_seconds > 0 and NodeVerdict.STARTING in timed:
+        waits.append(float(daemonset.min_ready_seconds))
+    return min(waits)
+
+
+_TIMED = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
 
 
 def _recheck(settings: PlanSettings, *, starting: float | None = None) -> Recheck:
