@@ -11,8 +11,9 @@ skipped, outdated pods waiting for budget), and at each plan judges again only
 so a plan costs what changed, not what exists. Every node is judged again when the target revision,
 minReadySeconds or the progress deadline changes, and at every plan while minReadySeconds > 0
 (availability then depends on the clock, which no event announces), or after `reset`. With a
-progress deadline, the nodes whose current pod is starting or failing are judged again at every
-plan too: a deadline passes, and a restart is forgiven, on the clock alone.
+progress deadline, a node whose current pod is starting or failing is judged again once the time
+has come at which the clock alone may change its verdict (`health.next_clock_change`: a deadline
+passes, a restart is forgiven).
 
 A book's plans are `plan_deletions`'s for the same inputs, provided every node that changed since
 the previous plan is named in `changed`; `tests/unit/domain/test_rollout_book.py` checks this over
@@ -25,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from edgerollout.domain.health import Broken
+from edgerollout.domain.health import Broken, next_clock_change
 from edgerollout.domain.model import (
     InFlightDeletion,
     NodeName,
@@ -74,9 +75,9 @@ class RolloutBook:
         self._skipped: dict[NodeName, NodeReadiness] = {}
         self._outdated: set[NodeName] = set()
         self._replace: set[NodeName] = set()
-        # Nodes whose verdict the clock alone may change (STARTING, BROKEN), and why the broken
-        # ones fail.
-        self._timed: set[NodeName] = set()
+        # Nodes whose verdict the clock alone may change (STARTING, BROKEN), by when it may
+        # (None: only a change of their pod can), and why the broken ones fail.
+        self._timed: dict[NodeName, datetime | None] = {}
         self._broken: dict[NodeName, Broken] = {}
 
     def reset(self) -> None:
@@ -117,7 +118,9 @@ class RolloutBook:
             names = set(changed)
             for uid in self._in_flight.keys() ^ flying.keys():
                 names.add(flying[uid] if uid in flying else self._in_flight[uid])
-            names.update(self._timed)
+            names.update(
+                name for name, due in self._timed.items() if due is not None and due <= now
+            )
         self._in_flight = flying
         in_flight_nodes = set(flying.values())
         for name in names:
@@ -173,8 +176,10 @@ class RolloutBook:
         self._verdicts[name] = verdict
         if broken is not None:
             self._broken[name] = broken
-        if progress_deadline is not None and verdict in _TIMED:
-            self._timed.add(name)
+        if progress_deadline is not None and verdict in _TIMED and len(live) == 1:
+            self._timed[name] = next_clock_change(
+                live[0], min_ready_seconds=min_ready_seconds, progress_deadline=progress_deadline
+            )
         if verdict.unavailable:
             self._unavailable += 1
         if outdated is not None:
@@ -190,7 +195,7 @@ class RolloutBook:
             self._unavailable -= 1
         self._outdated.discard(name)
         self._replace.discard(name)
-        self._timed.discard(name)
+        self._timed.pop(name, None)
         self._broken.pop(name, None)
 
     def plan(

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType
+from edgerollout.domain.health import next_clock_change
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
 from edgerollout.domain.planner import NodeVerdict, plan_deletions
 from edgerollout.domain.reconcile import plan
@@ -158,3 +159,20 @@ def test_status_and_the_dry_run_tell_a_broken_node_from_an_offline_one() -> None
         ("edge-2", "skipped", "node NotReady"),
         ("edge-3", "delete now", "outdated, deleted within max-unavailable"),
     ]
+
+
+def test_the_clock_changes_a_verdict_at_the_deadline_or_when_a_restart_is_forgiven() -> None:
+    not_ready = pod("web-1", "edge-1", ready=False, created=NOW - timedelta(seconds=30))
+    assert next_clock_change(not_ready, min_ready_seconds=0, progress_deadline=DEADLINE) == (
+        NOW - timedelta(seconds=30) + DEADLINE
+    )
+    restarted = pod(
+        "web-1", "edge-1", ready_for=timedelta(minutes=2), restarted=NOW - timedelta(minutes=3)
+    )
+    assert next_clock_change(restarted, min_ready_seconds=10, progress_deadline=DEADLINE) == (
+        NOW - timedelta(minutes=2) + timedelta(seconds=10) + DEADLINE
+    )
+    assert (
+        next_clock_change(pod("web-1", "edge-1"), min_ready_seconds=0, progress_deadline=DEADLINE)
+        is None
+    )
