@@ -39,7 +39,7 @@ The order of the steps is the order of the questions a user would ask:
 """
 
 from collections.abc import Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Self
 
@@ -169,12 +169,14 @@ class Recheck:
     - a current pod Ready but not available yet: after `starting_seconds` (minReadySeconds),
       since no event says when a pod becomes available;
     - a condition write waiting for its echo: when its record expires, so a write whose echo
-      never came is checked again, but not sooner than `min_seconds`.
+      never came is checked again, but not sooner than `min_seconds`;
+    - a maintenance window closed: when it opens (`window_seconds`).
     """
 
     deletions_seconds: float
     starting_seconds: float | None = None
     min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
+    window_seconds: float | None = None
 
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""
@@ -183,6 +185,8 @@ class Recheck:
             waits.append(self.deletions_seconds)
         if self.starting_seconds is not None:
             waits.append(self.starting_seconds)
+        if self.window_seconds is not None:
+            waits.append(self.window_seconds)
         if unechoed_seconds is not None:
             waits.append(max(unechoed_seconds, self.min_seconds))
         return min(waits, default=None)
@@ -327,18 +331,24 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             paused=staging.paused,
             target=target,
         )
+    deleting = staging.for_deletions(snapshot.now)
     rollout = book.plan(
         max_unavailable=budget.value,
         desired_nodes=daemonset.desired_nodes,
         counted_while_not_ready=daemonset.counted_while_not_ready,
-        staging=staging,
+        staging=deleting,
         labels=snapshot.labels_of,
     )
     told.extend(_wave_notice(rollout.holds, target))
+    opens = deleting.window_opens
+    recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
+    if opens is not None:
+        # Look again when the window opens: no event says so.
+        recheck = replace(recheck, window_seconds=max((opens - snapshot.now).total_seconds(), 0.0))
     return Plan(
         strategy=choice.strategy,
         notices=tuple(told),
-        recheck=_recheck(settings, starting=_starting(daemonset, rollout, settings)),
+        recheck=recheck,
         paused=staging.paused,
         holds=rollout.holds,
         target=target,

@@ -58,6 +58,7 @@ from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import WaveProgress
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import (
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     PARTITION_ANNOTATION,
@@ -280,6 +281,7 @@ _STAGING_LABELS = (
     (NODE_SELECTOR_ANNOTATION, "node selector"),
     (PARTITION_ANNOTATION, "partition"),
     (WAVES_ANNOTATION, "waves"),
+    (MAINTENANCE_WINDOW_ANNOTATION, "maintenance window"),
 )
 
 

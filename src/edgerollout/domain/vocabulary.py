@@ -106,6 +106,7 @@ HELD_BY_NODE_SELECTOR: Final = "HeldByNodeSelector"
 HELD_BY_PARTITION: Final = "HeldByPartition"
 HELD_BY_WAVE: Final = "HeldByWave"
 NOT_IN_WAVES: Final = "NotInWaves"
+HELD_BY_WINDOW: Final = "MaintenanceWindowClosed"
 
 # Edge safety (issue 21): when the controller may delete (maintenance windows), when it upgrades an
 # OTA pod itself (OTA deadlines), when a node's new pod counts as broken (progress deadlines).

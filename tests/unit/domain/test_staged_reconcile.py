@@ -18,6 +18,7 @@ from edgerollout.domain.reconcile import Plan, Snapshot, plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.rollout_status import PodState, rollout_status
 from edgerollout.domain.vocabulary import (
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODEPOOL_LABEL,
     PARTITION_ANNOTATION,
@@ -294,3 +295,62 @@ def test_a_node_between_its_old_and_new_pod_keeps_its_wave_and_its_place() -> No
     assert decided.holds.wave is not None
     assert decided.holds.wave.name == "pool-a"
     assert sorted(decided.holds.held) == ["edge-1", "edge-4", "edge-5"]
+
+
+# NOW is Saturday 2025-03-01 12:00 UTC.
+def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens() -> None:
+    closed = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "Mon-Fri 02:00-04:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert closed.deletions == ()
+    assert {str(hold) for hold in closed.holds.held.values()} == {
+        "maintenance window closed, opens 2025-03-03T02:00:00Z"
+    }
+    assert closed.recheck is not None
+    assert closed.recheck.window_seconds == 38 * 3600.0
+    assert closed.recheck.after(deletions_in_flight=0, unechoed_seconds=None) == 38 * 3600.0
+
+    opened = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "Sat 11:00-13:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert [d.node_name for d in opened.deletions] == ["edge-1", "edge-2"]
+    assert opened.recheck is not None
+    assert opened.recheck.window_seconds is None
+
+
+def test_a_window_closed_keeps_other_holds_and_announces_no_wave() -> None:
+    decided = plan(
+        taken(
+            {
+                **ARU,
+                PARTITION_ANNOTATION: "1",
+                WAVES_ANNOTATION: "pool-a, *",
+                MAINTENANCE_WINDOW_ANNOTATION: "Sun 00:00-24:00 Europe/Berlin",
+            },
+            outdated(),
+        ),
+        RolloutBook(),
+    )
+    assert decided.deletions == ()
+    assert str(decided.holds.held[NodeName("edge-5")]) == "partition"
+    assert str(decided.holds.held[NodeName("edge-2")]).startswith("maintenance window closed")
+    assert reasons(decided) == []
+
+
+def test_an_invalid_window_warns_and_deletes_nothing() -> None:
+    decided = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "weekends"}, outdated()), RolloutBook()
+    )
+    assert decided.deletions == ()
+    assert reasons(decided) == ["InvalidMaintenanceWindow"]
+
+
+def test_a_window_does_not_hold_ota_marks() -> None:
+    decided = plan(
+        taken({**OTA, MAINTENANCE_WINDOW_ANNOTATION: "Mon-Fri 02:00-04:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert len(decided.condition_writes) == 5
+    assert decided.holds.held == {}
