@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from edgerollout.domain.vocabulary import (
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,
     INVALID_WAVES,
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
@@ -540,3 +542,36 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
 
     await hold_for(stable, seconds=3, what="the marks standing, no pod deleted")
     assert await events(kube, namespace, reason=SUCCESSFUL_DELETE) == []
+
+
+@pytest.mark.lab(nodes=6)
+async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    # A window opening at a whole minute at least 20 s from now (windows are written in minutes),
+    # for an hour: closed while the image changes, then opened by the clock alone.
+    now = datetime.now(UTC)
+    opens = (now + timedelta(seconds=20 + 60)).replace(second=0, microsecond=0)
+    window = f"{opens:%a} {opens:%H:%M}-{opens + timedelta(hours=1):%H:%M}"
+    annotations = advanced_rolling_update("2", **{MAINTENANCE_WINDOW_ANNOTATION: window})
+    before = await seed_six(kube, namespace, annotations)
+    async with watching(kube, namespace) as watcher:
+        await set_image(kube, namespace, NAME, NEW)
+        held = split(kube, namespace, before, new_on=[])
+        await hold_for(still(held), seconds=HOLD_SECONDS, what="the closed window holding")
+        assert await deleted_on(kube, namespace) == []
+        assert watcher.max_unavailable == 0
+
+        dry_run = await edgerollout(kube, "plan", NAME, "-n", namespace, "-o", "json")
+        assert dry_run.returncode == 0, dry_run.stderr
+        rows = json.loads(dry_run.stdout)["nodes"]
+        assert [(row["node"], row["action"]) for row in rows] == [(n, "held") for n in SIX]
+        assert {row["why"] for row in rows} == {
+            f"maintenance window closed, opens {opens:%Y-%m-%dT%H:%M:%SZ}"
+        }
+
+        after = await running_everywhere(kube, namespace, NEW, SIX, timeout=120)
+        first_gone = min(change.at for change in watcher.changes if change.unavailable > 0)
+    assert first_gone >= opens.timestamp()
+    assert not set(before.values()) & set(after.values())
+    assert await deleted_on(kube, namespace) == SIX
