@@ -21,7 +21,8 @@ AdvancedRollingUpdate:
 | `waiting`            | nothing is judged: no newest revision, or an invalid max-unavailable |
 
 OTA: `updated`, `held`, `mark PodNeedUpgrade=True` (the plan writes it now), `upgrade offered`
-(marked already: the node decides when), or `waiting` while paused or an invalid value holds it.
+(marked already: the node decides when), `delete now` (marked for longer than the OTA deadline),
+or `waiting` while paused or an invalid value holds it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -167,6 +168,9 @@ _STATE_OF = {
 
 
 def _ota_action(plan: Plan, node: NodeName, pods: Sequence[PodView]) -> tuple[Action, str]:
+    for deletion in plan.deletions:  # past its OTA deadline: the controller upgrades it
+        if deletion.node_name == node:
+            return Action.DELETE_NOW, deletion.reason.value
     target = plan.target or TargetRevision(hash=None, template_generation=None)
     live = [pod for pod in pods if not pod.deleting]
     if live and all(is_current(pod, target) for pod in live):

@@ -64,6 +64,7 @@ from edgerollout.domain.model import (
 )
 from edgerollout.domain.revisions import TargetRevision, is_current
 from edgerollout.domain.staging import NOT_STAGED, NOTHING_HELD, Holds, Staging, hold_nodes
+from edgerollout.domain.vocabulary import OTA_DEADLINE_UPGRADE, SUCCESSFUL_DELETE
 
 Labels = Callable[[NodeName], Mapping[str, str]]
 
@@ -96,6 +97,9 @@ class DeletionReason(Enum):
 
     OUTDATED_UNAVAILABLE = "outdated and not available, replaced at once"
     OUTDATED_WITHIN_BUDGET = "outdated, deleted within max-unavailable"
+    OTA_DEADLINE = (
+        "marked PodNeedUpgrade for longer than the OTA deadline, upgraded by the controller"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +120,11 @@ class Deletion:
             pod_uid=self.uid,
             node_name=self.node_name,
             why=self.reason.value,
+            reason=(
+                OTA_DEADLINE_UPGRADE
+                if self.reason is DeletionReason.OTA_DEADLINE
+                else SUCCESSFUL_DELETE
+            ),
         )
 
 
@@ -156,7 +165,7 @@ class DeletionPlan:
     def unavailable_after(self) -> int:
         """Ready nodes unavailable once the deletions are made."""
         within_budget = sum(
-            1 for d in self.deletions if d.reason is DeletionReason.OUTDATED_WITHIN_BUDGET
+            1 for d in self.deletions if self.verdicts.get(d.node_name) is NodeVerdict.OUTDATED
         )
         return self.unavailable + within_budget
 

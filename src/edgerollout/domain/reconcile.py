@@ -47,16 +47,19 @@ from edgerollout.domain.budget import (
     InvalidMaxUnavailable,
     MaxUnavailable,
     base_of,
+    budget_base,
     parse_max_unavailable,
 )
-from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade
-from edgerollout.domain.deadlines import read_progress_deadline
+from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, revision_in_message
+from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import (
+    ConditionStatus,
     DaemonSetView,
     InFlightDeletion,
     NodeName,
     NodeReadiness,
+    NodeView,
     PodView,
     RevisionView,
 )
@@ -65,8 +68,10 @@ from edgerollout.domain.planner import (
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
+    DeletionReason,
     NodeVerdict,
     judge_node,
+    plan_deletions,
 )
 from edgerollout.domain.prepull import (
     JobView,
@@ -74,7 +79,7 @@ from edgerollout.domain.prepull import (
     PullTemplate,
     plan_prepulls,
 )
-from edgerollout.domain.revisions import TargetRevision, target_revision
+from edgerollout.domain.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import (
     NOTHING_HELD,
@@ -85,8 +90,11 @@ from edgerollout.domain.staging import (
     wave_started_notice,
 )
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.timestamps import parse_rfc3339
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
+    OTA_DEADLINE_ANNOTATION,
+    POD_NEED_UPGRADE,
     PROGRESS_DEADLINE_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
@@ -170,13 +178,16 @@ class Recheck:
       since no event says when a pod becomes available;
     - a condition write waiting for its echo: when its record expires, so a write whose echo
       never came is checked again, but not sooner than `min_seconds`;
-    - a maintenance window closed: when it opens (`window_seconds`).
+    - a maintenance window closed: when it opens (`window_seconds`);
+    - an OTA pod marked but not yet past its OTA deadline: when the first one passes it
+      (`ota_deadline_seconds`).
     """
 
     deletions_seconds: float
     starting_seconds: float | None = None
     min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
     window_seconds: float | None = None
+    ota_deadline_seconds: float | None = None
 
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""
@@ -187,6 +198,8 @@ class Recheck:
             waits.append(self.starting_seconds)
         if self.window_seconds is not None:
             waits.append(self.window_seconds)
+        if self.ota_deadline_seconds is not None:
+            waits.append(self.ota_deadline_seconds)
         if unechoed_seconds is not None:
             waits.append(max(unechoed_seconds, self.min_seconds))
         return min(waits, default=None)
@@ -248,7 +261,7 @@ def plan(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings = PlanSet
     except BaseException:
         book.reset()
         raise
-    if decided.rollout is None:
+    if decided.rollout is None or decided.strategy is not UpdateStrategy.ADVANCED_ROLLING_UPDATE:
         book.reset()
     return decided
 
@@ -281,6 +294,9 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         if not (staging.paused or staging.invalid):
             writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
         told.extend(_wave_notice(holds, target))
+        upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
+        if isinstance(upgrade_budget, Notice):
+            told.append(upgrade_budget)
         prepulls: tuple[PrepullStep, ...] = ()
         if target.hash is not None and snapshot.pull_template is not None:
             prepulls = plan_prepulls(
@@ -291,15 +307,21 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
                 settings=settings.prepull,
                 now=snapshot.now,
             )
+        recheck = _recheck(settings)
+        if due is not None:
+            # Look again when the next marked pod passes its OTA deadline: no event says so.
+            recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
         return Plan(
             strategy=choice.strategy,
             notices=tuple(told),
             condition_writes=writes,
             prepulls=prepulls,
-            recheck=_recheck(settings),
+            recheck=recheck,
             paused=staging.paused,
             holds=holds,
             target=target,
+            budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
+            rollout=upgrades,
         )
 
     deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
@@ -380,6 +402,80 @@ def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> 
         ready=ready,
         outdated=lambda node: verdict(node) in HOLDING_AN_OLD_POD,
     )
+
+
+def _ota_deadline_upgrades(
+    snapshot: Snapshot, staging: Staging, target: TargetRevision
+) -> tuple[DeletionPlan | None, MaxUnavailable | Notice | None, float | None]:
+    """The OTA pods the controller upgrades itself (design §13.3): marked `PodNeedUpgrade=True`
+    for the newest revision longer than `edgerollout.io/ota-deadline`, deleted under
+    max-unavailable as AdvancedRollingUpdate would, inside a maintenance window, never on a held
+    node. Also the budget (or the Warning of an unreadable deadline or budget) and the seconds
+    until the next marked pod passes its deadline."""
+    annotations = snapshot.daemonset.annotations
+    deadline = read_ota_deadline(annotations.get(OTA_DEADLINE_ANNOTATION))
+    if deadline is None or isinstance(deadline, Notice):
+        return None, deadline, None
+    if staging.paused or staging.invalid or target.hash is None:
+        return None, None, None
+    overdue: set[NodeName] = set()
+    next_due: float | None = None
+    for node, pods in snapshot.pods_by_node.items():
+        for pod in pods:
+            marked = _marked_since(pod, target)
+            if marked is None:
+                continue
+            left = (marked + deadline - snapshot.now).total_seconds()
+            if left <= 0:
+                overdue.add(node)
+            elif next_due is None or left < next_due:
+                next_due = left
+    if not overdue:
+        return None, None, next_due
+    daemonset = snapshot.daemonset
+    base = budget_base(
+        snapshot.pods, in_flight=snapshot.in_flight, desired_nodes=daemonset.desired_nodes
+    )
+    budget = parse_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
+    if isinstance(budget, InvalidMaxUnavailable):
+        return None, budget.notice, next_due
+    readiness = snapshot.readiness
+    chosen = plan_deletions(
+        pods=snapshot.pods,
+        nodes=[
+            NodeView(name=node, readiness=readiness[node])
+            for node in snapshot.pods_by_node
+            if node in readiness
+        ],
+        target=target,
+        max_unavailable=budget.value,
+        min_ready_seconds=daemonset.min_ready_seconds,
+        now=snapshot.now,
+        in_flight=snapshot.in_flight,
+        desired_nodes=daemonset.desired_nodes,
+        counted_while_not_ready=daemonset.counted_while_not_ready,
+        staging=replace(staging.for_deletions(snapshot.now), only=frozenset(overdue)),
+        labels=snapshot.labels_of,
+    )
+    upgrades = tuple(
+        replace(deletion, reason=DeletionReason.OTA_DEADLINE) for deletion in chosen.deletions
+    )
+    return replace(chosen, deletions=upgrades), budget, next_due
+
+
+def _marked_since(pod: PodView, target: TargetRevision) -> datetime | None:
+    """Since when a live outdated pod has been offered the newest revision (None: it is not)."""
+    if pod.deleting or is_current(pod, target):
+        return None
+    condition = pod.conditions.get(POD_NEED_UPGRADE)
+    if (
+        condition is None
+        or condition.status is not ConditionStatus.TRUE
+        or revision_in_message(condition.message) != target.hash
+        or not condition.last_transition_time
+    ):
+        return None
+    return parse_rfc3339(condition.last_transition_time)
 
 
 def _wave_notice(holds: Holds, target: TargetRevision) -> tuple[Notice, ...]:

@@ -88,6 +88,7 @@ class HoldReason(StrEnum):
     PARTITION = "partition"
     WAVE = "wave"
     WINDOW = "maintenance window closed"
+    NODE_DECIDES = "OTA: the node decides"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +120,7 @@ _CONDITION_REASONS = {
     HoldReason.PARTITION: HELD_BY_PARTITION,
     HoldReason.WAVE: HELD_BY_WAVE,
     HoldReason.WINDOW: HELD_BY_WINDOW,
+    HoldReason.NODE_DECIDES: "",
 }
 
 
@@ -168,6 +170,8 @@ class Staging:
     invalid: bool = False
     notices: tuple[Notice, ...] = ()
     window_opens: datetime | None = None
+    only: frozenset[NodeName] | None = None
+    """OTA deadlines: the controller may upgrade these nodes only; the others decide."""
 
     @property
     def active(self) -> bool:
@@ -179,6 +183,7 @@ class Staging:
             or self.partition is not None
             or self.waves is not None
             or self.window_opens is not None
+            or self.only is not None
         )
 
     def for_deletions(self, now: datetime) -> "Staging":
@@ -401,6 +406,10 @@ def hold_nodes(
             index = wave_of[name]
             if index is not None and index > current and name not in held:
                 held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
+    if staging.only is not None:
+        for name in ordered:
+            if name not in staging.only and name not in held:
+                held[name] = Hold(reason=HoldReason.NODE_DECIDES)
     if staging.paused or staging.invalid:
         reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
         held = {name: Hold(reason=reason) for name in ordered}

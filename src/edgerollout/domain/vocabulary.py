@@ -62,6 +62,8 @@ INVALID_MAX_UNAVAILABLE: Final = "InvalidMaxUnavailable"
 # it, so existing filters on `reason=SuccessfulDelete` / `reason=FailedDelete` keep working; the
 # reporting component tells edgerollout's events apart from the native controller's.
 SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
+# A deletion of an OTA pod marked PodNeedUpgrade for longer than its DaemonSet's OTA deadline.
+OTA_DEADLINE_UPGRADE: Final = "OTADeadlineUpgrade"
 FAILED_DELETE: Final = "FailedDelete"
 
 # The agent (design §8.3). Its mutating routes answer 503 with this reason, and it reports a
