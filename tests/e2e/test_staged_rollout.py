@@ -1,4 +1,5 @@
-"""Staged rollouts on the lab (design §12): pause, partition, node selector and waves hold nodes.
+"""Staged rollouts on the lab (design §12): pause, partition, node selector and waves hold nodes;
+and the clock (design §13): a maintenance window holds deletions, an OTA deadline makes them.
 
 Each test runs the real controller process on a six-node lab and asserts which nodes were
 upgraded and which kept their pods (same UIDs), over a hold period long enough for many
@@ -32,6 +33,7 @@ from edgerollout.domain.vocabulary import (
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     OTA,
+    OTA_DEADLINE_ANNOTATION,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     POD_NEED_UPGRADE,
@@ -575,3 +577,31 @@ async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
     assert first_gone >= opens.timestamp()
     assert not set(before.values()) & set(after.values())
     assert await deleted_on(kube, namespace) == SIX
+
+
+@pytest.mark.lab(nodes=6)
+async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under_the_budget(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: OTA,
+        MAX_UNAVAILABLE_ANNOTATION: "2",
+        OTA_DEADLINE_ANNOTATION: "4s",
+        PARTITION_ANNOTATION: "1",
+    }
+    before = await seed_six(kube, namespace, annotations)
+    async with watching(kube, namespace) as watcher:
+        await set_image(kube, namespace, NAME, NEW)
+        marked_at = time.time()
+        upgraded = SIX[:5]
+        await wait_for(
+            split(kube, namespace, before, new_on=upgraded),
+            timeout=60,
+            what="edge-1..5 upgraded by the controller, edge-6 held by the partition",
+        )
+        first_gone = min(change.at for change in watcher.changes if change.unavailable > 0)
+        assert watcher.max_unavailable <= 2
+    # The mark's lastTransitionTime is in whole seconds: it may read up to 1 s early.
+    assert first_gone >= marked_at + 4 - 1
+    reasons = [e.reason for e in await events(kube, namespace) if e.reason != WAVE_STARTED]
+    assert sorted(reasons) == ["OTADeadlineUpgrade"] * 5
