@@ -153,6 +153,10 @@ class ReconcileSettings:
     # While deletions are in flight, look again after 5 s even if no event arrives: the check is
     # made from the cache (never a LIST), so it costs nothing when all is well.
     requeue_while_deleting: float = 5.0
+    # While a node's new pod is starting or failing, look again this often even if no event
+    # comes: its progress deadline passing, or a restart being forgiven, is told by the clock
+    # alone. Deadlines are minutes long; 5 s late is on time.
+    health_recheck: float = 5.0
     # A deletion whose effect the cache never shows stops holding the budget after 5 minutes
     # (client-go's ExpectationsTimeout), so a lost watch event cannot stall a rollout for ever.
     expectations_timeout: float = 300.0

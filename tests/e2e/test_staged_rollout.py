@@ -1,4 +1,5 @@
-"""Staged rollouts on the lab (design §12): pause, partition, node selector and waves hold nodes.
+"""Staged rollouts on the lab (design §12): pause, partition, node selector and waves hold nodes;
+and the clock (design §13): a maintenance window holds deletions, an OTA deadline makes them.
 
 Each test runs the real controller process on a six-node lab and asserts which nodes were
 upgraded and which kept their pods (same UIDs), over a hold period long enough for many
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,12 @@ from edgerollout.domain.vocabulary import (
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,
     INVALID_WAVES,
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     OTA,
+    OTA_DEADLINE_ANNOTATION,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     POD_NEED_UPGRADE,
@@ -540,3 +544,64 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
 
     await hold_for(stable, seconds=3, what="the marks standing, no pod deleted")
     assert await events(kube, namespace, reason=SUCCESSFUL_DELETE) == []
+
+
+@pytest.mark.lab(nodes=6)
+async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    # A window opening at a whole minute at least 20 s from now (windows are written in minutes),
+    # for an hour: closed while the image changes, then opened by the clock alone.
+    now = datetime.now(UTC)
+    opens = (now + timedelta(seconds=20 + 60)).replace(second=0, microsecond=0)
+    window = f"{opens:%a} {opens:%H:%M}-{opens + timedelta(hours=1):%H:%M}"
+    annotations = advanced_rolling_update("2", **{MAINTENANCE_WINDOW_ANNOTATION: window})
+    before = await seed_six(kube, namespace, annotations)
+    async with watching(kube, namespace) as watcher:
+        await set_image(kube, namespace, NAME, NEW)
+        held = split(kube, namespace, before, new_on=[])
+        await hold_for(still(held), seconds=HOLD_SECONDS, what="the closed window holding")
+        assert await deleted_on(kube, namespace) == []
+        assert watcher.max_unavailable == 0
+
+        dry_run = await edgerollout(kube, "plan", NAME, "-n", namespace, "-o", "json")
+        assert dry_run.returncode == 0, dry_run.stderr
+        rows = json.loads(dry_run.stdout)["nodes"]
+        assert [(row["node"], row["action"]) for row in rows] == [(n, "held") for n in SIX]
+        assert {row["why"] for row in rows} == {
+            f"maintenance window closed, opens {opens:%Y-%m-%dT%H:%M:%SZ}"
+        }
+
+        after = await running_everywhere(kube, namespace, NEW, SIX, timeout=120)
+        first_gone = min(change.at for change in watcher.changes if change.unavailable > 0)
+    assert first_gone >= opens.timestamp()
+    assert not set(before.values()) & set(after.values())
+    assert await deleted_on(kube, namespace) == SIX
+
+
+@pytest.mark.lab(nodes=6)
+async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under_the_budget(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: OTA,
+        MAX_UNAVAILABLE_ANNOTATION: "2",
+        OTA_DEADLINE_ANNOTATION: "4s",
+        PARTITION_ANNOTATION: "1",
+    }
+    before = await seed_six(kube, namespace, annotations)
+    async with watching(kube, namespace) as watcher:
+        await set_image(kube, namespace, NAME, NEW)
+        marked_at = time.time()
+        upgraded = SIX[:5]
+        await wait_for(
+            split(kube, namespace, before, new_on=upgraded),
+            timeout=60,
+            what="edge-1..5 upgraded by the controller, edge-6 held by the partition",
+        )
+        first_gone = min(change.at for change in watcher.changes if change.unavailable > 0)
+        assert watcher.max_unavailable <= 2
+    # The mark's lastTransitionTime is in whole seconds: it may read up to 1 s early.
+    assert first_gone >= marked_at + 4 - 1
+    reasons = [e.reason for e in await events(kube, namespace) if e.reason != WAVE_STARTED]
+    assert sorted(reasons) == ["OTADeadlineUpgrade"] * 5

@@ -10,12 +10,13 @@ terminal. The JSON shape is a public contract, documented in the README:
  "newestRevision": str | null, "complete": bool,
  "nodes": [{"node": str | null, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing" | null,
             "pod": str, "revision": str | null, "current": bool, "state": str,
-            "held": str | null}],
+            "held": str | null, "broken": str | null}],
  "summary": str,
  "paused": bool, "staging": [str],
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null}
 ```
-`held` is the hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
+`broken` is why a current pod on a Ready node is failing (`CrashLoopBackOff`, ...); `held` is the
+hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
 `staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`).
 """
 
@@ -124,6 +125,7 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
                 "current": row.current,
                 "state": row.state_text,
                 "held": row.hold,
+                "broken": row.broken,
             }
             for row in status.rows
         ],

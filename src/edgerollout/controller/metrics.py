@@ -50,6 +50,13 @@ NODES_SKIPPED = Gauge(
     "edgerollout_nodes_skipped_not_ready",
     "Nodes holding a pod of an AdvancedRollingUpdate DaemonSet that are skipped as not Ready.",
 )
+NODES = Gauge(
+    "edgerollout_nodes",
+    "Nodes holding a pod of an AdvancedRollingUpdate DaemonSet, by where they stand as of its last"
+    " plan (all DaemonSets together): updated, starting, broken (a Ready node whose new pod fails),"
+    " offline (not Ready, skipped), held, outdated, replacing.",
+    ["state"],
+)
 CONDITIONS_WRITTEN = Counter(
     "edgerollout_pod_conditions_written_total",
     "Pod condition patches sent, by condition type.",

@@ -19,6 +19,7 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
+from edgerollout.domain.dry_run import node_state_counts
 from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.reconcile import Plan, PlanSettings, plan
 from edgerollout.kube.recorder import EventRecorder
@@ -69,7 +70,7 @@ class Reconciler:
             state = self.states.drop(key)
             if state is not None:
                 self.recorder.forget(state.uid)
-        metrics.NODES_SKIPPED.set(self.states.skipped_nodes)
+        self._export_node_states()
 
     async def reports_sent(self) -> None:
         """Wait until every Event reported so far has been sent (or dropped)."""
@@ -101,7 +102,8 @@ class Reconciler:
         rollout = decided.rollout
         if rollout is not None:
             state.skipped_nodes = len(rollout.skipped_nodes)
-            metrics.NODES_SKIPPED.set(self.states.skipped_nodes)
+            state.node_states = node_state_counts(rollout)
+            self._export_node_states()
         deleted = await self.executors.delete_pods(ds, decided, state)
         requeue = None
         if decided.recheck is not None:
@@ -113,6 +115,11 @@ class Reconciler:
         return Outcome(
             plan=decided, deleted=deleted, conditions_written=written, requeue_after=requeue
         )
+
+    def _export_node_states(self) -> None:
+        metrics.NODES_SKIPPED.set(self.states.skipped_nodes)
+        for where, count in self.states.node_states().items():
+            metrics.NODES.labels(state=where.value).set(count)
 
     @staticmethod
     def _log_skipped(

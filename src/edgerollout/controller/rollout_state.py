@@ -14,7 +14,10 @@ for DaemonSets that have a state, and handed over once (`RolloutState.take_chang
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from edgerollout.controller.expectations import Clock, ConditionWrites, Expectations
+from edgerollout.domain.dry_run import NodeState
 from edgerollout.domain.model import DaemonSetUID, NodeName
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.settings import ReconcileSettings
@@ -29,6 +32,7 @@ class RolloutState:
         self.deletions = Expectations(timeout=settings.expectations_timeout, clock=clock)
         self.conditions = ConditionWrites(timeout=settings.condition_write_timeout, clock=clock)
         self.skipped_nodes = 0
+        self.node_states: Mapping[NodeState, int] = {}
         self.paused: bool | None = None
         self.pause_changes = 0
         self._changed: set[NodeName] = set()
@@ -96,6 +100,14 @@ class RolloutStates:
     def skipped_nodes(self) -> int:
         """Nodes skipped by the last plan of every DaemonSet, together."""
         return sum(state.skipped_nodes for state in self._by_key.values())
+
+    def node_states(self) -> dict[NodeState, int]:
+        """Nodes by where they stand, as of the last plan of every DaemonSet, together."""
+        totals = dict.fromkeys(NodeState, 0)
+        for state in self._by_key.values():
+            for where, count in state.node_states.items():
+                totals[where] += count
+        return totals
 
     def __len__(self) -> int:
         return len(self._by_key)

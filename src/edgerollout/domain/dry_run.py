@@ -15,12 +15,14 @@ AdvancedRollingUpdate:
 | `waiting for budget` | an available outdated pod, no room under max-unavailable    |
 | `updated`            | its pod is current and available                            |
 | `starting`           | its pod is current, not available yet                       |
+| `broken`             | its pod is current and failing (why: the reason, since when) |
 | `being replaced`     | no live pod: the old one is going, the new one not there    |
 | `left to the native controller` | more than one pod on the node                   |
 | `waiting`            | nothing is judged: no newest revision, or an invalid max-unavailable |
 
 OTA: `updated`, `held`, `mark PodNeedUpgrade=True` (the plan writes it now), `upgrade offered`
-(marked already: the node decides when), or `waiting` while paused or an invalid value holds it.
+(marked already: the node decides when), `delete now` (marked for longer than the OTA deadline),
+or `waiting` while paused or an invalid value holds it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -28,10 +30,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from edgerollout.domain.model import ConditionStatus, NodeName, NodeReadiness, PodView
-from edgerollout.domain.planner import NodeVerdict
+from edgerollout.domain.planner import DeletionPlan, NodeVerdict
 from edgerollout.domain.reconcile import Plan
 from edgerollout.domain.revisions import TargetRevision, is_current
 from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
 
@@ -44,6 +47,7 @@ class Action(StrEnum):
     WAITING_FOR_BUDGET = "waiting for budget"
     UPDATED = "updated"
     STARTING = "starting"
+    BROKEN = "broken"
     BEING_REPLACED = "being replaced"
     LEFT_TO_NATIVE = "left to the native controller"
     WAITING = "waiting"
@@ -109,6 +113,11 @@ def _action(
         return Action.UPDATED, ""
     if verdict is NodeVerdict.STARTING:
         return Action.STARTING, verdict.value
+    if verdict is NodeVerdict.BROKEN:
+        failing = rollout.broken.get(node)
+        if failing is None:
+            return Action.BROKEN, verdict.value
+        return Action.BROKEN, f"{failing.reason} since {format_rfc3339(failing.since)}"
     if hold is not None:
         return Action.HELD, str(hold)
     if verdict is NodeVerdict.OUTDATED:
@@ -119,7 +128,49 @@ def _action(
     return Action.LEFT_TO_NATIVE, verdict.value
 
 
+class NodeState(StrEnum):
+    """Where a node of an AdvancedRollingUpdate stands, for the `edgerollout_nodes` metric."""
+
+    UPDATED = "updated"
+    STARTING = "starting"
+    BROKEN = "broken"
+    OFFLINE = "offline"
+    HELD = "held"
+    OUTDATED = "outdated"
+    REPLACING = "replacing"
+
+
+def node_state_counts(rollout: DeletionPlan) -> dict[NodeState, int]:
+    """How many nodes of a plan stand where (every state present, 0 included): a broken upgrade
+    and an offline node are told apart (design §13)."""
+    counts = dict.fromkeys(NodeState, 0)
+    counts[NodeState.OFFLINE] = len(rollout.skipped_nodes)
+    held = rollout.holds.held
+    for node, verdict in rollout.verdicts.items():
+        if verdict is NodeVerdict.UP_TO_DATE:
+            counts[NodeState.UPDATED] += 1
+        elif verdict is NodeVerdict.STARTING:
+            counts[NodeState.STARTING] += 1
+        elif verdict is NodeVerdict.BROKEN:
+            counts[NodeState.BROKEN] += 1
+        elif node in held:
+            counts[NodeState.HELD] += 1
+        else:
+            counts[_STATE_OF.get(verdict, NodeState.OUTDATED)] += 1
+    return counts
+
+
+_STATE_OF = {
+    NodeVerdict.EMPTY: NodeState.REPLACING,
+    NodeVerdict.OLD_AND_NEW: NodeState.REPLACING,
+    NodeVerdict.EXCESS: NodeState.REPLACING,
+}
+
+
 def _ota_action(plan: Plan, node: NodeName, pods: Sequence[PodView]) -> tuple[Action, str]:
+    for deletion in plan.deletions:  # past its OTA deadline: the controller upgrades it
+        if deletion.node_name == node:
+            return Action.DELETE_NOW, deletion.reason.value
     target = plan.target or TargetRevision(hash=None, template_generation=None)
     live = [pod for pod in pods if not pod.deleting]
     if live and all(is_current(pod, target) for pod in live):

@@ -43,7 +43,9 @@ class Notice:
         return (self.reason, self.subject)
 
 
-def deletion_notice(*, pod_name: str, pod_uid: str, node_name: str, why: str) -> Notice:
+def deletion_notice(
+    *, pod_name: str, pod_uid: str, node_name: str, why: str, reason: str = SUCCESSFUL_DELETE
+) -> Notice:
     """The Normal `SuccessfulDelete` Event for a pod the controller deleted.
 
     The message starts with `Deleted pod: <name>` as Kubernetes' own controllers write it, then
@@ -52,7 +54,7 @@ def deletion_notice(*, pod_name: str, pod_uid: str, node_name: str, why: str) ->
     """
     return Notice(
         type=EventType.NORMAL,
-        reason=SUCCESSFUL_DELETE,
+        reason=reason,
         message=f"Deleted pod: {pod_name} on node {node_name}: {why}",
         subject=pod_uid,
         routine=True,

@@ -82,6 +82,21 @@ def judge_health(
     )
 
 
+def next_clock_change(
+    pod: PodView, *, min_ready_seconds: int, progress_deadline: timedelta
+) -> datetime | None:
+    """When the verdict on `pod` may change on the clock alone, no event announcing it: the
+    progress deadline of a pod not Ready, or the forgiveness of a restart of a pod Ready again.
+    None: only a change of the pod can change it."""
+    if not pod.ready:
+        unready_since = pod.containers_unready_since
+        return None if unready_since is None else to_utc(unready_since) + progress_deadline
+    if pod.last_restart is not None and pod.ready_since is not None:
+        available_since = to_utc(pod.ready_since) + timedelta(seconds=max(min_ready_seconds, 0))
+        return available_since + progress_deadline
+    return None
+
+
 def _waiting(pod: PodView, *, now: datetime) -> Broken | None:
     failures = [f for f in pod.failures if f.reason in FAILING_WAITING_REASONS]
     if not failures:

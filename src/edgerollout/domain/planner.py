@@ -14,13 +14,17 @@ deleted by this controller, see `InFlightDeletion`) and gives the node a `NodeVe
 |--------------------------------------|----------------------|-------------|------------------|
 | one current pod, available           | UP_TO_DATE           | no          | -                |
 | one current pod, not available       | STARTING             | yes         | -                |
+| one current pod, failing             | BROKEN               | yes         | -                |
 | one outdated pod, available          | OUTDATED             | no          | if budget allows |
 | one outdated pod, not available      | OUTDATED_UNAVAILABLE | yes         | at once          |
 | none (nothing, or only terminating)  | EMPTY                | yes         | -                |
 | one outdated and one current         | OLD_AND_NEW          | yes         | -                |
 | two or more current, or two outdated | EXCESS               | yes         | -                |
 
-"Available" is Ready for longer than minReadySeconds (see `availability`). An outdated pod that is
+"Available" is Ready for longer than minReadySeconds (see `availability`). A current pod is *failing*
+(`health.judge_health`: crash-looping, unable to pull, not ready past its progress deadline, or
+restarted after its start-up) when a progress deadline is given: it is never counted as available
+even while Ready, and it tells a broken upgrade from an offline node (design §13). An outdated pod that is
 not available is replaced at once: the node is unavailable already, so deleting it costs nothing,
 and it keeps counting as unavailable (as in current upstream). Then available outdated pods are
 deleted in node-name order while `unavailable < max_unavailable`, each deletion making one more
@@ -43,12 +47,13 @@ controller's); `nodes` is only where readiness is looked up, and may list more n
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Self
 
 from edgerollout.domain.availability import is_available
 from edgerollout.domain.events import Notice, deletion_notice
+from edgerollout.domain.health import Broken, judge_health
 from edgerollout.domain.model import (
     InFlightDeletion,
     NodeName,
@@ -59,6 +64,7 @@ from edgerollout.domain.model import (
 )
 from edgerollout.domain.revisions import TargetRevision, is_current
 from edgerollout.domain.staging import NOT_STAGED, NOTHING_HELD, Holds, Staging, hold_nodes
+from edgerollout.domain.vocabulary import OTA_DEADLINE_UPGRADE, SUCCESSFUL_DELETE
 
 Labels = Callable[[NodeName], Mapping[str, str]]
 
@@ -73,6 +79,7 @@ class NodeVerdict(Enum):
 
     UP_TO_DATE = "current pod available"
     STARTING = "current pod not available yet"
+    BROKEN = "current pod failing"
     OUTDATED = "outdated pod available"
     OUTDATED_UNAVAILABLE = "outdated pod not available"
     EMPTY = "no pod, or only terminating ones"
@@ -90,6 +97,9 @@ class DeletionReason(Enum):
 
     OUTDATED_UNAVAILABLE = "outdated and not available, replaced at once"
     OUTDATED_WITHIN_BUDGET = "outdated, deleted within max-unavailable"
+    OTA_DEADLINE = (
+        "marked PodNeedUpgrade for longer than the OTA deadline, upgraded by the controller"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +120,11 @@ class Deletion:
             pod_uid=self.uid,
             node_name=self.node_name,
             why=self.reason.value,
+            reason=(
+                OTA_DEADLINE_UPGRADE
+                if self.reason is DeletionReason.OTA_DEADLINE
+                else SUCCESSFUL_DELETE
+            ),
         )
 
 
@@ -123,6 +138,7 @@ class DeletionPlan:
     - `newest_known`: False when there was no newest revision to compare pods with; then nothing
       is judged and nothing deleted.
     - `holds`: the nodes a staged rollout holds back, and its wave (see `staging`).
+    - `broken`: the Ready nodes whose current pod is failing, and why (verdict BROKEN).
     """
 
     deletions: tuple[Deletion, ...]
@@ -132,6 +148,7 @@ class DeletionPlan:
     skipped_nodes: tuple[NodeName, ...] = ()
     newest_known: bool = True
     holds: Holds = NOTHING_HELD
+    broken: Mapping[NodeName, Broken] = field(default_factory=dict)
 
     @classmethod
     def newest_unknown(cls, *, max_unavailable: int, skipped_nodes: tuple[NodeName, ...]) -> Self:
@@ -148,7 +165,7 @@ class DeletionPlan:
     def unavailable_after(self) -> int:
         """Ready nodes unavailable once the deletions are made."""
         within_budget = sum(
-            1 for d in self.deletions if d.reason is DeletionReason.OUTDATED_WITHIN_BUDGET
+            1 for d in self.deletions if self.verdicts.get(d.node_name) is NodeVerdict.OUTDATED
         )
         return self.unavailable + within_budget
 
@@ -180,6 +197,7 @@ def plan_deletions(
     counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
     staging: Staging = NOT_STAGED,
     labels: Labels = no_labels,
+    progress_deadline: timedelta | None = None,
 ) -> DeletionPlan:
     """Choose the pods to delete now (see the module docstring for the rules).
 
@@ -207,6 +225,7 @@ def plan_deletions(
 
     being_deleted = {deletion.uid for deletion in in_flight}
     verdicts: dict[NodeName, NodeVerdict] = {}
+    broken: dict[NodeName, Broken] = {}
     replacements: list[Deletion] = []
     candidates: list[tuple[PodView, NodeName]] = []
     unavailable = 0
@@ -219,8 +238,12 @@ def plan_deletions(
             live: Sequence[PodView] = held  # the common case: one pod, not going away
         else:
             live = [pod for pod in held if not pod.deleting and pod.uid not in being_deleted]
-        verdict, outdated = judge_node(live, target, min_ready_seconds, now)
+        verdict, outdated, failing = judge_node(
+            live, target, min_ready_seconds, now, progress_deadline=progress_deadline
+        )
         verdicts[name] = verdict
+        if failing is not None:
+            broken[name] = failing
         if verdict.unavailable:
             unavailable += 1
         if outdated is None:
@@ -259,6 +282,7 @@ def plan_deletions(
         verdicts=verdicts,
         skipped_nodes=skipped,
         holds=holds,
+        broken=broken,
     )
 
 
@@ -293,23 +317,39 @@ def _pods_by_node(
 
 
 def judge_node(
-    live: Sequence[PodView], target: TargetRevision, min_ready_seconds: int, now: datetime
-) -> tuple[NodeVerdict, PodView | None]:
-    """The verdict for a Ready node from its live pods, and its outdated pod if it may go."""
+    live: Sequence[PodView],
+    target: TargetRevision,
+    min_ready_seconds: int,
+    now: datetime,
+    *,
+    progress_deadline: timedelta | None = None,
+) -> tuple[NodeVerdict, PodView | None, Broken | None]:
+    """The verdict for a Ready node from its live pods, its outdated pod if it may go, and why
+    its current pod is failing (only judged with a `progress_deadline`)."""
     if len(live) == 1:  # the common case, without the lists below
         only = live[0]
         available = is_available(only, min_ready_seconds=min_ready_seconds, now=now)
         if is_current(only, target):
-            return (NodeVerdict.UP_TO_DATE if available else NodeVerdict.STARTING), None
-        return (NodeVerdict.OUTDATED if available else NodeVerdict.OUTDATED_UNAVAILABLE), only
+            if progress_deadline is not None:
+                failing = judge_health(
+                    only,
+                    min_ready_seconds=min_ready_seconds,
+                    progress_deadline=progress_deadline,
+                    now=now,
+                )
+                if failing is not None:
+                    return NodeVerdict.BROKEN, None, failing
+            return (NodeVerdict.UP_TO_DATE if available else NodeVerdict.STARTING), None, None
+        verdict = NodeVerdict.OUTDATED if available else NodeVerdict.OUTDATED_UNAVAILABLE
+        return verdict, only, None
     if not live:
-        return NodeVerdict.EMPTY, None
+        return NodeVerdict.EMPTY, None, None
     current = [pod for pod in live if is_current(pod, target)]
     outdated = [pod for pod in live if not is_current(pod, target)]
     if len(current) > 1 or len(outdated) > 1:
-        return NodeVerdict.EXCESS, None
+        return NodeVerdict.EXCESS, None, None
     # Two pods: one current, one outdated.
-    return NodeVerdict.OLD_AND_NEW, None
+    return NodeVerdict.OLD_AND_NEW, None, None
 
 
 def deletion_of(pod: PodView, node_name: NodeName, reason: DeletionReason) -> Deletion:

@@ -39,23 +39,27 @@ The order of the steps is the order of the questions a user would ask:
 """
 
 from collections.abc import Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Self
 
 from edgerollout.domain.budget import (
     InvalidMaxUnavailable,
     MaxUnavailable,
     base_of,
+    budget_base,
     parse_max_unavailable,
 )
-from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade
+from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, revision_in_message
+from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import (
+    ConditionStatus,
     DaemonSetView,
     InFlightDeletion,
     NodeName,
     NodeReadiness,
+    NodeView,
     PodView,
     RevisionView,
 )
@@ -64,8 +68,10 @@ from edgerollout.domain.planner import (
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
+    DeletionReason,
     NodeVerdict,
     judge_node,
+    plan_deletions,
 )
 from edgerollout.domain.prepull import (
     JobView,
@@ -73,7 +79,7 @@ from edgerollout.domain.prepull import (
     PullTemplate,
     plan_prepulls,
 )
-from edgerollout.domain.revisions import TargetRevision, target_revision
+from edgerollout.domain.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import (
     NOTHING_HELD,
@@ -84,7 +90,14 @@ from edgerollout.domain.staging import (
     wave_started_notice,
 )
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
-from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.timestamps import parse_rfc3339
+from edgerollout.domain.vocabulary import (
+    MAX_UNAVAILABLE_ANNOTATION,
+    OTA_DEADLINE_ANNOTATION,
+    POD_NEED_UPGRADE,
+    PROGRESS_DEADLINE_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 
@@ -96,6 +109,8 @@ class PlanSettings:
     deletion_recheck_seconds: float = CONTROLLER.reconcile.requeue_while_deleting
     # A condition write whose echo is overdue is looked at again no sooner than this.
     min_recheck_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
+    # While a node's new pod is starting or failing, look again this often.
+    health_recheck_seconds: float = CONTROLLER.reconcile.health_recheck
     prepull: PrepullSettings = CONTROLLER.prepull
 
     @classmethod
@@ -104,6 +119,7 @@ class PlanSettings:
         return cls(
             deletion_recheck_seconds=settings.reconcile.requeue_while_deleting,
             min_recheck_seconds=settings.reconcile.condition_recheck_floor,
+            health_recheck_seconds=settings.reconcile.health_recheck,
             prepull=settings.prepull,
         )
 
@@ -161,12 +177,17 @@ class Recheck:
     - a current pod Ready but not available yet: after `starting_seconds` (minReadySeconds),
       since no event says when a pod becomes available;
     - a condition write waiting for its echo: when its record expires, so a write whose echo
-      never came is checked again, but not sooner than `min_seconds`.
+      never came is checked again, but not sooner than `min_seconds`;
+    - a maintenance window closed: when it opens (`window_seconds`);
+    - an OTA pod marked but not yet past its OTA deadline: when the first one passes it
+      (`ota_deadline_seconds`).
     """
 
     deletions_seconds: float
     starting_seconds: float | None = None
     min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
+    window_seconds: float | None = None
+    ota_deadline_seconds: float | None = None
 
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""
@@ -175,6 +196,10 @@ class Recheck:
             waits.append(self.deletions_seconds)
         if self.starting_seconds is not None:
             waits.append(self.starting_seconds)
+        if self.window_seconds is not None:
+            waits.append(self.window_seconds)
+        if self.ota_deadline_seconds is not None:
+            waits.append(self.ota_deadline_seconds)
         if unechoed_seconds is not None:
             waits.append(max(unechoed_seconds, self.min_seconds))
         return min(waits, default=None)
@@ -236,7 +261,7 @@ def plan(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings = PlanSet
     except BaseException:
         book.reset()
         raise
-    if decided.rollout is None:
+    if decided.rollout is None or decided.strategy is not UpdateStrategy.ADVANCED_ROLLING_UPDATE:
         book.reset()
     return decided
 
@@ -269,6 +294,9 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         if not (staging.paused or staging.invalid):
             writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
         told.extend(_wave_notice(holds, target))
+        upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
+        if isinstance(upgrade_budget, Notice):
+            told.append(upgrade_budget)
         prepulls: tuple[PrepullStep, ...] = ()
         if target.hash is not None and snapshot.pull_template is not None:
             prepulls = plan_prepulls(
@@ -279,17 +307,32 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
                 settings=settings.prepull,
                 now=snapshot.now,
             )
+        recheck = _recheck(settings)
+        if due is not None:
+            # Look again when the next marked pod passes its OTA deadline: no event says so.
+            recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
         return Plan(
             strategy=choice.strategy,
             notices=tuple(told),
             condition_writes=writes,
             prepulls=prepulls,
-            recheck=_recheck(settings),
+            recheck=recheck,
             paused=staging.paused,
             holds=holds,
             target=target,
+            budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
+            rollout=upgrades,
         )
 
+    deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
+    if isinstance(deadline, Notice):
+        return Plan(
+            strategy=choice.strategy,
+            notices=(*told, deadline),
+            recheck=_recheck(settings),
+            paused=staging.paused,
+            target=target,
+        )
     book.refresh(
         target=target,
         min_ready_seconds=daemonset.min_ready_seconds,
@@ -298,6 +341,7 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         readiness=snapshot.readiness,
         changed=snapshot.changed_nodes,
         in_flight=snapshot.in_flight,
+        progress_deadline=timedelta(seconds=deadline),
     )
     base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
@@ -309,18 +353,24 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             paused=staging.paused,
             target=target,
         )
+    deleting = staging.for_deletions(snapshot.now)
     rollout = book.plan(
         max_unavailable=budget.value,
         desired_nodes=daemonset.desired_nodes,
         counted_while_not_ready=daemonset.counted_while_not_ready,
-        staging=staging,
+        staging=deleting,
         labels=snapshot.labels_of,
     )
     told.extend(_wave_notice(rollout.holds, target))
+    opens = deleting.window_opens
+    recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
+    if opens is not None:
+        # Look again when the window opens: no event says so.
+        recheck = replace(recheck, window_seconds=max((opens - snapshot.now).total_seconds(), 0.0))
     return Plan(
         strategy=choice.strategy,
         notices=tuple(told),
-        recheck=_recheck(settings, starting=_starting(daemonset, rollout)),
+        recheck=recheck,
         paused=staging.paused,
         holds=rollout.holds,
         target=target,
@@ -354,6 +404,80 @@ def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> 
     )
 
 
+def _ota_deadline_upgrades(
+    snapshot: Snapshot, staging: Staging, target: TargetRevision
+) -> tuple[DeletionPlan | None, MaxUnavailable | Notice | None, float | None]:
+    """The OTA pods the controller upgrades itself (design §13.3): marked `PodNeedUpgrade=True`
+    for the newest revision longer than `edgerollout.io/ota-deadline`, deleted under
+    max-unavailable as AdvancedRollingUpdate would, inside a maintenance window, never on a held
+    node. Also the budget (or the Warning of an unreadable deadline or budget) and the seconds
+    until the next marked pod passes its deadline."""
+    annotations = snapshot.daemonset.annotations
+    deadline = read_ota_deadline(annotations.get(OTA_DEADLINE_ANNOTATION))
+    if deadline is None or isinstance(deadline, Notice):
+        return None, deadline, None
+    if staging.paused or staging.invalid or target.hash is None:
+        return None, None, None
+    overdue: set[NodeName] = set()
+    next_due: float | None = None
+    for node, pods in snapshot.pods_by_node.items():
+        for pod in pods:
+            marked = _marked_since(pod, target)
+            if marked is None:
+                continue
+            left = (marked + deadline - snapshot.now).total_seconds()
+            if left <= 0:
+                overdue.add(node)
+            elif next_due is None or left < next_due:
+                next_due = left
+    if not overdue:
+        return None, None, next_due
+    daemonset = snapshot.daemonset
+    base = budget_base(
+        snapshot.pods, in_flight=snapshot.in_flight, desired_nodes=daemonset.desired_nodes
+    )
+    budget = parse_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
+    if isinstance(budget, InvalidMaxUnavailable):
+        return None, budget.notice, next_due
+    readiness = snapshot.readiness
+    chosen = plan_deletions(
+        pods=snapshot.pods,
+        nodes=[
+            NodeView(name=node, readiness=readiness[node])
+            for node in snapshot.pods_by_node
+            if node in readiness
+        ],
+        target=target,
+        max_unavailable=budget.value,
+        min_ready_seconds=daemonset.min_ready_seconds,
+        now=snapshot.now,
+        in_flight=snapshot.in_flight,
+        desired_nodes=daemonset.desired_nodes,
+        counted_while_not_ready=daemonset.counted_while_not_ready,
+        staging=replace(staging.for_deletions(snapshot.now), only=frozenset(overdue)),
+        labels=snapshot.labels_of,
+    )
+    upgrades = tuple(
+        replace(deletion, reason=DeletionReason.OTA_DEADLINE) for deletion in chosen.deletions
+    )
+    return replace(chosen, deletions=upgrades), budget, next_due
+
+
+def _marked_since(pod: PodView, target: TargetRevision) -> datetime | None:
+    """Since when a live outdated pod has been offered the newest revision (None: it is not)."""
+    if pod.deleting or is_current(pod, target):
+        return None
+    condition = pod.conditions.get(POD_NEED_UPGRADE)
+    if (
+        condition is None
+        or condition.status is not ConditionStatus.TRUE
+        or revision_in_message(condition.message) != target.hash
+        or not condition.last_transition_time
+    ):
+        return None
+    return parse_rfc3339(condition.last_transition_time)
+
+
 def _wave_notice(holds: Holds, target: TargetRevision) -> tuple[Notice, ...]:
     if target.hash is None:
         return ()
@@ -361,13 +485,21 @@ def _wave_notice(holds: Holds, target: TargetRevision) -> tuple[Notice, ...]:
     return () if notice is None else (notice,)
 
 
-def _starting(daemonset: DaemonSetView, rollout: DeletionPlan) -> float | None:
-    """minReadySeconds, if a current pod is Ready but not available yet."""
-    if daemonset.min_ready_seconds > 0 and any(
-        verdict is NodeVerdict.STARTING for verdict in rollout.verdicts.values()
-    ):
-        return float(daemonset.min_ready_seconds)
-    return None
+def _starting(
+    daemonset: DaemonSetView, rollout: DeletionPlan, settings: PlanSettings
+) -> float | None:
+    """When a starting or failing node's verdict may change on the clock alone: minReadySeconds
+    (a Ready pod becomes available), and the health recheck (a deadline passes)."""
+    timed = {verdict for verdict in rollout.verdicts.values() if verdict in _TIMED}
+    if not timed:
+        return None
+    waits = [settings.health_recheck_seconds]
+    if daemonset.min_ready_seconds > 0 and NodeVerdict.STARTING in timed:
+        waits.append(float(daemonset.min_ready_seconds))
+    return min(waits)
+
+
+_TIMED = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
 
 
 def _recheck(settings: PlanSettings, *, starting: float | None = None) -> Recheck:

@@ -8,9 +8,12 @@ skipped, outdated pods waiting for budget), and at each plan judges again only
 - the nodes it is told changed (a pod of the DaemonSet on the node, or the node's readiness), and
 - the nodes whose in-flight deletions changed since the previous plan;
 
-so a plan costs what changed, not what exists. Every node is judged again when the target revision
-or minReadySeconds changes, and at every plan while minReadySeconds > 0 (availability then depends
-on the clock, which no event announces), or after `reset`.
+so a plan costs what changed, not what exists. Every node is judged again when the target revision,
+minReadySeconds or the progress deadline changes, and at every plan while minReadySeconds > 0
+(availability then depends on the clock, which no event announces), or after `reset`. With a
+progress deadline, a node whose current pod is starting or failing is judged again once the time
+has come at which the clock alone may change its verdict (`health.next_clock_change`: a deadline
+passes, a restart is forgiven).
 
 A book's plans are `plan_deletions`'s for the same inputs, provided every node that changed since
 the previous plan is named in `changed`; `tests/unit/domain/test_rollout_book.py` checks this over
@@ -21,8 +24,9 @@ caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from edgerollout.domain.health import Broken, next_clock_change
 from edgerollout.domain.model import (
     InFlightDeletion,
     NodeName,
@@ -52,14 +56,17 @@ class _Entry:
 
     verdict: NodeVerdict | None
     outdated: PodView | None = None
+    broken: Broken | None = None
 
 
 _SKIPPED = _Entry(verdict=None)
+# Verdicts the clock alone may change once a progress deadline is judged.
+_TIMED = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
 
 
 class RolloutBook:
     def __init__(self) -> None:
-        self._key: tuple[TargetRevision, int] | None = None
+        self._key: tuple[TargetRevision, int, timedelta | None] | None = None
         self._entries: dict[NodeName, _Entry] = {}
         self._verdicts: dict[NodeName, NodeVerdict] = {}
         self._in_flight: dict[PodUID, NodeName] = {}
@@ -68,6 +75,10 @@ class RolloutBook:
         self._skipped: dict[NodeName, NodeReadiness] = {}
         self._outdated: set[NodeName] = set()
         self._replace: set[NodeName] = set()
+        # Nodes whose verdict the clock alone may change (STARTING, BROKEN), by when it may
+        # (None: only a change of their pod can), and why the broken ones fail.
+        self._timed: dict[NodeName, datetime | None] = {}
+        self._broken: dict[NodeName, Broken] = {}
 
     def reset(self) -> None:
         """Judge every node again at the next plan."""
@@ -89,6 +100,7 @@ class RolloutBook:
         readiness: Mapping[NodeName, NodeReadiness],
         changed: Set[NodeName] = frozenset(),
         in_flight: Iterable[InFlightDeletion] = (),
+        progress_deadline: timedelta | None = None,
     ) -> None:
         """Judge again the nodes that changed (or all of them, see the module docstring).
 
@@ -96,7 +108,7 @@ class RolloutBook:
         `readiness`: the nodes' readiness (a node absent from it is MISSING); `changed`: the nodes
         where a pod of the DaemonSet or the node's readiness changed since the previous refresh."""
         flying = {deletion.uid: deletion.node_name for deletion in in_flight}
-        key = (target, min_ready_seconds)
+        key = (target, min_ready_seconds, progress_deadline)
         if key != self._key or min_ready_seconds > 0:
             self._clear()
             self._key = key
@@ -106,6 +118,9 @@ class RolloutBook:
             names = set(changed)
             for uid in self._in_flight.keys() ^ flying.keys():
                 names.add(flying[uid] if uid in flying else self._in_flight[uid])
+            names.update(
+                name for name, due in self._timed.items() if due is not None and due <= now
+            )
         self._in_flight = flying
         in_flight_nodes = set(flying.values())
         for name in names:
@@ -117,6 +132,7 @@ class RolloutBook:
                 min_ready_seconds,
                 now,
                 in_flight_nodes,
+                progress_deadline,
             )
 
     def _clear(self) -> None:
@@ -125,6 +141,8 @@ class RolloutBook:
         self._skipped.clear()
         self._outdated.clear()
         self._replace.clear()
+        self._timed.clear()
+        self._broken.clear()
         self._unavailable = 0
 
     def _judge(
@@ -136,6 +154,7 @@ class RolloutBook:
         min_ready_seconds: int,
         now: datetime,
         in_flight_nodes: set[NodeName],
+        progress_deadline: timedelta | None,
     ) -> None:
         previous = self._entries.pop(name, None)
         if previous is not None:
@@ -150,9 +169,17 @@ class RolloutBook:
             self._entries[name] = _Entry(verdict=None)
             return
         live = [pod for pod in pods if not pod.deleting and pod.uid not in self._in_flight]
-        verdict, outdated = judge_node(live, target, min_ready_seconds, now)
-        self._entries[name] = _Entry(verdict=verdict, outdated=outdated)
+        verdict, outdated, broken = judge_node(
+            live, target, min_ready_seconds, now, progress_deadline=progress_deadline
+        )
+        self._entries[name] = _Entry(verdict=verdict, outdated=outdated, broken=broken)
         self._verdicts[name] = verdict
+        if broken is not None:
+            self._broken[name] = broken
+        if progress_deadline is not None and verdict in _TIMED and len(live) == 1:
+            self._timed[name] = next_clock_change(
+                live[0], min_ready_seconds=min_ready_seconds, progress_deadline=progress_deadline
+            )
         if verdict.unavailable:
             self._unavailable += 1
         if outdated is not None:
@@ -168,6 +195,8 @@ class RolloutBook:
             self._unavailable -= 1
         self._outdated.discard(name)
         self._replace.discard(name)
+        self._timed.pop(name, None)
+        self._broken.pop(name, None)
 
     def plan(
         self,
@@ -231,4 +260,5 @@ class RolloutBook:
             verdicts=dict(self._verdicts),
             skipped_nodes=skipped,
             holds=holds,
+            broken=dict(self._broken),
         )

@@ -15,6 +15,9 @@ Each pod of the DaemonSet gets one row and one state:
   the controller skips it until the node is back.
 - `OTA: upgrade available`: an old pod of an OTA DaemonSet marked `PodNeedUpgrade=True`, with the
   state of an image pre-pull of the newest revision appended when the pod has one.
+- `broken`: a current pod on a Ready node that is failing (crash-looping, unable to pull, not
+  ready past its progress deadline, restarted after its start-up), with the reason:
+  `broken: CrashLoopBackOff`. A pod on a node that is not Ready is never broken: it waits.
 - `held`: an old pod on a node a staged rollout holds back (design §12), with the hold:
   `held: partition`, `held: wave pool-b`, `held: paused`, ...
 - `old`: any other old pod (waiting for budget, or for the controller to mark it).
@@ -55,6 +58,7 @@ from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import WaveProgress
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import (
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     PARTITION_ANNOTATION,
@@ -75,6 +79,7 @@ class PodState(StrEnum):
     TERMINATING = "terminating"
     WAITING_NODE_NOT_READY = "waiting: node NotReady"
     OTA_UPGRADE_AVAILABLE = "OTA: upgrade available"
+    BROKEN = "broken"
     HELD = "held"
     OLD = "old"
 
@@ -115,12 +120,15 @@ class NodeRow:
     state: PodState
     prepull: PrepullState | None = None
     hold: str | None = None
+    broken: str | None = None
 
     @property
     def state_text(self) -> str:
-        """The state as shown: `OTA: upgrade available, pre-pull done`, `held: partition`."""
-        if self.hold is not None:
-            return f"{self.state}: {self.hold}"
+        """The state as shown: `OTA: upgrade available, pre-pull done`, `held: partition`,
+        `broken: CrashLoopBackOff`."""
+        detail = self.hold if self.hold is not None else self.broken
+        if detail is not None:
+            return f"{self.state}: {detail}"
         if self.prepull is None:
             return str(self.state)
         return f"{self.state}, {self.prepull}"
@@ -168,6 +176,7 @@ def rollout_status(
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     decided = _controller_plan(daemonset, revisions, pods, nodes, now)
     held = decided.holds.held
+    broken = decided.rollout.broken if decided.rollout is not None else {}
     rows = []
     for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name)):
         node_readiness = (
@@ -184,6 +193,9 @@ def rollout_status(
         hold = held.get(pod.node_name) if pod.node_name is not None else None
         if hold is not None and state in (PodState.OLD, PodState.OTA_UPGRADE_AVAILABLE):
             state = PodState.HELD
+        failing = broken.get(pod.node_name) if pod.node_name is not None and current else None
+        if failing is not None and not pod.deleting:
+            state = PodState.BROKEN
         prepull = (
             _prepull_state(pod, target.hash) if state is PodState.OTA_UPGRADE_AVAILABLE else None
         )
@@ -197,6 +209,7 @@ def rollout_status(
                 state=state,
                 prepull=prepull,
                 hold=str(hold) if state is PodState.HELD else None,
+                broken=failing.reason if state is PodState.BROKEN and failing else None,
             )
         )
     nodes_with_pods = len({row.node for row in rows if row.node is not None})
@@ -268,6 +281,7 @@ _STAGING_LABELS = (
     (NODE_SELECTOR_ANNOTATION, "node selector"),
     (PARTITION_ANNOTATION, "partition"),
     (WAVES_ANNOTATION, "waves"),
+    (MAINTENANCE_WINDOW_ANNOTATION, "maintenance window"),
 )
 
 
@@ -371,6 +385,9 @@ def _progress(
     held = sum(row.state is PodState.HELD for row in rows)
     if held:
         extras.append(f"{held} held")
+    broken = sum(row.state is PodState.BROKEN for row in rows)
+    if broken:
+        extras.append(f"{broken} broken")
     if without_pod > 0:
         extras.append(f"{without_pod} {_nodes(without_pod)} without a pod")
     if strategy is UpdateStrategy.OTA:

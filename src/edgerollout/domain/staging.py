@@ -29,11 +29,16 @@ Holding a node is all staging does: a held node keeps its verdict and its place 
 (a held node with an unavailable old pod still counts as unavailable), it is only never deleted
 (AdvancedRollingUpdate) or offered an upgrade (OTA). A value that cannot be read holds every node
 (`INVALID`), with one Warning naming it and what is accepted, as for a bad max-unavailable.
+
+A maintenance window (`edgerollout.io/maintenance-window`, design §13.2) holds every node of an
+AdvancedRollingUpdate while it is closed (`WINDOW`, with when it opens): deletions start only inside
+a window. It does not hold OTA: a node-initiated upgrade is the node's decision.
 """
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 
 from edgerollout.domain.events import EventType, Notice
@@ -44,8 +49,10 @@ from edgerollout.domain.label_selector import (
     label_value_problem,
     parse_label_selector,
 )
+from edgerollout.domain.maintenance_window import MaintenanceWindows, read_maintenance_window
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.pause import read_pause
+from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     EVERY_OTHER_WAVE,
     HELD_BY_INVALID_SETTING,
@@ -53,9 +60,11 @@ from edgerollout.domain.vocabulary import (
     HELD_BY_PARTITION,
     HELD_BY_PAUSE,
     HELD_BY_WAVE,
+    HELD_BY_WINDOW,
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,
     INVALID_WAVES,
+    MAINTENANCE_WINDOW_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     NOT_IN_WAVES,
@@ -78,6 +87,8 @@ class HoldReason(StrEnum):
     NOT_IN_WAVES = "in no wave"
     PARTITION = "partition"
     WAVE = "wave"
+    WINDOW = "maintenance window closed"
+    NODE_DECIDES = "OTA: the node decides"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,10 +97,13 @@ class Hold:
 
     reason: HoldReason
     wave: str | None = None
+    opens: datetime | None = None
 
     def __str__(self) -> str:
         if self.reason is HoldReason.WAVE and self.wave is not None:
             return f"wave {self.wave}"
+        if self.reason is HoldReason.WINDOW and self.opens is not None:
+            return f"{self.reason}, opens {format_rfc3339(self.opens)}"
         return str(self.reason)
 
     @property
@@ -105,6 +119,8 @@ _CONDITION_REASONS = {
     HoldReason.NOT_IN_WAVES: NOT_IN_WAVES,
     HoldReason.PARTITION: HELD_BY_PARTITION,
     HoldReason.WAVE: HELD_BY_WAVE,
+    HoldReason.WINDOW: HELD_BY_WINDOW,
+    HoldReason.NODE_DECIDES: "",
 }
 
 
@@ -150,8 +166,12 @@ class Staging:
     selector: LabelSelector | None = None
     partition: Partition | None = None
     waves: Waves | None = None
+    window: MaintenanceWindows | None = None
     invalid: bool = False
     notices: tuple[Notice, ...] = ()
+    window_opens: datetime | None = None
+    only: frozenset[NodeName] | None = None
+    """OTA deadlines: the controller may upgrade these nodes only; the others decide."""
 
     @property
     def active(self) -> bool:
@@ -162,7 +182,16 @@ class Staging:
             or self.selector is not None
             or self.partition is not None
             or self.waves is not None
+            or self.window_opens is not None
+            or self.only is not None
         )
+
+    def for_deletions(self, now: datetime) -> "Staging":
+        """The staging of an AdvancedRollingUpdate at `now`: with its maintenance window closed,
+        when it opens next (every node is then held)."""
+        if self.window is None or self.window.is_open(now):
+            return self
+        return replace(self, window_opens=self.window.next_open(now))
 
 
 NOT_STAGED = Staging()
@@ -176,12 +205,15 @@ def read_staging(annotations: Mapping[str, str]) -> Staging:
     selector = _read_selector(annotations.get(NODE_SELECTOR_ANNOTATION))
     partition = _read_partition(annotations.get(PARTITION_ANNOTATION))
     waves = _read_waves(annotations.get(WAVES_ANNOTATION), annotations.get(WAVE_LABEL_ANNOTATION))
-    notices.extend(read for read in (selector, partition, waves) if isinstance(read, Notice))
+    window = read_maintenance_window(annotations.get(MAINTENANCE_WINDOW_ANNOTATION))
+    read_values = (selector, partition, waves, window)
+    notices.extend(read for read in read_values if isinstance(read, Notice))
     return Staging(
         paused=pause.paused,
         selector=selector if isinstance(selector, LabelSelector) else None,
         partition=partition if isinstance(partition, Partition) else None,
         waves=waves if isinstance(waves, Waves) else None,
+        window=window if isinstance(window, MaintenanceWindows) else None,
         invalid=any(notice is not pause.notice for notice in notices),
         notices=tuple(notices),
     )
@@ -305,6 +337,7 @@ class Holds:
     rank: Mapping[NodeName, int] = field(default_factory=dict)
     wave: WaveProgress | None = None
     paused: bool = False
+    window_opens: datetime | None = None
 
     def order(self, name: NodeName) -> tuple[int, NodeName]:
         """The sort key of `name` in the rollout's order."""
@@ -373,14 +406,22 @@ def hold_nodes(
             index = wave_of[name]
             if index is not None and index > current and name not in held:
                 held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
+    if staging.only is not None:
+        for name in ordered:
+            if name not in staging.only and name not in held:
+                held[name] = Hold(reason=HoldReason.NODE_DECIDES)
     if staging.paused or staging.invalid:
         reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
         held = {name: Hold(reason=reason) for name in ordered}
+    elif staging.window_opens is not None:
+        closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
+        held = {name: held.get(name, closed) for name in ordered}
     return Holds(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},
         wave=progress,
         paused=staging.paused,
+        window_opens=staging.window_opens,
     )
 
 
@@ -408,7 +449,7 @@ def wave_started_notice(holds: Holds, *, revision: str) -> Notice | None:
     """The Normal `WaveStarted` Event for the current wave of a rollout to `revision`, when the
     wave has Ready nodes still to upgrade; once per wave and revision."""
     wave = holds.wave
-    if wave is None or not wave.pending or holds.paused:
+    if wave is None or not wave.pending or holds.paused or holds.window_opens is not None:
         return None
     return Notice(
         type=EventType.NORMAL,

@@ -16,6 +16,11 @@ def to_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def parse_rfc3339(raw: str) -> datetime:
+    """An RFC 3339 time as the API server writes it (`2025-03-01T12:00:00Z`), in UTC."""
+    return to_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
+
+
 def format_rfc3339(moment: datetime) -> str:
     """`moment` the way the API server writes a `metav1.Time`: UTC, whole seconds, `Z`."""
     return to_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")

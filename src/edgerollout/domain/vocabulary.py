@@ -62,6 +62,8 @@ INVALID_MAX_UNAVAILABLE: Final = "InvalidMaxUnavailable"
 # it, so existing filters on `reason=SuccessfulDelete` / `reason=FailedDelete` keep working; the
 # reporting component tells edgerollout's events apart from the native controller's.
 SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
+# A deletion of an OTA pod marked PodNeedUpgrade for longer than its DaemonSet's OTA deadline.
+OTA_DEADLINE_UPGRADE: Final = "OTADeadlineUpgrade"
 FAILED_DELETE: Final = "FailedDelete"
 
 # The agent (design §8.3). Its mutating routes answer 503 with this reason, and it reports a
@@ -106,6 +108,7 @@ HELD_BY_NODE_SELECTOR: Final = "HeldByNodeSelector"
 HELD_BY_PARTITION: Final = "HeldByPartition"
 HELD_BY_WAVE: Final = "HeldByWave"
 NOT_IN_WAVES: Final = "NotInWaves"
+HELD_BY_WINDOW: Final = "MaintenanceWindowClosed"
 
 # Edge safety (issue 21): when the controller may delete (maintenance windows), when it upgrades an
 # OTA pod itself (OTA deadlines), when a node's new pod counts as broken (progress deadlines).

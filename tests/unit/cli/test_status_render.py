@@ -118,6 +118,7 @@ def test_json_document_has_the_documented_shape() -> None:
                 "current": True,
                 "state": "updated",
                 "held": None,
+                "broken": None,
             },
             {
                 "node": "edge-2",
@@ -127,6 +128,7 @@ def test_json_document_has_the_documented_shape() -> None:
                 "current": False,
                 "state": "waiting: node NotReady",
                 "held": None,
+                "broken": None,
             },
             {
                 "node": "edge-3",
@@ -136,6 +138,7 @@ def test_json_document_has_the_documented_shape() -> None:
                 "current": False,
                 "state": "waiting: node NotReady",
                 "held": None,
+                "broken": None,
             },
         ],
         "summary": (

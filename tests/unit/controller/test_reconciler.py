@@ -722,3 +722,27 @@ async def test_a_pause_and_a_resume_are_each_told_once_and_the_rollout_waits_bet
             ("Normal", "SuccessfulDelete"),
         ]
         assert (state.paused, state.pause_changes) == (False, 2)
+
+
+async def test_the_nodes_metric_tells_updated_outdated_and_offline_nodes_apart() -> None:
+    from prometheus_client import REGISTRY
+
+    def nodes(state: str) -> float | None:
+        return REGISTRY.get_sample_value("edgerollout_nodes", {"state": state})
+
+    offline = pod_json("web-d", node="edge-9", revision_hash=OLD)  # edge-9 has no Node: Missing
+    async with controller(ROLLING_ONE, [*outdated_rollout(), offline]) as c:
+        await c.reconcile()  # deletes edge-1's pod
+        await c.reconcile()  # sees it in flight
+        assert {s: nodes(s) for s in ("updated", "outdated", "offline", "replacing", "broken")} == {
+            "updated": 1.0,
+            "outdated": 1.0,  # edge-2 waits for the budget
+            "offline": 1.0,
+            "replacing": 1.0,  # edge-1: its pod was just deleted
+            "broken": 0.0,
+        }
+
+        gone = c.api.publish(DAEMONSETS, "DELETED", daemonset_json("web", annotations=ROLLING_ONE))
+        await caught_up(c.cache.daemonsets, gone)
+        await c.reconcile()
+        assert (nodes("updated"), nodes("offline")) == (0.0, 0.0)

@@ -341,6 +341,7 @@ def test_a_current_pod_not_yet_available_brings_the_daemonset_back_after_min_rea
             nodes=NODES,
         ),
         RolloutBook(),
+        PlanSettings(health_recheck_seconds=60.0),
     )
     assert decided.deletions == ()
     assert decided.recheck is not None

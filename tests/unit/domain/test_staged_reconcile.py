@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import timedelta
 
 from edgerollout.domain.dry_run import Action, NodePlan, node_plans
 from edgerollout.domain.events import EventType, Notice
@@ -14,12 +15,15 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
+from edgerollout.domain.planner import DeletionReason
 from edgerollout.domain.reconcile import Plan, Snapshot, plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.rollout_status import PodState, rollout_status
 from edgerollout.domain.vocabulary import (
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODEPOOL_LABEL,
+    OTA_DEADLINE_ANNOTATION,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     POD_NEED_UPGRADE,
@@ -294,3 +298,127 @@ def test_a_node_between_its_old_and_new_pod_keeps_its_wave_and_its_place() -> No
     assert decided.holds.wave is not None
     assert decided.holds.wave.name == "pool-a"
     assert sorted(decided.holds.held) == ["edge-1", "edge-4", "edge-5"]
+
+
+# NOW is Saturday 2025-03-01 12:00 UTC.
+def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens() -> None:
+    closed = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "Mon-Fri 02:00-04:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert closed.deletions == ()
+    assert {str(hold) for hold in closed.holds.held.values()} == {
+        "maintenance window closed, opens 2025-03-03T02:00:00Z"
+    }
+    assert closed.recheck is not None
+    assert closed.recheck.window_seconds == 38 * 3600.0
+    assert closed.recheck.after(deletions_in_flight=0, unechoed_seconds=None) == 38 * 3600.0
+
+    opened = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "Sat 11:00-13:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert [d.node_name for d in opened.deletions] == ["edge-1", "edge-2"]
+    assert opened.recheck is not None
+    assert opened.recheck.window_seconds is None
+
+
+def test_a_window_closed_keeps_other_holds_and_announces_no_wave() -> None:
+    decided = plan(
+        taken(
+            {
+                **ARU,
+                PARTITION_ANNOTATION: "1",
+                WAVES_ANNOTATION: "pool-a, *",
+                MAINTENANCE_WINDOW_ANNOTATION: "Sun 00:00-24:00 Europe/Berlin",
+            },
+            outdated(),
+        ),
+        RolloutBook(),
+    )
+    assert decided.deletions == ()
+    assert str(decided.holds.held[NodeName("edge-5")]) == "partition"
+    assert str(decided.holds.held[NodeName("edge-2")]).startswith("maintenance window closed")
+    assert reasons(decided) == []
+
+
+def test_an_invalid_window_warns_and_deletes_nothing() -> None:
+    decided = plan(
+        taken({**ARU, MAINTENANCE_WINDOW_ANNOTATION: "weekends"}, outdated()), RolloutBook()
+    )
+    assert decided.deletions == ()
+    assert reasons(decided) == ["InvalidMaintenanceWindow"]
+
+
+def test_a_window_does_not_hold_ota_marks() -> None:
+    decided = plan(
+        taken({**OTA, MAINTENANCE_WINDOW_ANNOTATION: "Mon-Fri 02:00-04:00"}, outdated()),
+        RolloutBook(),
+    )
+    assert len(decided.condition_writes) == 5
+    assert decided.holds.held == {}
+
+
+def offered(hours_ago: float) -> list[PodView]:
+    """The five outdated pods, marked PodNeedUpgrade=True for the newest revision that long ago."""
+    since = NOW - timedelta(hours=hours_ago)
+    marked = PodCondition(
+        type=POD_NEED_UPGRADE,
+        status=ConditionStatus.TRUE,
+        message=f"controllerrevision: {NEW}",
+        last_transition_time=since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    return [replace(p, conditions={POD_NEED_UPGRADE: marked}) for p in outdated()]
+
+
+OTA_ONE = {**OTA, MAX_UNAVAILABLE_ANNOTATION: "1"}
+
+
+def test_ota_pods_past_their_deadline_are_upgraded_under_the_budget() -> None:
+    decided = plan(taken({**OTA_ONE, OTA_DEADLINE_ANNOTATION: "1h"}, offered(2)), RolloutBook())
+    assert [(d.node_name, d.reason) for d in decided.deletions] == [
+        ("edge-1", DeletionReason.OTA_DEADLINE)
+    ]
+    notice = decided.deletions[0].notice
+    assert (notice.type, notice.reason) == (EventType.NORMAL, "OTADeadlineUpgrade")
+    assert notice.message == (
+        "Deleted pod: web-1 on node edge-1: marked PodNeedUpgrade for longer than the OTA "
+        "deadline, upgraded by the controller"
+    )
+    assert decided.condition_writes == ()
+    seen = taken({}, offered(2))
+    assert [
+        (row.node, str(row.action))
+        for row in node_plans(decided, pods_by_node=seen.pods_by_node, readiness=seen.readiness)
+    ][:2] == [("edge-1", "delete now"), ("edge-2", "upgrade offered")]
+
+
+def test_ota_pods_within_their_deadline_bring_the_daemonset_back_when_it_passes() -> None:
+    decided = plan(taken({**OTA_ONE, OTA_DEADLINE_ANNOTATION: "1h"}, offered(0.5)), RolloutBook())
+    assert decided.deletions == ()
+    assert decided.recheck is not None
+    assert decided.recheck.ota_deadline_seconds == 1800.0
+
+
+def test_without_a_deadline_ota_stays_node_driven_and_a_bad_one_warns() -> None:
+    assert plan(taken(OTA_ONE, offered(100)), RolloutBook()).deletions == ()
+    bad = plan(taken({**OTA_ONE, OTA_DEADLINE_ANNOTATION: "3d"}, offered(100)), RolloutBook())
+    assert bad.deletions == ()
+    assert reasons(bad) == ["InvalidOTADeadline"]
+
+
+def test_ota_deadline_upgrades_wait_for_a_window_and_spare_held_nodes() -> None:
+    closed = {
+        **OTA_ONE,
+        OTA_DEADLINE_ANNOTATION: "1h",
+        MAINTENANCE_WINDOW_ANNOTATION: "Mon 02:00-03:00",
+    }
+    assert plan(taken(closed, offered(2)), RolloutBook()).deletions == ()
+    partitioned = {
+        **OTA,
+        MAX_UNAVAILABLE_ANNOTATION: "5",
+        OTA_DEADLINE_ANNOTATION: "1h",
+        PARTITION_ANNOTATION: "2",
+    }
+    decided = plan(taken(partitioned, offered(2)), RolloutBook())
+    assert [d.node_name for d in decided.deletions] == ["edge-1", "edge-2", "edge-3"]

@@ -1,0 +1,178 @@
+"""A broken upgrade is not an offline node: the BROKEN verdict through the planner and the book."""
+
+from datetime import timedelta
+
+from edgerollout.domain.dry_run import node_plans
+from edgerollout.domain.events import EventType
+from edgerollout.domain.health import next_clock_change
+from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
+from edgerollout.domain.planner import NodeVerdict, plan_deletions
+from edgerollout.domain.reconcile import plan
+from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.rollout_status import rollout_status
+from edgerollout.domain.vocabulary import (
+    MAX_UNAVAILABLE_ANNOTATION,
+    PROGRESS_DEADLINE_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
+
+from .builders import NEW, NOW, OLD, TARGET, daemonset, node, old_pod, pod, revision, snapshot
+
+DEADLINE = timedelta(seconds=600)
+ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}
+REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
+CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
+
+
+def test_a_crash_looping_new_pod_is_broken_unavailable_and_says_why() -> None:
+    pods = [
+        pod("web-1", "edge-1", ready=False, failures=[CRASHING]),
+        old_pod("web-2", "edge-2"),
+        old_pod("web-3", "edge-3"),
+        old_pod("web-4", "edge-4"),
+    ]
+    nodes = [node(f"edge-{i}") for i in range(1, 5)]
+    result = plan_deletions(
+        pods=pods,
+        nodes=nodes,
+        target=TARGET,
+        max_unavailable=2,
+        min_ready_seconds=0,
+        now=NOW,
+        progress_deadline=DEADLINE,
+    )
+    assert result.verdicts[NodeName("edge-1")] is NodeVerdict.BROKEN
+    assert result.unavailable == 1
+    assert [d.node_name for d in result.deletions] == ["edge-2"]
+    broken = result.broken[NodeName("edge-1")]
+    assert (broken.reason, broken.message) == (
+        "CrashLoopBackOff",
+        "container web waiting: CrashLoopBackOff",
+    )
+
+
+def test_a_ready_pod_that_crashed_after_starting_is_never_counted_available() -> None:
+    restarted = pod(
+        "web-1", "edge-1", ready_for=timedelta(minutes=20), restarted=NOW - timedelta(minutes=5)
+    )
+    result = plan_deletions(
+        pods=[restarted, old_pod("web-2", "edge-2")],
+        nodes=[node("edge-1"), node("edge-2")],
+        target=TARGET,
+        max_unavailable=1,
+        min_ready_seconds=0,
+        now=NOW,
+        progress_deadline=DEADLINE,
+    )
+    assert result.verdicts[NodeName("edge-1")] is NodeVerdict.BROKEN
+    assert result.broken[NodeName("edge-1")].reason == "Restarted"
+    assert result.deletions == ()
+
+
+def test_an_offline_node_is_skipped_never_broken() -> None:
+    result = plan_deletions(
+        pods=[pod("web-1", "edge-1", ready=False, failures=[CRASHING])],
+        nodes=[node("edge-1", NodeReadiness.UNKNOWN)],
+        target=TARGET,
+        max_unavailable=1,
+        min_ready_seconds=0,
+        now=NOW,
+        progress_deadline=DEADLINE,
+    )
+    assert result.skipped_nodes == (NodeName("edge-1"),)
+    assert result.broken == {}
+
+
+def test_the_book_sees_a_deadline_pass_without_any_event() -> None:
+    starting = pod("web-1", "edge-1", ready=False, created=NOW - timedelta(seconds=590))
+    book = RolloutBook()
+    refresh = {
+        "target": TARGET,
+        "min_ready_seconds": 0,
+        "pods_by_node": {NodeName("edge-1"): [starting]},
+        "readiness": {NodeName("edge-1"): NodeReadiness.READY},
+        "progress_deadline": DEADLINE,
+    }
+    book.refresh(now=NOW, **refresh)  # type: ignore[arg-type]
+    assert book.plan(max_unavailable=1).verdicts == {NodeName("edge-1"): NodeVerdict.STARTING}
+
+    book.refresh(now=NOW + timedelta(seconds=11), **refresh)  # type: ignore[arg-type]
+    later = book.plan(max_unavailable=1)
+    assert later.verdicts == {NodeName("edge-1"): NodeVerdict.BROKEN}
+    assert later.broken[NodeName("edge-1")].reason == "ProgressDeadlineExceeded"
+
+
+def test_a_starting_node_brings_the_daemonset_back_within_the_health_recheck() -> None:
+    decided = plan(
+        snapshot(
+            daemonset(ARU),
+            revisions=REVISIONS,
+            pods=[pod("web-1", "edge-1", ready=False)],
+            nodes=[node("edge-1")],
+        ),
+        RolloutBook(),
+    )
+    assert decided.recheck is not None
+    assert decided.recheck.starting_seconds == 5.0
+
+
+def test_an_invalid_progress_deadline_deletes_nothing_and_warns() -> None:
+    decided = plan(
+        snapshot(
+            daemonset({**ARU, PROGRESS_DEADLINE_ANNOTATION: "10m"}),
+            revisions=REVISIONS,
+            pods=[old_pod("web-1", "edge-1")],
+            nodes=[node("edge-1")],
+        ),
+        RolloutBook(),
+    )
+    assert decided.deletions == ()
+    assert [(n.type, n.reason, n.subject) for n in decided.notices] == [
+        (EventType.WARNING, "InvalidProgressDeadline", "10m")
+    ]
+
+
+def test_status_and_the_dry_run_tell_a_broken_node_from_an_offline_one() -> None:
+    pods = [
+        pod("web-1", "edge-1", ready=False, failures=[CRASHING]),
+        old_pod("web-2", "edge-2"),
+        old_pod("web-3", "edge-3"),
+    ]
+    nodes = [node("edge-1"), node("edge-2", NodeReadiness.NOT_READY), node("edge-3")]
+    status = rollout_status(
+        daemonset=daemonset(ARU), revisions=REVISIONS, pods=pods, nodes=nodes, now=NOW
+    )
+    assert [(row.node, row.state_text) for row in status.rows] == [
+        ("edge-1", "broken: CrashLoopBackOff"),
+        ("edge-2", "waiting: node NotReady"),
+        ("edge-3", "old"),
+    ]
+    assert status.summary == (
+        'Waiting for daemon set "nginx-daemonset" rollout to finish: 0 of 3 updated pods are '
+        "available (1 waiting for NotReady nodes, 1 broken)..."
+    )
+    taken = snapshot(daemonset(ARU), revisions=REVISIONS, pods=pods, nodes=nodes)
+    decided = plan(taken, RolloutBook())
+    rows = node_plans(decided, pods_by_node=taken.pods_by_node, readiness=taken.readiness)
+    assert [(row.node, str(row.action), row.why) for row in rows] == [
+        ("edge-1", "broken", "CrashLoopBackOff since 2025-03-01T11:59:30Z"),
+        ("edge-2", "skipped", "node NotReady"),
+        ("edge-3", "delete now", "outdated, deleted within max-unavailable"),
+    ]
+
+
+def test_the_clock_changes_a_verdict_at_the_deadline_or_when_a_restart_is_forgiven() -> None:
+    not_ready = pod("web-1", "edge-1", ready=False, created=NOW - timedelta(seconds=30))
+    assert next_clock_change(not_ready, min_ready_seconds=0, progress_deadline=DEADLINE) == (
+        NOW - timedelta(seconds=30) + DEADLINE
+    )
+    restarted = pod(
+        "web-1", "edge-1", ready_for=timedelta(minutes=2), restarted=NOW - timedelta(minutes=3)
+    )
+    assert next_clock_change(restarted, min_ready_seconds=10, progress_deadline=DEADLINE) == (
+        NOW - timedelta(minutes=2) + timedelta(seconds=10) + DEADLINE
+    )
+    assert (
+        next_clock_change(pod("web-1", "edge-1"), min_ready_seconds=0, progress_deadline=DEADLINE)
+        is None
+    )
