@@ -46,6 +46,7 @@ from edgerollout.domain.vocabulary import (
 )
 from edgerollout_lab.cluster import Lab, node_names
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
+from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
 from tests.e2e.support.lab import (
     LabHandle,
@@ -605,3 +606,51 @@ async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under
     assert first_gone >= marked_at + 4 - 1
     reasons = [e.reason for e in await events(kube, namespace) if e.reason != WAVE_STARTED]
     assert sorted(reasons) == ["OTADeadlineUpgrade"] * 5
+
+
+@pytest.mark.lab(nodes=6)
+async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_budget(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    before = await seed_six(kube, namespace, advanced_rolling_update("2"))
+    await kube.disconnect("edge-6")
+    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
+
+    async def two_broken() -> dict[str, Any] | None:
+        status = await edgerollout(kube, "status", NAME, "-n", namespace, "-o", "json")
+        document = json.loads(status.stdout)
+        broken = [row["node"] for row in document["nodes"] if row["broken"]]
+        return document if broken == ["edge-1", "edge-2"] else None
+
+    document = await wait_for(two_broken, timeout=30, what="edge-1 and edge-2 broken")
+    states = {row["node"]: row["state"] for row in document["nodes"]}
+    assert states == {
+        "edge-1": "broken: CrashLoopBackOff",
+        "edge-2": "broken: CrashLoopBackOff",
+        "edge-3": "old",
+        "edge-4": "old",
+        "edge-5": "old",
+        "edge-6": "waiting: node NotReady",
+    }
+
+    # Broken nodes are unavailable: with 2 of them the budget of 2 is spent, nothing more goes.
+    async def rest_untouched() -> bool:
+        grouped = await pods_now(kube, namespace)
+        return all(kept(grouped.get(node, []), before[node]) for node in SIX[2:])
+
+    await hold_for(rest_untouched, seconds=HOLD_SECONDS, what="no deletion past the budget")
+    assert await deleted_on(kube, namespace) == ["edge-1", "edge-2"]
+    dry_run = await edgerollout(kube, "plan", NAME, "-n", namespace, "-o", "json")
+    actions = {
+        row["node"]: (row["action"], row["why"]) for row in json.loads(dry_run.stdout)["nodes"]
+    }
+    assert actions["edge-1"][0] == "broken"
+    assert actions["edge-1"][1].startswith("CrashLoopBackOff since ")
+    assert actions["edge-3"] == ("waiting for budget", "2 of 2 unavailable")
+    assert actions["edge-6"] == ("skipped", "node Unknown")
+
+    # The fix: a working image; the broken pods are outdated and unavailable, replaced at once.
+    await set_image(kube, namespace, NAME, NEW)
+    await kube.connect("edge-6")
+    await running_everywhere(kube, namespace, NEW, SIX, timeout=90)
