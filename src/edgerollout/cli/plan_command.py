@@ -12,7 +12,6 @@ refuses the request; 130 interrupted (Ctrl-C) (`daemonset_command`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import click
@@ -21,7 +20,6 @@ from edgerollout.cli.daemonset_command import connect, daemonset_target, run_dae
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
 from edgerollout.cli.rollout_read import read_rollout
 from edgerollout.domain.dry_run import node_plans
-from edgerollout.domain.model import NodeName, PodView
 from edgerollout.domain.reconcile import Snapshot, plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.kube.api import Api
@@ -30,26 +28,18 @@ from edgerollout.kube.api import Api
 async def dry_run(api: Api, *, name: str, namespace: str) -> DryRun:
     """Read the DaemonSet `namespace/name` once and plan it as the controller would now."""
     views = await read_rollout(api, name=name, namespace=namespace)
-    by_node: dict[NodeName, list[PodView]] = {}
-    for pod in views.pods:
-        if pod.node_name is not None:
-            by_node.setdefault(pod.node_name, []).append(pod)
-    readiness = {node.name: node.readiness for node in views.nodes}
-    snapshot = Snapshot(
+    snapshot = Snapshot.of_views(
         daemonset=views.daemonset,
         revisions=views.revisions,
         pods=views.pods,
-        pods_by_node=by_node,
-        readiness=readiness,
-        node_labels={node.name: node.labels for node in views.nodes},
+        nodes=views.nodes,
         now=datetime.now(UTC),
     )
     decided = plan(snapshot, RolloutBook())
-    pods_by_node: Mapping[NodeName, Sequence[PodView]] = by_node
     return DryRun(
         daemonset=views.daemonset,
         plan=decided,
-        nodes=node_plans(decided, pods_by_node=pods_by_node, readiness=readiness),
+        nodes=node_plans(decided, pods_by_node=snapshot.pods_by_node, readiness=snapshot.readiness),
     )
 
 

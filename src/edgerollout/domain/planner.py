@@ -286,6 +286,10 @@ def plan_deletions(
     )
 
 
+# The verdicts the clock alone may change once a progress deadline is judged (a deadline passes,
+# a restart is forgiven).
+CLOCK_DEPENDENT = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
+
 # The verdicts of a Ready node that still holds a pod of an old revision.
 HOLDING_AN_OLD_POD = frozenset(
     {NodeVerdict.OUTDATED, NodeVerdict.OUTDATED_UNAVAILABLE, NodeVerdict.OLD_AND_NEW}

@@ -38,7 +38,7 @@ The order of the steps is the order of the questions a user would ask:
 6. When to look again without an event (`Recheck`).
 """
 
-from collections.abc import Collection, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Self
@@ -65,6 +65,7 @@ from edgerollout.domain.model import (
 )
 from edgerollout.domain.pause import pause_notice
 from edgerollout.domain.planner import (
+    CLOCK_DEPENDENT,
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
@@ -158,6 +159,33 @@ class Snapshot:
     paused_before: bool | None = None
     pause_changes: int = 0
     now: datetime
+
+    @classmethod
+    def of_views(
+        cls,
+        *,
+        daemonset: DaemonSetView,
+        revisions: Sequence[RevisionView],
+        pods: Collection[PodView],
+        nodes: Iterable[NodeView],
+        now: datetime,
+    ) -> Self:
+        """The snapshot of views read once, as `status` and `plan` read them: nothing changed
+        before it, nothing in flight, no pull Job."""
+        by_node: dict[NodeName, list[PodView]] = {}
+        for pod in pods:
+            if pod.node_name is not None:
+                by_node.setdefault(pod.node_name, []).append(pod)
+        nodes = tuple(nodes)
+        return cls(
+            daemonset=daemonset,
+            revisions=revisions,
+            pods=pods,
+            pods_by_node=by_node,
+            readiness={node.name: node.readiness for node in nodes},
+            node_labels={node.name: node.labels for node in nodes},
+            now=now,
+        )
 
     def labels_of(self, node: NodeName) -> Mapping[str, str]:
         """The labels of `node` (none for a node not in the cache)."""
@@ -490,16 +518,13 @@ def _starting(
 ) -> float | None:
     """When a starting or failing node's verdict may change on the clock alone: minReadySeconds
     (a Ready pod becomes available), and the health recheck (a deadline passes)."""
-    timed = {verdict for verdict in rollout.verdicts.values() if verdict in _TIMED}
+    timed = {verdict for verdict in rollout.verdicts.values() if verdict in CLOCK_DEPENDENT}
     if not timed:
         return None
     waits = [settings.health_recheck_seconds]
     if daemonset.min_ready_seconds > 0 and NodeVerdict.STARTING in timed:
         waits.append(float(daemonset.min_ready_seconds))
     return min(waits)
-
-
-_TIMED = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
 
 
 def _recheck(settings: PlanSettings, *, starting: float | None = None) -> Recheck:

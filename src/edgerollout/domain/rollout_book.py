@@ -35,6 +35,7 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planner import (
+    CLOCK_DEPENDENT,
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
@@ -60,8 +61,6 @@ class _Entry:
 
 
 _SKIPPED = _Entry(verdict=None)
-# Verdicts the clock alone may change once a progress deadline is judged.
-_TIMED = frozenset({NodeVerdict.STARTING, NodeVerdict.BROKEN})
 
 
 class RolloutBook:
@@ -176,7 +175,7 @@ class RolloutBook:
         self._verdicts[name] = verdict
         if broken is not None:
             self._broken[name] = broken
-        if progress_deadline is not None and verdict in _TIMED and len(live) == 1:
+        if progress_deadline is not None and verdict in CLOCK_DEPENDENT and len(live) == 1:
             self._timed[name] = next_clock_change(
                 live[0], min_ready_seconds=min_ready_seconds, progress_deadline=progress_deadline
             )

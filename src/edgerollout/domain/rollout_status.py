@@ -251,18 +251,8 @@ def _controller_plan(
     now: datetime,
 ) -> Plan:
     """The controller's plan for these views, from a fresh book."""
-    by_node: dict[NodeName, list[PodView]] = {}
-    for pod in pods:
-        if pod.node_name is not None:
-            by_node.setdefault(pod.node_name, []).append(pod)
-    snapshot = Snapshot(
-        daemonset=daemonset,
-        revisions=revisions,
-        pods=pods,
-        pods_by_node=by_node,
-        readiness={node.name: node.readiness for node in nodes},
-        node_labels={node.name: node.labels for node in nodes},
-        now=now,
+    snapshot = Snapshot.of_views(
+        daemonset=daemonset, revisions=revisions, pods=pods, nodes=nodes, now=now
     )
     return plan(snapshot, RolloutBook())
 
