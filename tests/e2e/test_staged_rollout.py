@@ -9,11 +9,9 @@ makes from the same state. Node labels a test adds are removed when it ends, wha
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -47,6 +45,7 @@ from edgerollout.domain.vocabulary import (
 from edgerollout_lab.cluster import Lab, node_names
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
+from tests.e2e.support import cli
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
 from tests.e2e.support.lab import (
     LabHandle,
@@ -170,15 +169,7 @@ async def edgerollout(
     kube: LabHandle, *args: str, timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
     """`edgerollout ARGS --kubeconfig LAB` as a user runs it."""
-    command = [
-        str(Path(sys.executable).parent / "edgerollout"),
-        *args,
-        "--kubeconfig",
-        str(kube.lab.kubeconfig),
-    ]
-    return await asyncio.to_thread(
-        subprocess.run, command, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return await cli.edgerollout(kube.lab.kubeconfig, *args, timeout=timeout)
 
 
 @contextlib.asynccontextmanager
