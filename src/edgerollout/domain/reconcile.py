@@ -32,9 +32,11 @@ The order of the steps is the order of the questions a user would ask:
    False; while paused, or while a staging value is invalid, nothing is written), and which image
    pre-pulls are to start or to report? Nothing is ever deleted; max-unavailable means nothing
    here.
-4. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
-   controller should wait for the DaemonSet to change rather than retry.
-5. Which pods go now? (`rollout_book`, `planner`; held nodes never)
+4. AdvancedRollingUpdate: are max-unavailable, the progress deadline and the failure budget
+   valid? If not, a Warning and no deletion at all; the controller should wait for the DaemonSet
+   to change rather than retry.
+5. Which pods go now? (`rollout_book`, `planner`; held nodes never) Unless more nodes are broken
+   than the failure budget tolerates: then none, and the rollout is paused (`failure_budget`).
 6. When to look again without an event (`Recheck`).
 """
 
@@ -53,6 +55,7 @@ from edgerollout.domain.budget import (
 from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, revision_in_message
 from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
+from edgerollout.domain.failure_budget import MaxFailed, failure_stop, read_max_failed
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -93,6 +96,7 @@ from edgerollout.domain.staging import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.timestamps import parse_rfc3339
 from edgerollout.domain.vocabulary import (
+    MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     POD_NEED_UPGRADE,
@@ -249,6 +253,8 @@ class Plan:
       DaemonSet has had stay remembered (see the table in the module docstring).
     - `paused`: whether the rollout is paused (None when the DaemonSet is not ours); the shell
       remembers it for the next plan's `Snapshot.paused_before`.
+    - `pause_rollout`: more nodes are broken than the failure budget tolerates: the shell pauses
+      the rollout (`edgerollout.io/paused: "true"` on the DaemonSet; design §13.4).
     - `holds`: the nodes a staged rollout holds back, and its wave.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
@@ -261,6 +267,7 @@ class Plan:
     recheck: Recheck | None = None
     keep_notices: bool = False
     paused: bool | None = None
+    pause_rollout: bool = False
     holds: Holds = NOTHING_HELD
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
@@ -353,10 +360,12 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         )
 
     deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
-    if isinstance(deadline, Notice):
+    max_failed = read_max_failed(daemonset.annotations.get(MAX_FAILED_ANNOTATION))
+    if isinstance(deadline, Notice) or isinstance(max_failed, Notice):
+        unreadable = (value for value in (deadline, max_failed) if isinstance(value, Notice))
         return Plan(
             strategy=choice.strategy,
-            notices=(*told, deadline),
+            notices=(*told, *unreadable),
             recheck=_recheck(settings),
             paused=staging.paused,
             target=target,
@@ -382,13 +391,31 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             target=target,
         )
     deleting = staging.for_deletions(snapshot.now)
-    rollout = book.plan(
-        max_unavailable=budget.value,
-        desired_nodes=daemonset.desired_nodes,
-        counted_while_not_ready=daemonset.counted_while_not_ready,
-        staging=deleting,
-        labels=snapshot.labels_of,
-    )
+
+    def rollout_with(staging: Staging) -> DeletionPlan:
+        return book.plan(
+            max_unavailable=budget.value,
+            desired_nodes=daemonset.desired_nodes,
+            counted_while_not_ready=daemonset.counted_while_not_ready,
+            staging=staging,
+            labels=snapshot.labels_of,
+        )
+
+    rollout = rollout_with(deleting)
+    failed = None
+    if isinstance(max_failed, MaxFailed) and not staging.paused and target.hash is not None:
+        failed = failure_stop(
+            rollout.broken,
+            limit=max_failed,
+            nodes=base,
+            revision=target.hash,
+            pause_changes=snapshot.pause_changes,
+        )
+    if failed is not None:
+        # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
+        # deleted even before the pause is written, or if it cannot be.
+        told.append(failed)
+        rollout = rollout_with(replace(deleting, paused=True))
     told.extend(_wave_notice(rollout.holds, target))
     opens = deleting.window_opens
     recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
@@ -400,6 +427,7 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         notices=tuple(told),
         recheck=recheck,
         paused=staging.paused,
+        pause_rollout=failed is not None,
         holds=rollout.holds,
         target=target,
         budget=budget,
