@@ -56,6 +56,7 @@ from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, rev
 from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
 from edgerollout.domain.failure_budget import MaxFailed, failure_stop, read_max_failed
+from edgerollout.domain.health import Broken
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -255,6 +256,9 @@ class Plan:
       remembers it for the next plan's `Snapshot.paused_before`.
     - `pause_rollout`: more nodes are broken than the failure budget tolerates: the shell pauses
       the rollout (`edgerollout.io/paused: "true"` on the DaemonSet; design §13.4).
+    - `broken`: the Ready nodes whose pod of the newest revision is failing, and why (both
+      strategies; design §13.1).
+    - `window_opens`: when the maintenance window, closed now, opens (None: open, or none).
     - `holds`: the nodes a staged rollout holds back, and its wave.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
@@ -268,6 +272,8 @@ class Plan:
     keep_notices: bool = False
     paused: bool | None = None
     pause_rollout: bool = False
+    broken: Mapping[NodeName, Broken] = field(default_factory=dict)
+    window_opens: datetime | None = None
     holds: Holds = NOTHING_HELD
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
@@ -322,43 +328,6 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
     )
     if paused is not None:
         told.append(paused)
-    if choice.strategy is UpdateStrategy.OTA:
-        pods = list(snapshot.pods)
-        holds = _ota_holds(snapshot, staging, target)
-        writes: tuple[ConditionWrite, ...] = ()
-        if not (staging.paused or staging.invalid):
-            writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
-        told.extend(_wave_notice(holds, target))
-        upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
-        if isinstance(upgrade_budget, Notice):
-            told.append(upgrade_budget)
-        prepulls: tuple[PrepullStep, ...] = ()
-        if target.hash is not None and snapshot.pull_template is not None:
-            prepulls = plan_prepulls(
-                pods=pods,
-                newest=target.hash,
-                jobs=snapshot.pull_jobs,
-                template=snapshot.pull_template,
-                settings=settings.prepull,
-                now=snapshot.now,
-            )
-        recheck = _recheck(settings)
-        if due is not None:
-            # Look again when the next marked pod passes its OTA deadline: no event says so.
-            recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
-        return Plan(
-            strategy=choice.strategy,
-            notices=tuple(told),
-            condition_writes=writes,
-            prepulls=prepulls,
-            recheck=recheck,
-            paused=staging.paused,
-            holds=holds,
-            target=target,
-            budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
-            rollout=upgrades,
-        )
-
     deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
     max_failed = read_max_failed(daemonset.annotations.get(MAX_FAILED_ANNOTATION))
     if isinstance(deadline, Notice) or isinstance(max_failed, Notice):
@@ -370,6 +339,90 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
             paused=staging.paused,
             target=target,
         )
+    read = _Read(
+        strategy=choice.strategy,
+        target=target,
+        staging=staging,
+        told=told,
+        progress_deadline=timedelta(seconds=deadline),
+        max_failed=max_failed,
+        window_opens=staging.for_deletions(snapshot.now).window_opens,
+    )
+    if choice.strategy is UpdateStrategy.OTA:
+        return _decide_ota(snapshot, read, settings)
+    return _decide_advanced(snapshot, read, book, settings)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Read:
+    """What both strategies' plans start from: the DaemonSet's settings read, and the notices
+    told so far (each strategy adds its own)."""
+
+    strategy: UpdateStrategy
+    target: TargetRevision
+    staging: Staging
+    told: list[Notice]
+    progress_deadline: timedelta
+    max_failed: MaxFailed | None
+    window_opens: datetime | None
+
+
+def _decide_ota(snapshot: Snapshot, read: _Read, settings: PlanSettings) -> Plan:
+    target, staging, told = read.target, read.staging, read.told
+    pods = list(snapshot.pods)
+    broken = _ota_broken(snapshot, target, read.progress_deadline)
+    failed = _failure_stop(snapshot, staging, target, broken, read.max_failed)
+    if failed is not None:
+        # Too many nodes upgraded themselves into a failing revision (design §13.4): offer it to
+        # no one more, as a pause would.
+        told.append(failed)
+        staging = replace(staging, paused=True)
+    holds = _ota_holds(snapshot, staging, target)
+    writes: tuple[ConditionWrite, ...] = ()
+    if not (staging.paused or staging.invalid):
+        writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
+    told.extend(_wave_notice(holds, target))
+    upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
+    if isinstance(upgrade_budget, Notice):
+        told.append(upgrade_budget)
+    prepulls: tuple[PrepullStep, ...] = ()
+    if target.hash is not None and snapshot.pull_template is not None:
+        prepulls = plan_prepulls(
+            pods=pods,
+            newest=target.hash,
+            jobs=snapshot.pull_jobs,
+            template=snapshot.pull_template,
+            settings=settings.prepull,
+            now=snapshot.now,
+        )
+    recheck = _recheck(settings)
+    if due is not None:
+        # Look again when the next marked pod passes its OTA deadline: no event says so.
+        recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
+    if isinstance(upgrade_budget, MaxUnavailable):
+        # Pods past their OTA deadline wait for the window: look again when it opens.
+        recheck = _when_window_opens(recheck, read.window_opens, snapshot.now)
+    return Plan(
+        strategy=read.strategy,
+        notices=tuple(told),
+        condition_writes=writes,
+        prepulls=prepulls,
+        recheck=recheck,
+        paused=read.staging.paused,
+        pause_rollout=failed is not None,
+        broken=broken,
+        window_opens=read.window_opens,
+        holds=holds,
+        target=target,
+        budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
+        rollout=upgrades,
+    )
+
+
+def _decide_advanced(
+    snapshot: Snapshot, read: _Read, book: RolloutBook, settings: PlanSettings
+) -> Plan:
+    daemonset, target, staging, told = snapshot.daemonset, read.target, read.staging, read.told
     book.refresh(
         target=target,
         min_ready_seconds=daemonset.min_ready_seconds,
@@ -378,13 +431,13 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         readiness=snapshot.readiness,
         changed=snapshot.changed_nodes,
         in_flight=snapshot.in_flight,
-        progress_deadline=timedelta(seconds=deadline),
+        progress_deadline=read.progress_deadline,
     )
     base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(
-            strategy=choice.strategy,
+            strategy=read.strategy,
             notices=(*told, budget.notice),
             recheck=_recheck(settings),
             paused=staging.paused,
@@ -402,37 +455,82 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         )
 
     rollout = rollout_with(deleting)
-    failed = None
-    if isinstance(max_failed, MaxFailed) and not staging.paused and target.hash is not None:
-        failed = failure_stop(
-            rollout.broken,
-            limit=max_failed,
-            nodes=base,
-            revision=target.hash,
-            pause_changes=snapshot.pause_changes,
-        )
+    failed = _failure_stop(snapshot, staging, target, rollout.broken, read.max_failed, nodes=base)
     if failed is not None:
         # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
         # deleted even before the pause is written, or if it cannot be.
         told.append(failed)
         rollout = rollout_with(replace(deleting, paused=True))
     told.extend(_wave_notice(rollout.holds, target))
-    opens = deleting.window_opens
     recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
-    if opens is not None:
-        # Look again when the window opens: no event says so.
-        recheck = replace(recheck, window_seconds=max((opens - snapshot.now).total_seconds(), 0.0))
     return Plan(
-        strategy=choice.strategy,
+        strategy=read.strategy,
         notices=tuple(told),
-        recheck=recheck,
+        recheck=_when_window_opens(recheck, read.window_opens, snapshot.now),
         paused=staging.paused,
         pause_rollout=failed is not None,
+        broken=rollout.broken,
+        window_opens=read.window_opens,
         holds=rollout.holds,
         target=target,
         budget=budget,
         rollout=rollout,
     )
+
+
+def _when_window_opens(recheck: Recheck, opens: datetime | None, now: datetime) -> Recheck:
+    """`recheck`, and a look when a closed maintenance window opens: no event says so."""
+    if opens is None:
+        return recheck
+    return replace(recheck, window_seconds=max((opens - now).total_seconds(), 0.0))
+
+
+def _failure_stop(
+    snapshot: Snapshot,
+    staging: Staging,
+    target: TargetRevision,
+    broken: Mapping[NodeName, Broken],
+    max_failed: MaxFailed | None,
+    *,
+    nodes: int | None = None,
+) -> Notice | None:
+    """The Warning `RolloutFailed` when a running rollout has more broken nodes than its failure
+    budget tolerates (None: no budget, paused already, or within it). A percentage counts over
+    `nodes` (by default the nodes holding a pod, or the desired count if larger)."""
+    if max_failed is None or staging.paused or target.hash is None:
+        return None
+    if nodes is None:
+        nodes = base_of(len(snapshot.pods_by_node), desired_nodes=snapshot.daemonset.desired_nodes)
+    return failure_stop(
+        broken,
+        limit=max_failed,
+        nodes=nodes,
+        revision=target.hash,
+        pause_changes=snapshot.pause_changes,
+    )
+
+
+def _ota_broken(
+    snapshot: Snapshot, target: TargetRevision, progress_deadline: timedelta
+) -> dict[NodeName, Broken]:
+    """The Ready nodes whose pod of the newest revision is failing, judged as for
+    AdvancedRollingUpdate (design §13.1): a node that upgraded itself can be broken too."""
+    if target.hash is None and target.template_generation is None:
+        return {}
+    readiness, min_ready, now = (
+        snapshot.readiness,
+        snapshot.daemonset.min_ready_seconds,
+        snapshot.now,
+    )
+    broken: dict[NodeName, Broken] = {}
+    for node, pods in snapshot.pods_by_node.items():
+        if readiness.get(node) is not NodeReadiness.READY:
+            continue
+        live = [pod for pod in pods if not pod.deleting]
+        failing = judge_node(live, target, min_ready, now, progress_deadline=progress_deadline)[2]
+        if failing is not None:
+            broken[node] = failing
+    return broken
 
 
 def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> Holds:

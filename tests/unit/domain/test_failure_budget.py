@@ -267,3 +267,57 @@ def test_past_the_budget_nothing_is_deleted_and_within_it_no_stop(
         assert decided.deletions == ()
     assert decided.rollout is not None
     assert len(decided.rollout.broken) == broken_ready
+
+
+OTA = {UPDATE_STRATEGY_ANNOTATION: "OTA"}
+
+
+def test_ota_nodes_that_upgraded_into_a_failing_pod_are_broken_and_stop_the_offers() -> None:
+    pods = [
+        crash_looping("web-1", "edge-1"),
+        crash_looping("web-2", "edge-2"),
+        old_pod("web-3", "edge-3"),
+    ]
+    nodes = [node("edge-1"), node("edge-2"), node("edge-3")]
+    taken = snapshot(
+        daemonset({**OTA, MAX_FAILED_ANNOTATION: "1"}), revisions=REVISIONS, pods=pods, nodes=nodes
+    )
+    decided = plan(taken, RolloutBook())
+    assert (decided.pause_rollout, decided.condition_writes, decided.deletions) == (True, (), ())
+    assert [(n.reason, n.subject) for n in decided.notices] == [("RolloutFailed", "hash-new/0")]
+    assert sorted(decided.broken) == ["edge-1", "edge-2"]
+    rows = node_plans(decided, pods_by_node=taken.pods_by_node, readiness=taken.readiness)
+    assert [(row.node, str(row.action)) for row in rows] == [
+        ("edge-1", "broken"),
+        ("edge-2", "broken"),
+        ("edge-3", "held"),
+    ]
+
+
+def test_ota_without_a_budget_reports_a_broken_node_and_still_offers_the_upgrade() -> None:
+    pods = [crash_looping("web-1", "edge-1"), old_pod("web-2", "edge-2")]
+    nodes = [node("edge-1"), node("edge-2", NodeReadiness.NOT_READY)]
+    decided = plan(
+        snapshot(daemonset(OTA), revisions=REVISIONS, pods=pods, nodes=nodes), RolloutBook()
+    )
+    assert list(decided.broken) == ["edge-1"]
+    assert decided.broken[NodeName("edge-1")].reason == "CrashLoopBackOff"
+    assert [(w.name, str(w.condition.status)) for w in decided.condition_writes] == [
+        ("web-1", "False"),  # current: nothing to offer
+        ("web-2", "True"),  # offline: offered all the same, the node decides when it is back
+    ]
+    assert decided.pause_rollout is False
+
+
+def test_ota_with_an_unreadable_budget_offers_nothing_and_warns() -> None:
+    decided = plan(
+        snapshot(
+            daemonset({**OTA, MAX_FAILED_ANNOTATION: "-1"}),
+            revisions=REVISIONS,
+            pods=[old_pod("web-1", "edge-1")],
+            nodes=[node("edge-1")],
+        ),
+        RolloutBook(),
+    )
+    assert decided.condition_writes == ()
+    assert [(n.reason, n.subject) for n in decided.notices] == [("InvalidMaxFailed", "-1")]
