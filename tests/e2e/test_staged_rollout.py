@@ -706,3 +706,53 @@ async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_f
     assert len(await events(kube, namespace, reason=ROLLOUT_FAILED)) == 1
     recorded = [e.reason for e in await events(kube, namespace) if e.type == "Warning"]
     assert recorded == [ROLLOUT_FAILED]
+
+
+@pytest.mark.lab(nodes=6)
+async def test_ota_nodes_that_upgrade_into_a_failing_pod_trip_the_failure_budget(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    annotations = {UPDATE_STRATEGY_ANNOTATION: OTA, MAX_FAILED_ANNOTATION: "1"}
+    before = await seed_six(kube, namespace, annotations)
+    await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
+
+    async def offered() -> bool:
+        grouped = await pods_now(kube, namespace)
+        marks = [condition(grouped[node][0], POD_NEED_UPGRADE) for node in SIX]
+        return all(mark is not None and str(mark.status) == "True" for mark in marks)
+
+    await wait_for(offered, timeout=20, what="the upgrade offered on every node")
+    # Two nodes take the upgrade, as their agents would: their pods are deleted and come back
+    # crash-looping.
+    grouped = await pods_now(kube, namespace)
+    for node in ("edge-1", "edge-2"):
+        await kube.core.delete_namespaced_pod(grouped[node][0].metadata.name, namespace)
+
+    async def failed() -> list[Any] | None:
+        return await events(kube, namespace, reason=ROLLOUT_FAILED) or None
+
+    (told,) = await wait_for(failed, timeout=40, what="a RolloutFailed Event")
+    assert told.message.startswith(
+        f"2 nodes are broken on revision {await newest_revision_hash(kube, namespace)}, "
+        f'more than {MAX_FAILED_ANNOTATION} "1" tolerates (1): edge-1: CrashLoopBackOff since '
+    )
+    current = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
+    assert current.metadata.annotations[PAUSED_ANNOTATION] == "true"
+    status = json.loads(
+        (await edgerollout(kube, "status", NAME, "-n", namespace, "-o", "json")).stdout
+    )
+    assert [row["broken"] for row in status["nodes"]] == [
+        "CrashLoopBackOff",
+        "CrashLoopBackOff",
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert status["paused"] is True
+
+    async def rest_kept() -> bool:
+        grouped = await pods_now(kube, namespace)
+        return all(kept(grouped[node], before[node]) for node in SIX[2:])
+
+    await hold_for(rest_kept, seconds=3, what="the other nodes keeping their pods")
