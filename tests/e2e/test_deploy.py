@@ -299,12 +299,11 @@ def test_service_account_may_do_exactly_what_the_code_needs(
 CONTROLLER_POLICY = "edgerollout-controller-prepull-jobs"
 
 
-def _policy_message(rule: int) -> str:
+def _policy_message(rule: int, name: str = CONTROLLER_POLICY) -> str:
     (policy,) = (
         doc
         for doc in yaml.safe_load_all((BASE / "controller-policy.yaml").read_text())
-        if doc["kind"] == "ValidatingAdmissionPolicy"
-        and doc["metadata"]["name"] == CONTROLLER_POLICY
+        if doc["kind"] == "ValidatingAdmissionPolicy" and doc["metadata"]["name"] == name
     )
     message: str = policy["spec"]["validations"][rule]["message"]
     return message
@@ -407,10 +406,10 @@ def _create_as_controller(
     )
 
 
-def _denied(resource: str, rule: int) -> str:
+def _denied(resource: str, rule: int, policy: str = CONTROLLER_POLICY) -> str:
     return (
-        f"{resource} is forbidden: ValidatingAdmissionPolicy '{CONTROLLER_POLICY}' with binding "
-        f"'{CONTROLLER_POLICY}' denied request: {_policy_message(rule)}\n"
+        f"{resource} is forbidden: ValidatingAdmissionPolicy '{policy}' with binding "
+        f"'{policy}' denied request: {_policy_message(rule, policy)}"
     )
 
 
@@ -437,6 +436,7 @@ def test_controller_identity_may_not_create_any_other_job(
     assert refused.stderr == (
         'Error from server (Forbidden): error when creating "STDIN": '
         + _denied(f'jobs.batch "{name}"', rule)
+        + "\n"
     )
 
 
@@ -470,9 +470,8 @@ def test_controller_identity_may_delete_pull_jobs_only(installed: Installed) -> 
             f'job.batch "{pull["metadata"]["name"]}" deleted from default namespace (server dry run)\n'
         )
         assert (refused.returncode, refused.stdout) == (1, "")
-        assert refused.stderr == "Error from server (Forbidden): " + _denied(
-            'jobs.batch "backup"', 0
-        )
+        denied = _denied('jobs.batch "backup"', 0)
+        assert refused.stderr == f"Error from server (Forbidden): {denied}\n"
     finally:
         cleaned = _kubectl(
             installed.kubeconfig, "delete", "job", "backup", pull["metadata"]["name"], "--wait=true"
@@ -510,24 +509,29 @@ def _as_controller(installed: Installed, *args: str) -> subprocess.CompletedProc
     return _kubectl(installed.kubeconfig, *args, "--dry-run=server", f"--as={CONTROLLER}")
 
 
-async def _patch_status_as_controller(
-    installed: Installed, pod: str, patches: list[dict[str, Any]]
-) -> list[tuple[int, str]]:
-    """Each patch of the pod's status, dry-run, with a token of the controller's ServiceAccount
-    (kubectl would read the pod first, which the controller may not): (200, "") or the refusal's
-    (code, message)."""
+def _controller_kubeconfig(installed: Installed) -> Path:
+    """A kubeconfig with a token of the controller's ServiceAccount: its requests exactly, where
+    kubectl would read the object first, which the controller may not."""
     token = _kubectl(
         installed.kubeconfig, "create", "token", "edgerollout-controller", "-n", NAMESPACE
     )
     assert token.returncode == 0, token.stderr
     admin = read_kubeconfig(installed.kubeconfig)
-    kubeconfig = write_kubeconfig(
+    return write_kubeconfig(
         installed.kubeconfig.with_name("controller.kubeconfig"),
         server=admin.server,
         ca_file=admin.ca_file,
         user=CONTROLLER,
         token=token.stdout.strip(),
     )
+
+
+async def _patch_status_as_controller(
+    installed: Installed, pod: str, patches: list[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """Each patch of the pod's status, dry-run, as the controller: (200, "") or the refusal's
+    (code, message)."""
+    kubeconfig = _controller_kubeconfig(installed)
     answers = []
     async with api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
