@@ -166,10 +166,53 @@ def installed(
 ) -> Iterator[Installed]:
     folder = tmp_path_factory.mktemp(f"deploy-{request.param}-lab")
     with lab_of_its_own(folder, nodes=2) as lab:
-        if request.param == "kustomize":
-            yield _install_with_kustomize(lab)
-        else:
-            yield _install_with_helm(lab)
+        install = _install_with_kustomize if request.param == "kustomize" else _install_with_helm
+        installed = install(lab)
+        _wait_for_controller_policies(installed)
+        yield installed
+
+
+def _controller_policies_in_force(installed: Installed) -> bool:
+    """Whether the API server enforces each of the controller's admission policies yet: each
+    refuses a dry run, as the controller, that only it refuses. A pull Job without its label; a
+    delete of the controller's own pods (a ReplicaSet's, there once it has made them); a
+    DaemonSet patch to paused "false"."""
+    job = _pull_job()
+    _unlabelled(job)
+    jobs = _create_as_controller(installed, job)
+    pods = _as_controller(
+        installed,
+        "delete",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=edgerollout-controller",
+    )
+    unpause = {"metadata": {"annotations": {PAUSED_ANNOTATION: "false"}}}
+    _, pause = asyncio.run(
+        _patch_daemonset_as_controller(
+            installed, unpause, name="edgerollout-agent", namespace=NAMESPACE, dry_run=True
+        )
+    )
+    return all(
+        f"ValidatingAdmissionPolicy '{policy}'" in refusal
+        for policy, refusal in [
+            (CONTROLLER_POLICY, jobs.stderr),
+            ("edgerollout-controller-daemon-pods", pods.stderr),
+            (PAUSE_POLICY, pause),
+        ]
+    )
+
+
+def _wait_for_controller_policies(installed: Installed) -> None:
+    # A policy reaches the API server's admission a moment after it is stored; until then the
+    # controller's identity has all that RBAC grants, and a test of the policy would see that.
+    deadline = time.monotonic() + 60
+    while not _controller_policies_in_force(installed):
+        if time.monotonic() > deadline:
+            raise AssertionError("the controller's admission policies not in force after 60 s")
+        time.sleep(0.5)
 
 
 def _get(installed: Installed, kind: str, name: str) -> dict[str, Any]:
@@ -659,13 +702,20 @@ def _stored_daemonset(installed: Installed) -> dict[str, Any]:
 
 
 async def _patch_daemonset_as_controller(
-    installed: Installed, patch: dict[str, Any]
+    installed: Installed,
+    patch: dict[str, Any],
+    *,
+    name: str = PAUSABLE,
+    namespace: str = "default",
+    dry_run: bool = False,
 ) -> tuple[int, str]:
-    """A merge patch of the DaemonSet through the controller's own client, as the auto-pause sends
+    """A merge patch of a DaemonSet through the controller's own client, as the auto-pause sends
     it: (200, "") or the refusal's (code, message)."""
     api = await KubeApi.connect(str(_controller_kubeconfig(installed)))
     try:
-        await api.patch(DAEMONSETS, PAUSABLE, patch, namespace="default", content_type=MERGE)
+        await api.patch(
+            DAEMONSETS, name, patch, namespace=namespace, content_type=MERGE, dry_run=dry_run
+        )
     except ApiError as error:
         return error.status, error.message
     finally:
