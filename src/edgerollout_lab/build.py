@@ -5,6 +5,9 @@ needs only the Go toolchain and the module proxy, and reproduces byte-for-byte t
 tested. A component is rebuilt only when one of its binaries is missing; a finished component is
 marked by a stamp file written after its binaries are in place, so an interrupted build is resumed,
 never mistaken for a finished one.
+
+The lab's components form one build set; each peer (`lab build --peer openyurt`) is a set of its
+own, with its own cache folder, lock and stamps, built only when asked for.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgerollout_lab.versions import COMPONENTS, GoComponent, bin_dir, build_key, gomod_files
+from edgerollout_lab.versions import LAB, BuildSet, GoComponent, gomod_files
 
 Progress = Callable[[str], None]
 
@@ -35,25 +38,32 @@ class BuildReport:
     seconds: float
 
 
-def _stamp(component: GoComponent) -> Path:
-    return bin_dir().parent / f"{component.name}.done"
+def _stamp(component: GoComponent, build_set: BuildSet) -> Path:
+    return build_set.bin_dir().parent / f"{component.name}.done"
 
 
-def is_built(component: GoComponent) -> bool:
-    return _stamp(component).exists() and all(
-        (bin_dir() / name).exists() for name in component.binaries
+def is_built(component: GoComponent, build_set: BuildSet = LAB) -> bool:
+    return _stamp(component, build_set).exists() and all(
+        (build_set.bin_dir() / name).exists() for name in component.binaries
     )
 
 
-def missing_components() -> list[GoComponent]:
-    return [component for component in COMPONENTS if not is_built(component)]
+def missing_components(build_set: BuildSet = LAB) -> list[GoComponent]:
+    return [component for component in build_set.components if not is_built(component, build_set)]
 
 
-def binary(name: str) -> Path:
-    """The path of one built program; raises if the lab has not been built."""
-    path = bin_dir() / name
+def build_command(build_set: BuildSet = LAB) -> str:
+    """The command that builds a set, for messages that ask for it."""
+    return "./dev lab build" if build_set == LAB else f"./dev lab build --peer {build_set.name}"
+
+
+def binary(name: str, build_set: BuildSet = LAB) -> Path:
+    """The path of one built program; raises if its set has not been built."""
+    path = build_set.bin_dir() / name
     if not path.exists():
-        raise BuildError(f"{name} is not built yet (looked in {path}); run `./dev lab build`")
+        raise BuildError(
+            f"{name} is not built yet (looked in {path}); run `{build_command(build_set)}`"
+        )
     return path
 
 
@@ -121,8 +131,9 @@ def _count_packages(component: GoComponent, work: Path) -> int:
     return result.stdout.count("x")
 
 
-def build_component(component: GoComponent, progress: Progress) -> None:
-    root = bin_dir().parent
+def build_component(component: GoComponent, progress: Progress, build_set: BuildSet = LAB) -> None:
+    bin_dir = build_set.bin_dir()
+    root = bin_dir.parent
     work = root / "src" / component.name
     work.mkdir(parents=True, exist_ok=True)
     for name, content in gomod_files(component).items():
@@ -146,23 +157,23 @@ def build_component(component: GoComponent, progress: Progress) -> None:
         progress=progress,
         total=total,
     )
-    bin_dir().mkdir(parents=True, exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
     for name in component.binaries:
-        os.replace(staging / name, bin_dir() / name)
+        os.replace(staging / name, bin_dir / name)
     shutil.rmtree(staging, ignore_errors=True)
-    _stamp(component).write_text(f"{component.name} {component.version}\n")
+    _stamp(component, build_set).write_text(f"{component.name} {component.version}\n")
 
 
 @contextlib.contextmanager
-def _exclusive(progress: Progress) -> Iterator[None]:
+def _exclusive(progress: Progress, build_set: BuildSet) -> Iterator[None]:
     """One build at a time per cache: a second `lab build` waits for the first, then finds it done."""
-    root = bin_dir().parent
+    root = build_set.bin_dir().parent
     root.mkdir(parents=True, exist_ok=True)
     with (root / "build.lock").open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            progress("another build of the lab is running; waiting for it to finish")
+            progress(f"another build into {root} is running; waiting for it to finish")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -170,31 +181,37 @@ def _exclusive(progress: Progress) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def build_all(progress: Progress) -> BuildReport:
-    """Build whatever is missing; a second call with everything built returns at once."""
+def build_all(progress: Progress, build_set: BuildSet = LAB) -> BuildReport:
+    """Build whatever is missing of a set (the lab's by default); a second call with everything
+    built returns at once."""
     started = time.monotonic()
-    if not missing_components():
-        progress(f"lab binaries are up to date in {bin_dir()} ({build_key()})")
-        return BuildReport(bin_dir=bin_dir(), built=(), seconds=time.monotonic() - started)
-    with _exclusive(progress):
-        return _build_missing(progress, started)
+    if not missing_components(build_set):
+        return _up_to_date(progress, build_set, started)
+    with _exclusive(progress, build_set):
+        return _build_missing(progress, build_set, started)
 
 
-def _build_missing(progress: Progress, started: float) -> BuildReport:
-    todo = missing_components()
-    if not todo:
-        progress(f"lab binaries are up to date in {bin_dir()} ({build_key()})")
-        return BuildReport(bin_dir=bin_dir(), built=(), seconds=time.monotonic() - started)
+def _up_to_date(progress: Progress, build_set: BuildSet, started: float) -> BuildReport:
     progress(
-        f"building {', '.join(c.name for c in todo)} into {bin_dir()}"
+        f"{build_set.name} binaries are up to date in {build_set.bin_dir()} ({build_set.key()})"
+    )
+    return BuildReport(bin_dir=build_set.bin_dir(), built=(), seconds=time.monotonic() - started)
+
+
+def _build_missing(progress: Progress, build_set: BuildSet, started: float) -> BuildReport:
+    todo = missing_components(build_set)
+    if not todo:
+        return _up_to_date(progress, build_set, started)
+    progress(
+        f"building {', '.join(c.name for c in todo)} into {build_set.bin_dir()}"
         " (once per machine; a cold build takes a while on 2 cores)"
     )
     for component in todo:
         step = time.monotonic()
-        build_component(component, progress)
+        build_component(component, progress, build_set)
         progress(f"{component.name}: built in {time.monotonic() - step:.0f} s")
     return BuildReport(
-        bin_dir=bin_dir(),
+        bin_dir=build_set.bin_dir(),
         built=tuple(c.name for c in todo),
         seconds=time.monotonic() - started,
     )

@@ -12,6 +12,7 @@ from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
 from edgerollout_lab.processes import ComponentError
+from edgerollout_lab.versions import LAB, PEERS
 
 DEFAULT_DIR = Path(".edgerollout-lab")
 
@@ -39,14 +40,22 @@ def lab() -> None:
 
 
 @lab.command("build")
-def build_command() -> None:
+@click.option(
+    "--peer",
+    "peers",
+    type=click.Choice(sorted(PEERS)),
+    multiple=True,
+    help="Also build this controller edgerollout is compared with (not needed by the tests).",
+)
+def build_command(peers: tuple[str, ...]) -> None:
     """Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (once)."""
-    try:
-        report = build.build_all(_say)
-    except BuildError as error:
-        raise _fail(error) from error
-    if report.built:
-        _say(f"built {', '.join(report.built)} in {report.seconds:.0f} s")
+    for build_set in (LAB, *(PEERS[name] for name in peers)):
+        try:
+            report = build.build_all(_say, build_set)
+        except BuildError as error:
+            raise _fail(error) from error
+        if report.built:
+            _say(f"built {', '.join(report.built)} in {report.seconds:.0f} s")
 
 
 @lab.command("up")

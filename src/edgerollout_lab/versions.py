@@ -4,6 +4,10 @@ The lab is a real control plane, so its versions are part of the test contract: 
 what every end-to-end test proves. Kubernetes follows the minor version that KWOK's client-go uses;
 etcd is the 3.6 line a current kube-apiserver needs (watch progress requests). Helm is not part of
 the control plane: the end-to-end tests use it to lint, render and install the chart in `deploy/helm`.
+
+OpenYurt's yurt-manager is a peer, not part of the lab: the controller edgerollout is compared with
+(design §11.9). It is built only when asked for (`lab build --peer openyurt`), into a cache folder of
+its own, so that the lab's key, and what `./dev test` builds, stay the same without it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ KUBERNETES_VERSION = "v1.36.5"
 ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
 HELM_VERSION = "v4.3.1"
+# The newest release the module proxy serves (v1.6 and later are refused); it builds against
+# Kubernetes 0.28 libraries, as its own go.mod pins them.
+OPENYURT_VERSION = "v1.5.1"
 
 CACHE_ENV = "EDGEROLLOUT_LAB_CACHE"
 
@@ -52,6 +59,11 @@ def _helm_ldflags() -> str:
         "helm.sh/helm/v4/internal/version.gitTreeState": "clean",
     }
     return " ".join(["-s -w", *(f"-X {key}={value}" for key, value in stamps.items())])
+
+
+def _openyurt_ldflags() -> str:
+    # What OpenYurt's hack/lib/build.sh stamps (the version yurt-manager prints when it starts).
+    return f"-s -w -X github.com/openyurtio/openyurt/pkg/projectinfo.gitVersion={OPENYURT_VERSION}"
 
 
 COMPONENTS: tuple[GoComponent, ...] = (
@@ -96,15 +108,54 @@ def gomod_files(component: GoComponent) -> dict[str, bytes]:
     return {name: folder.joinpath(name).read_bytes() for name in ("go.mod", "go.sum", "tools.go")}
 
 
+@dataclass(frozen=True, slots=True)
+class BuildSet:
+    """Components built together into one cache folder, `<pins>_<hash of their module files>`:
+    a change to any of their go.mod or go.sum files gives a new folder, and no other set's."""
+
+    name: str
+    pins: str
+    components: tuple[GoComponent, ...]
+
+    def key(self) -> str:
+        digest = hashlib.sha256()
+        for component in self.components:
+            for name, content in sorted(gomod_files(component).items()):
+                digest.update(f"{component.name}/{name}\0".encode())
+                digest.update(content)
+        return f"{self.pins}_{digest.hexdigest()[:10]}"
+
+    def bin_dir(self) -> Path:
+        return cache_root() / self.key() / "bin"
+
+
+LAB = BuildSet(
+    name="lab",
+    pins=f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_helm-{HELM_VERSION}",
+    components=COMPONENTS,
+)
+
+OPENYURT = BuildSet(
+    name="openyurt",
+    pins=f"openyurt-{OPENYURT_VERSION}",
+    components=(
+        GoComponent(
+            name="openyurt",
+            version=OPENYURT_VERSION,
+            packages=("github.com/openyurtio/openyurt/cmd/yurt-manager",),
+            binaries=("yurt-manager",),
+            ldflags=_openyurt_ldflags(),
+        ),
+    ),
+)
+
+# The controllers edgerollout is compared with, by the name `lab build --peer` takes.
+PEERS: dict[str, BuildSet] = {OPENYURT.name: OPENYURT}
+
+
 def build_key() -> str:
-    """A short name for this exact set of pins: any change to a go.mod or go.sum gives a new key."""
-    digest = hashlib.sha256()
-    for component in COMPONENTS:
-        for name, content in sorted(gomod_files(component).items()):
-            digest.update(f"{component.name}/{name}\0".encode())
-            digest.update(content)
-    pins = f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_helm-{HELM_VERSION}"
-    return f"{pins}_{digest.hexdigest()[:10]}"
+    """A short name for the lab's exact set of pins (its cache folder)."""
+    return LAB.key()
 
 
 def cache_root() -> Path:
@@ -117,5 +168,5 @@ def cache_root() -> Path:
 
 
 def bin_dir() -> Path:
-    """The folder holding the binaries of the current pins."""
-    return cache_root() / build_key() / "bin"
+    """The folder holding the lab's binaries of the current pins."""
+    return LAB.bin_dir()

@@ -15,7 +15,7 @@ import pytest
 
 from edgerollout_lab import build, versions
 from edgerollout_lab.build import BuildError
-from edgerollout_lab.versions import COMPONENTS, GoComponent
+from edgerollout_lab.versions import COMPONENTS, BuildSet, GoComponent
 
 FAKE_GO = f"""#!{sys.executable}
 import json, os, sys
@@ -69,21 +69,24 @@ def calls(log: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def only(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
-    monkeypatch.setattr(build, "COMPONENTS", tuple(component(name) for name in names))
+def only(*names: str) -> BuildSet:
+    """A build set of some of the lab's components (its own cache folder, like a peer's)."""
+    return BuildSet(
+        name="lab", pins=versions.LAB.pins, components=tuple(component(name) for name in names)
+    )
 
 
 def test_helm_is_built_from_its_shipped_module_with_its_pins_and_readonly_modules(
-    go_log: Path, monkeypatch: pytest.MonkeyPatch
+    go_log: Path,
 ) -> None:
-    only(monkeypatch, "helm")
+    lab = only("helm")
     helm = component("helm")
-    work = versions.bin_dir().parent / "src" / "helm"
+    work = lab.bin_dir().parent / "src" / "helm"
 
-    report = build.build_all(lambda _: None)
+    report = build.build_all(lambda _: None, lab)
 
     assert report.built == ("helm",)
-    assert report.bin_dir == versions.bin_dir()
+    assert report.bin_dir == lab.bin_dir()
     recorded = calls(go_log)
     assert [call["args"] for call in recorded] == [
         ["list", "-deps", "-f", "{{if not .Standard}}x{{end}}", "helm.sh/helm/v4/cmd/helm"],
@@ -93,7 +96,7 @@ def test_helm_is_built_from_its_shipped_module_with_its_pins_and_readonly_module
             "-ldflags",
             helm.ldflags,
             "-o",
-            str(versions.bin_dir().parent / "bin.helm.partial" / "helm"),
+            str(lab.bin_dir().parent / "bin.helm.partial" / "helm"),
             "helm.sh/helm/v4/cmd/helm",
         ],
     ]
@@ -105,19 +108,17 @@ def test_helm_is_built_from_its_shipped_module_with_its_pins_and_readonly_module
     }
     shipped = versions.gomod_files(helm)
     assert {name: (work / name).read_bytes() for name in shipped} == shipped
-    assert build.binary("helm").read_text() == "binary of helm.sh/helm/v4/cmd/helm"
-    assert (versions.bin_dir().parent / "helm.done").read_text() == "helm v4.3.1\n"
-    assert not (versions.bin_dir().parent / "bin.helm.partial").exists()
+    assert build.binary("helm", lab).read_text() == "binary of helm.sh/helm/v4/cmd/helm"
+    assert (lab.bin_dir().parent / "helm.done").read_text() == "helm v4.3.1\n"
+    assert not (lab.bin_dir().parent / "bin.helm.partial").exists()
 
 
-def test_several_packages_are_built_into_binaries_named_after_them(
-    go_log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    only(monkeypatch, "kubernetes")
+def test_several_packages_are_built_into_binaries_named_after_them(go_log: Path) -> None:
+    lab = only("kubernetes")
 
-    build.build_all(lambda _: None)
+    build.build_all(lambda _: None, lab)
 
-    staging = versions.bin_dir().parent / "bin.kubernetes.partial"
+    staging = lab.bin_dir().parent / "bin.kubernetes.partial"
     assert calls(go_log)[1]["args"] == [
         "build",
         "-v",
@@ -130,7 +131,7 @@ def test_several_packages_are_built_into_binaries_named_after_them(
         "k8s.io/kubernetes/cmd/kube-scheduler",
         "k8s.io/kubernetes/cmd/kubelet",
     ]
-    assert sorted(path.name for path in versions.bin_dir().iterdir()) == [
+    assert sorted(path.name for path in lab.bin_dir().iterdir()) == [
         "kube-apiserver",
         "kube-controller-manager",
         "kube-scheduler",
@@ -138,72 +139,66 @@ def test_several_packages_are_built_into_binaries_named_after_them(
     ]
 
 
-def test_a_second_build_finds_everything_in_place_and_runs_no_go(
-    go_log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    only(monkeypatch, "etcd", "helm")
-    build.build_all(lambda _: None)
+def test_a_second_build_finds_everything_in_place_and_runs_no_go(go_log: Path) -> None:
+    lab = only("etcd", "helm")
+    build.build_all(lambda _: None, lab)
     go_log.unlink()
     said: list[str] = []
 
-    report = build.build_all(said.append)
+    report = build.build_all(said.append, lab)
 
     assert report.built == ()
     assert calls(go_log) == []
-    assert said == [f"lab binaries are up to date in {versions.bin_dir()} ({versions.build_key()})"]
+    assert said == [f"lab binaries are up to date in {lab.bin_dir()} ({lab.key()})"]
 
 
-def test_only_the_missing_component_is_rebuilt(
-    go_log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    only(monkeypatch, "etcd", "helm")
-    build.build_all(lambda _: None)
-    build.binary("helm").unlink()
+def test_only_the_missing_component_is_rebuilt(go_log: Path) -> None:
+    lab = only("etcd", "helm")
+    build.build_all(lambda _: None, lab)
+    build.binary("helm", lab).unlink()
 
-    report = build.build_all(lambda _: None)
+    report = build.build_all(lambda _: None, lab)
 
     assert report.built == ("helm",)
-    assert [c.name for c in build.missing_components()] == []
+    assert [c.name for c in build.missing_components(lab)] == []
 
 
-def test_binaries_without_a_stamp_count_as_an_interrupted_build(
-    go_log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    only(monkeypatch, "etcd", "helm")
-    build.build_all(lambda _: None)
-    (versions.bin_dir().parent / "helm.done").unlink()
+def test_binaries_without_a_stamp_count_as_an_interrupted_build(go_log: Path) -> None:
+    lab = only("etcd", "helm")
+    build.build_all(lambda _: None, lab)
+    (lab.bin_dir().parent / "helm.done").unlink()
 
-    assert build.binary("helm").exists()
-    assert [c.name for c in build.missing_components()] == ["helm"]
+    assert build.binary("helm", lab).exists()
+    assert [c.name for c in build.missing_components(lab)] == ["helm"]
 
 
 def test_a_failed_go_build_names_the_component_shows_go_output_and_leaves_no_stamp(
     go_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    only(monkeypatch, "helm")
+    lab = only("helm")
     monkeypatch.setenv("FAKE_GO_FAIL", "1")
 
     with pytest.raises(BuildError) as failure:
-        build.build_all(lambda _: None)
+        build.build_all(lambda _: None, lab)
 
     assert str(failure.value) == (
         "building helm failed (go exited 2); last output:\n"
         "compiling helm.sh/helm/v4/pkg/action\n"
         "pkg/action/install.go:1:1: syntax error"
     )
-    assert not (versions.bin_dir().parent / "helm.done").exists()
-    assert [c.name for c in build.missing_components()] == ["helm"]
+    assert not (lab.bin_dir().parent / "helm.done").exists()
+    assert [c.name for c in build.missing_components(lab)] == ["helm"]
 
 
 def test_without_go_on_path_the_build_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    only(monkeypatch, "helm")
+    lab = only("helm")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path / "cache"))
 
     with pytest.raises(BuildError) as failure:
-        build.build_all(lambda _: None)
+        build.build_all(lambda _: None, lab)
 
     assert str(failure.value) == "the Go toolchain (`go`) is not on PATH; install Go 1.26 or newer"
 
@@ -218,4 +213,43 @@ def test_binary_of_an_unbuilt_program_says_how_to_build_it(
 
     assert str(failure.value) == (
         f"helm is not built yet (looked in {versions.bin_dir() / 'helm'}); run `./dev lab build`"
+    )
+
+
+def test_a_peer_builds_only_when_asked_for_into_its_own_folder(go_log: Path) -> None:
+    lab = only("helm")
+    build.build_all(lambda _: None, lab)
+    peer = versions.OPENYURT
+
+    assert [c.name for c in build.missing_components(peer)] == ["openyurt"]
+    report = build.build_all(lambda _: None, peer)
+
+    assert report.built == ("openyurt",)
+    assert report.bin_dir == peer.bin_dir() != lab.bin_dir()
+    assert calls(go_log)[-1]["args"] == [
+        "build",
+        "-v",
+        "-ldflags",
+        peer.components[0].ldflags,
+        "-o",
+        str(peer.bin_dir().parent / "bin.openyurt.partial" / "yurt-manager"),
+        "github.com/openyurtio/openyurt/cmd/yurt-manager",
+    ]
+    assert calls(go_log)[-1]["cwd"] == str(peer.bin_dir().parent / "src" / "openyurt")
+    assert sorted(path.name for path in peer.bin_dir().iterdir()) == ["yurt-manager"]
+    assert sorted(path.name for path in lab.bin_dir().iterdir()) == ["helm"]
+
+
+def test_binary_of_an_unbuilt_peer_says_how_to_build_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path))
+    peer = versions.OPENYURT
+
+    with pytest.raises(BuildError) as failure:
+        build.binary("yurt-manager", peer)
+
+    assert str(failure.value) == (
+        f"yurt-manager is not built yet (looked in {peer.bin_dir() / 'yurt-manager'}); "
+        "run `./dev lab build --peer openyurt`"
     )

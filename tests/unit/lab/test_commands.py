@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,7 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from edgerollout.cli.main import cli
+from edgerollout_lab import build
+from edgerollout_lab.build import BuildReport
 from edgerollout_lab.commands import lab
+from edgerollout_lab.versions import BuildSet
 
 
 def _options(command: click.Command) -> list[str]:
@@ -54,6 +58,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "--real-nodes",
     ]
     assert _options(lab.commands["demo"]) == ["--dir"]
+    assert _options(lab.commands["build"]) == ["--peer"]
     assert _options(lab.commands["image"]) == ["--dir", "--tag"]
 
 
@@ -89,3 +94,21 @@ def test_a_bad_rate_is_refused_before_anything_starts(
         "GB, KiB or MiB per second (e.g. 2MB/s), or unlimited"
     )
     assert not folder.exists()
+
+
+def test_build_builds_the_lab_then_each_peer_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+
+    def build_all(say: Callable[[str], None], build_set: BuildSet) -> BuildReport:
+        built.append(build_set.name)
+        return BuildReport(bin_dir=build_set.bin_dir(), built=(), seconds=0.0)
+
+    monkeypatch.setattr(build, "build_all", build_all)
+
+    assert CliRunner().invoke(lab, ["build"]).exit_code == 0
+    assert CliRunner().invoke(lab, ["build", "--peer", "openyurt"]).exit_code == 0
+    refused = CliRunner().invoke(lab, ["build", "--peer", "kruise"])
+
+    assert built == ["lab", "lab", "openyurt"]
+    assert refused.exit_code == 2
+    assert "'kruise' is not 'openyurt'" in refused.output

@@ -165,6 +165,8 @@ def test_launch_starts_the_command_line_appending_to_the_log_with_matching_urls(
     ]
     assert launched.pid == launched.process.pid
     assert launched.log == log
+    assert launched.log_start == len("earlier run\n")
+    assert launched.run_log_text() == f"{printed}\n"
 
 
 def test_launch_creates_the_folder_of_the_log(

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from edgerollout_lab import versions
-from edgerollout_lab.versions import COMPONENTS, GoComponent
+from edgerollout_lab.versions import COMPONENTS, LAB, OPENYURT, PEERS, GoComponent
 
 MAIN_MODULES = {
     "etcd": "go.etcd.io/etcd/server/v3",
     "kwok": "sigs.k8s.io/kwok",
     "kubernetes": "k8s.io/kubernetes",
     "helm": "helm.sh/helm/v4",
+    "openyurt": "github.com/openyurtio/openyurt",
 }
 PINS = "k8s-v1.36.5_etcd-v3.6.16_kwok-v0.8.0_helm-v4.3.1_"
 # k8s.io modules with their own release line: not part of kubernetes' staging folder.
@@ -22,7 +23,8 @@ NOT_STAGING = {"k8s.io/kubernetes", "k8s.io/klog/v2", "k8s.io/kube-openapi", "k8
 
 
 def component(name: str) -> GoComponent:
-    return next(c for c in COMPONENTS if c.name == name)
+    every = (*COMPONENTS, *(c for peer in PEERS.values() for c in peer.components))
+    return next(c for c in every if c.name == name)
 
 
 def directives(go_mod: str, verb: str) -> list[str]:
@@ -87,6 +89,28 @@ def test_build_key_changes_when_a_go_sum_changes(
     assert after.rsplit("_", 1)[0] == before.rsplit("_", 1)[0]
 
 
+def test_a_peer_has_a_cache_folder_of_its_own_and_no_part_in_the_lab_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EDGEROLLOUT_LAB_CACHE", str(tmp_path))
+    lab_before, peer_before = versions.build_key(), OPENYURT.key()
+    shipped = versions.gomod_files
+
+    def edited(c: GoComponent) -> dict[str, bytes]:
+        files = shipped(c)
+        if c.name == "openyurt":
+            files["go.sum"] += b"example.com/extra v1.0.0 h1:AAAA=\n"
+        return files
+
+    monkeypatch.setattr(versions, "gomod_files", edited)
+
+    assert versions.build_key() == lab_before
+    assert OPENYURT.key() != peer_before
+    assert re.fullmatch(r"openyurt-v1\.5\.1_[0-9a-f]{10}", OPENYURT.key())
+    assert OPENYURT.bin_dir() == tmp_path / OPENYURT.key() / "bin"
+    assert LAB.bin_dir() == versions.bin_dir() != OPENYURT.bin_dir()
+
+
 def test_cache_root_prefers_the_explicit_lab_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -130,6 +154,41 @@ def test_components_are_etcd_kwok_kubernetes_and_helm_at_their_pins() -> None:
         ("kubernetes", "v1.36.5"),
         ("helm", "v4.3.1"),
     ]
+
+
+def test_the_only_peer_is_openyurt_building_yurt_manager_stamped_with_its_version() -> None:
+    assert PEERS == {"openyurt": OPENYURT}
+    assert [(c.name, c.version) for c in OPENYURT.components] == [("openyurt", "v1.5.1")]
+    yurt = component("openyurt")
+    assert yurt.packages == ("github.com/openyurtio/openyurt/cmd/yurt-manager",)
+    assert yurt.binaries == ("yurt-manager",)
+    assert yurt.ldflags.split() == [
+        "-s",
+        "-w",
+        "-X",
+        "github.com/openyurtio/openyurt/pkg/projectinfo.gitVersion=v1.5.1",
+    ]
+
+
+def test_openyurt_go_mod_carries_openyurts_own_replace_block() -> None:
+    replaced = replaces(go_mod("openyurt"))
+    elsewhere = {
+        "k8s.io/klog/v2": ("k8s.io/klog/v2", "v2.100.1"),
+        "k8s.io/kubernetes": ("github.com/kubernetes/kubernetes", "v1.28.9"),
+        "sigs.k8s.io/apiserver-network-proxy": (
+            "github.com/openyurtio/apiserver-network-proxy",
+            "v0.1.0",
+        ),
+        "sigs.k8s.io/apiserver-network-proxy/konnectivity-client": (
+            "sigs.k8s.io/apiserver-network-proxy/konnectivity-client",
+            "v0.30.2",
+        ),
+    }
+
+    assert {old: new for old, new in replaced.items() if old in elsewhere} == elsewhere
+    staging = {old: new for old, new in replaced.items() if old not in elsewhere}
+    assert len(staging) == 27
+    assert staging == {old: (old, "v0.28.9") for old in staging}
 
 
 def test_helm_builds_its_command_into_one_binary_named_helm() -> None:
