@@ -81,9 +81,9 @@ class PrepullSettings:
     # covers those steps, so the margin only catches a pull that never got a Job at all.
     fallback_margin_seconds: int = 60
     # Pulls asked for ahead of the deletions: twice max-unavailable, the next batch waiting with
-    # its images there while the batch after it pulls: the budget waits for a download only when
-    # a download takes longer than a batch's restart, and a registry serves a few batches at a
-    # time, not the whole fleet at once.
+    # its images there while the batch after it pulls. A batch is asked for two restarts before
+    # its turn, so the budget waits for a download only when one takes longer than that, and a
+    # registry serves two batches at a time, not the whole fleet.
     window_per_budget: int = 2
 
 
