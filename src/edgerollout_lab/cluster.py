@@ -84,6 +84,8 @@ class Lab:
     images: tuple[str, ...] = ()
     # The pre-pull toolbox real nodes can pull (the controller's --prepull-toolbox-image).
     toolbox_image: str | None = None
+    # A revision whose container exits at once on a real node: crash-loops.
+    crashing_image: str | None = None
     # With real nodes: the port where a real node's pods reach the API server, at the node's own
     # address (their status.hostIP), through the node's link (design §11.7).
     pod_api_port: int | None = None
@@ -120,6 +122,7 @@ class Lab:
             registry=data.get("registry"),
             images=tuple(data.get("images", ())),
             toolbox_image=data.get("toolbox_image"),
+            crashing_image=data.get("crashing_image"),
             pod_api_port=data.get("pod_api_port"),
         )
 
@@ -407,6 +410,7 @@ def _up(
             registry=registry.address,
             images=workload_images,
             toolbox_image=registry.reference(images.TOOLBOX_IMAGE),
+            crashing_image=registry.reference(images.CRASHING_IMAGE),
             pod_api_port=pod_api_port,
         )
     _write_json(folder / LAB_FILE, described)

@@ -6,6 +6,8 @@ filesystem) and pushes them with `skopeo`:
 
 - `pause:lab`, the real nodes' sandbox image: one static program (`pause.c`);
 - `toolbox:lab`, the pre-pull Jobs' toolbox: a static busybox at `/bin/busybox`;
+- `crashing:lab`, a broken revision: its container exits 1 at once, so the kubelet restarts it
+  and backs off (`CrashLoopBackOff`), as a real bad release does;
 - the workload images `nginx:1.19.4`, `nginx:1.19.5`, ... named like the seed's: a static busybox
   serving HTTP on port 80 (`/version` says which), stopping at once on SIGTERM, and a payload layer of random bytes of a chosen
   size, different in every image, so that each pull downloads it.
@@ -28,6 +30,8 @@ from edgerollout_lab.versions import cache_root
 PAUSE_IMAGE = "pause:lab"
 # The pre-pull Jobs' toolbox on real nodes (`--prepull-toolbox-image`): a static /bin/busybox.
 TOOLBOX_IMAGE = "toolbox:lab"
+# A revision that crash-loops on a real node (the failure budget's tests).
+CRASHING_IMAGE = "crashing:lab"
 WORKLOAD_REPOSITORY = "nginx"
 WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
 # The workload images' payload layer: small by default so that labs start fast; the slow-link
@@ -157,6 +161,9 @@ def build_and_push(folder: Path, registry: Registry, *, payload_bytes: int) -> l
     applets = {f"/bin/{name}": "busybox" for name in ("cp", "sh", "true")}
     _build(layout, "toolbox", {"/bin/busybox": STATIC_BUSYBOX}, ["/bin/busybox"], applets)
     _push(layout, "toolbox", registry, TOOLBOX_IMAGE)
+    crash = ["/bin/busybox", "sh", "-c", "echo 'exiting on purpose' >&2; exit 1"]
+    _build(layout, "crashing", {"/bin/busybox": STATIC_BUSYBOX}, crash)
+    _push(layout, "crashing", registry, CRASHING_IMAGE)
     references = []
     for tag in WORKLOAD_TAGS:
         files: dict[str, Path | bytes] = {

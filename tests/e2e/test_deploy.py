@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -29,9 +30,11 @@ from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.prepull import PullJob
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
+    PAUSED_ANNOTATION,
     PREPULL_LABEL,
     UPDATE_STRATEGY_ANNOTATION,
 )
+from edgerollout.kube.api import DAEMONSETS, MERGE, ApiError, KubeApi
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.api import api_client
@@ -163,10 +166,53 @@ def installed(
 ) -> Iterator[Installed]:
     folder = tmp_path_factory.mktemp(f"deploy-{request.param}-lab")
     with lab_of_its_own(folder, nodes=2) as lab:
-        if request.param == "kustomize":
-            yield _install_with_kustomize(lab)
-        else:
-            yield _install_with_helm(lab)
+        install = _install_with_kustomize if request.param == "kustomize" else _install_with_helm
+        installed = install(lab)
+        _wait_for_controller_policies(installed)
+        yield installed
+
+
+def _controller_policies_in_force(installed: Installed) -> bool:
+    """Whether the API server enforces each of the controller's admission policies yet: each
+    refuses a dry run, as the controller, that only it refuses. A pull Job without its label; a
+    delete of the controller's own pods (a ReplicaSet's, there once it has made them); a
+    DaemonSet patch to paused "false"."""
+    job = _pull_job()
+    _unlabelled(job)
+    jobs = _create_as_controller(installed, job)
+    pods = _as_controller(
+        installed,
+        "delete",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=edgerollout-controller",
+    )
+    unpause = {"metadata": {"annotations": {PAUSED_ANNOTATION: "false"}}}
+    _, pause = asyncio.run(
+        _patch_daemonset_as_controller(
+            installed, unpause, name="edgerollout-agent", namespace=NAMESPACE, dry_run=True
+        )
+    )
+    return all(
+        f"ValidatingAdmissionPolicy '{policy}'" in refusal
+        for policy, refusal in [
+            (CONTROLLER_POLICY, jobs.stderr),
+            ("edgerollout-controller-daemon-pods", pods.stderr),
+            (PAUSE_POLICY, pause),
+        ]
+    )
+
+
+def _wait_for_controller_policies(installed: Installed) -> None:
+    # A policy reaches the API server's admission a moment after it is stored; until then the
+    # controller's identity has all that RBAC grants, and a test of the policy would see that.
+    deadline = time.monotonic() + 60
+    while not _controller_policies_in_force(installed):
+        if time.monotonic() > deadline:
+            raise AssertionError("the controller's admission policies not in force after 60 s")
+        time.sleep(0.5)
 
 
 def _get(installed: Installed, kind: str, name: str) -> dict[str, Any]:
@@ -188,6 +234,7 @@ def test_server_dry_run_accepts_every_object(installed: Installed) -> None:
     assert accepted == expected
     assert ("validatingadmissionpolicy", "edgerollout-agent-own-node") in accepted
     assert ("validatingadmissionpolicy", "edgerollout-controller-prepull-jobs") in accepted
+    assert ("validatingadmissionpolicy", "edgerollout-controller-daemonset-pause") in accepted
 
 
 @dataclass(frozen=True)
@@ -239,10 +286,13 @@ ACCESS = [
     _may(CONTROLLER, "create", "leases", NAMESPACE),
     _may(CONTROLLER, "get", LEASE, NAMESPACE),
     _may(CONTROLLER, "update", LEASE, NAMESPACE),
+    # The auto-pause (its admission policy admits only edgerollout.io/paused: "true").
+    _may(CONTROLLER, "patch", "daemonsets"),
     # What it must not do.
     _may_not(CONTROLLER, "delete", "daemonsets"),
     _may_not(CONTROLLER, "update", "daemonsets"),
-    _may_not(CONTROLLER, "patch", "daemonsets"),
+    _may_not(CONTROLLER, "patch", "daemonsets", subresource="status"),
+    _may_not(CONTROLLER, "update", "daemonsets", subresource="status"),
     _may_not(CONTROLLER, "create", "pods"),
     _may_not(CONTROLLER, "update", "pods"),
     _may_not(CONTROLLER, "patch", "pods"),
@@ -299,12 +349,11 @@ def test_service_account_may_do_exactly_what_the_code_needs(
 CONTROLLER_POLICY = "edgerollout-controller-prepull-jobs"
 
 
-def _policy_message(rule: int) -> str:
+def _policy_message(rule: int, name: str = CONTROLLER_POLICY) -> str:
     (policy,) = (
         doc
         for doc in yaml.safe_load_all((BASE / "controller-policy.yaml").read_text())
-        if doc["kind"] == "ValidatingAdmissionPolicy"
-        and doc["metadata"]["name"] == CONTROLLER_POLICY
+        if doc["kind"] == "ValidatingAdmissionPolicy" and doc["metadata"]["name"] == name
     )
     message: str = policy["spec"]["validations"][rule]["message"]
     return message
@@ -407,10 +456,10 @@ def _create_as_controller(
     )
 
 
-def _denied(resource: str, rule: int) -> str:
+def _denied(resource: str, rule: int, policy: str = CONTROLLER_POLICY) -> str:
     return (
-        f"{resource} is forbidden: ValidatingAdmissionPolicy '{CONTROLLER_POLICY}' with binding "
-        f"'{CONTROLLER_POLICY}' denied request: {_policy_message(rule)}\n"
+        f"{resource} is forbidden: ValidatingAdmissionPolicy '{policy}' with binding "
+        f"'{policy}' denied request: {_policy_message(rule, policy)}"
     )
 
 
@@ -437,6 +486,7 @@ def test_controller_identity_may_not_create_any_other_job(
     assert refused.stderr == (
         'Error from server (Forbidden): error when creating "STDIN": '
         + _denied(f'jobs.batch "{name}"', rule)
+        + "\n"
     )
 
 
@@ -470,9 +520,8 @@ def test_controller_identity_may_delete_pull_jobs_only(installed: Installed) -> 
             f'job.batch "{pull["metadata"]["name"]}" deleted from default namespace (server dry run)\n'
         )
         assert (refused.returncode, refused.stdout) == (1, "")
-        assert refused.stderr == "Error from server (Forbidden): " + _denied(
-            'jobs.batch "backup"', 0
-        )
+        denied = _denied('jobs.batch "backup"', 0)
+        assert refused.stderr == f"Error from server (Forbidden): {denied}\n"
     finally:
         cleaned = _kubectl(
             installed.kubeconfig, "delete", "job", "backup", pull["metadata"]["name"], "--wait=true"
@@ -510,24 +559,29 @@ def _as_controller(installed: Installed, *args: str) -> subprocess.CompletedProc
     return _kubectl(installed.kubeconfig, *args, "--dry-run=server", f"--as={CONTROLLER}")
 
 
-async def _patch_status_as_controller(
-    installed: Installed, pod: str, patches: list[dict[str, Any]]
-) -> list[tuple[int, str]]:
-    """Each patch of the pod's status, dry-run, with a token of the controller's ServiceAccount
-    (kubectl would read the pod first, which the controller may not): (200, "") or the refusal's
-    (code, message)."""
+def _controller_kubeconfig(installed: Installed) -> Path:
+    """A kubeconfig with a token of the controller's ServiceAccount: its requests exactly, where
+    kubectl would read the object first, which the controller may not."""
     token = _kubectl(
         installed.kubeconfig, "create", "token", "edgerollout-controller", "-n", NAMESPACE
     )
     assert token.returncode == 0, token.stderr
     admin = read_kubeconfig(installed.kubeconfig)
-    kubeconfig = write_kubeconfig(
+    return write_kubeconfig(
         installed.kubeconfig.with_name("controller.kubeconfig"),
         server=admin.server,
         ca_file=admin.ca_file,
         user=CONTROLLER,
         token=token.stdout.strip(),
     )
+
+
+async def _patch_status_as_controller(
+    installed: Installed, pod: str, patches: list[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """Each patch of the pod's status, dry-run, as the controller: (200, "") or the refusal's
+    (code, message)."""
+    kubeconfig = _controller_kubeconfig(installed)
     answers = []
     async with api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
@@ -588,6 +642,180 @@ def test_controller_identity_may_delete_and_mark_daemon_pods_only(installed: Ins
         for kind, name in (("daemonset", "web"), ("pod", "loose")):
             cleaned = _kubectl(installed.kubeconfig, "delete", kind, name, "--wait=true")
             assert cleaned.returncode == 0, cleaned.stderr
+
+
+# The controller's one DaemonSet write, the auto-pause on failure (design §13.4): RBAC lets it
+# patch DaemonSets; its admission policy admits only edgerollout.io/paused set to "true".
+
+PAUSE_POLICY = "edgerollout-controller-daemonset-pause"
+PAUSABLE = "pausable"
+PAUSE: dict[str, Any] = {"metadata": {"annotations": {PAUSED_ANNOTATION: "true"}}}
+
+
+@contextmanager
+def _pausable_daemonset(installed: Installed, paused: str | None = None) -> Iterator[None]:
+    """A DaemonSet in default with labels and annotations of its own (and `paused`, if given),
+    deleted afterwards."""
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate",
+        MAX_UNAVAILABLE_ANNOTATION: "10%",
+    }
+    if paused is not None:
+        annotations[PAUSED_ANNOTATION] = paused
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": PAUSABLE,
+            "namespace": "default",
+            "labels": {"app": PAUSABLE, "tier": "edge"},
+            "annotations": annotations,
+        },
+        "spec": {
+            "selector": {"matchLabels": {"app": PAUSABLE}},
+            "updateStrategy": {"type": "OnDelete"},
+            "template": {
+                "metadata": {"labels": {"app": PAUSABLE}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]},
+            },
+        },
+    }
+    made = _kubectl(installed.kubeconfig, "create", "-f", "-", stdin=json.dumps(daemonset))
+    assert made.returncode == 0, made.stderr
+    try:
+        yield
+    finally:
+        cleaned = _kubectl(installed.kubeconfig, "delete", "daemonset", PAUSABLE, "--wait=true")
+        assert cleaned.returncode == 0, cleaned.stderr
+
+
+def _stored_daemonset(installed: Installed) -> dict[str, Any]:
+    """The DaemonSet as stored, without what the native DaemonSet controller writes as its pods
+    come and go: its status, and with it resourceVersion (kubectl leaves out managedFields)."""
+    result = _kubectl(
+        installed.kubeconfig, "get", "daemonset", PAUSABLE, "-n", "default", "-o", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    stored: dict[str, Any] = json.loads(result.stdout)
+    del stored["status"], stored["metadata"]["resourceVersion"]
+    return stored
+
+
+async def _patch_daemonset_as_controller(
+    installed: Installed,
+    patch: dict[str, Any],
+    *,
+    name: str = PAUSABLE,
+    namespace: str = "default",
+    dry_run: bool = False,
+) -> tuple[int, str]:
+    """A merge patch of a DaemonSet through the controller's own client, as the auto-pause sends
+    it: (200, "") or the refusal's (code, message)."""
+    api = await KubeApi.connect(str(_controller_kubeconfig(installed)))
+    try:
+        await api.patch(
+            DAEMONSETS, name, patch, namespace=namespace, content_type=MERGE, dry_run=dry_run
+        )
+    except ApiError as error:
+        return error.status, error.message
+    finally:
+        await api.close()
+    return 200, ""
+
+
+def test_controller_identity_may_pause_a_daemonset(installed: Installed) -> None:
+    with _pausable_daemonset(installed):
+        before = _stored_daemonset(installed)
+
+        answer = asyncio.run(_patch_daemonset_as_controller(installed, PAUSE))
+
+        assert answer == (200, "")
+        annotations = {**before["metadata"]["annotations"], PAUSED_ANNOTATION: "true"}
+        assert _stored_daemonset(installed) == {
+            **before,
+            "metadata": {**before["metadata"], "annotations": annotations},
+        }
+
+
+def _paused_and(**metadata: Any) -> dict[str, Any]:
+    """The pause, and more in the DaemonSet's metadata (a merge patch: None removes a key)."""
+    annotations = {**PAUSE["metadata"]["annotations"], **metadata.pop("annotations", {})}
+    return {"metadata": {"annotations": annotations, **metadata}}
+
+
+# Each patch, the paused value the DaemonSet starts with, and the policy's rule (its index) that
+# refuses it. Every refused patch pauses as well: the pause is no cover for anything else.
+REFUSED_DAEMONSET_PATCHES = [
+    pytest.param(
+        {"metadata": {"annotations": {PAUSED_ANNOTATION: "false"}}}, None, 3, id="paused-false"
+    ),
+    pytest.param({"metadata": {"annotations": {PAUSED_ANNOTATION: None}}}, "true", 3, id="resumed"),
+    pytest.param(
+        _paused_and(annotations={"example.com/owner": "edgerollout"}),
+        None,
+        2,
+        id="another-annotation-added",
+    ),
+    pytest.param(
+        _paused_and(annotations={MAX_UNAVAILABLE_ANNOTATION: "100%"}),
+        None,
+        2,
+        id="an-annotation-changed",
+    ),
+    pytest.param(
+        _paused_and(annotations={UPDATE_STRATEGY_ANNOTATION: None}),
+        None,
+        2,
+        id="an-annotation-removed",
+    ),
+    pytest.param(_paused_and(labels={"tier": "core"}), None, 1, id="a-label-changed"),
+    pytest.param(
+        _paused_and(
+            ownerReferences=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": "owner",
+                    "uid": "0b3c1d2e-0000-4000-8000-000000000000",
+                }
+            ]
+        ),
+        None,
+        1,
+        id="an-owner-added",
+    ),
+    pytest.param(_paused_and(generateName="pausable-"), None, 1, id="a-generate-name"),
+    pytest.param(
+        {
+            **PAUSE,
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}
+            },
+        },
+        None,
+        0,
+        id="a-new-image",
+    ),
+    pytest.param(
+        {**PAUSE, "spec": {"updateStrategy": {"type": "RollingUpdate"}}},
+        None,
+        0,
+        id="a-native-rolling-update",
+    ),
+]
+
+
+@pytest.mark.parametrize(("patch", "paused", "rule"), REFUSED_DAEMONSET_PATCHES)
+def test_controller_identity_may_change_nothing_else_on_a_daemonset(
+    installed: Installed, patch: dict[str, Any], paused: str | None, rule: int
+) -> None:
+    with _pausable_daemonset(installed, paused):
+        before = _stored_daemonset(installed)
+
+        answer = asyncio.run(_patch_daemonset_as_controller(installed, patch))
+
+        assert answer == (403, _denied(f'daemonsets.apps "{PAUSABLE}"', rule, PAUSE_POLICY))
+        assert _stored_daemonset(installed) == before
 
 
 def test_controller_deployment_runs_two_leader_electing_replicas(installed: Installed) -> None:
@@ -1051,6 +1279,7 @@ def test_helm_install_watching_one_namespace_grants_the_controller_that_namespac
         for verb, resource, namespace in [
             *((verb, "jobs", ns) for verb in ("create", "delete") for ns in NAMESPACES),
             *(("list", resource, ns) for resource in ("pods", "daemonsets") for ns in NAMESPACES),
+            *(("patch", "daemonsets", ns) for ns in NAMESPACES),
             ("delete", "pods", "shop-17"),
             ("delete", "pods", "default"),
             ("list", "nodes", None),
@@ -1073,6 +1302,9 @@ def test_helm_install_watching_one_namespace_grants_the_controller_that_namespac
             ("list", "daemonsets", "shop-17"): "yes",
             ("list", "daemonsets", "default"): "no",
             ("list", "daemonsets", "kube-system"): "no",
+            ("patch", "daemonsets", "shop-17"): "yes",
+            ("patch", "daemonsets", "default"): "no",
+            ("patch", "daemonsets", "kube-system"): "no",
             ("delete", "pods", "shop-17"): "yes",
             ("delete", "pods", "default"): "no",
             ("list", "nodes", None): "yes",

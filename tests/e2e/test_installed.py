@@ -39,6 +39,7 @@ from tests.e2e.support.lab import (
     by_node,
     condition,
     daemonset,
+    events,
     fresh_namespace,
     images,
     lab_handle,
@@ -369,6 +370,46 @@ async def test_seed_auto_through_the_installed_controller(
     assert LINK_LABEL not in (await kube.core.read_node(EDGE)).metadata.labels
     assert all(after[node] != before[node] for node in EVERY_NODE)
     assert edge_container not in running_tasks(installed_lab, EDGE)
+
+
+async def test_a_revision_crash_looping_on_a_real_node_makes_the_controller_pause_it(
+    installed_lab: Lab, installed: float, kube: LabHandle, ns: str
+) -> None:
+    """The failure budget through the installed product: a real kubelet's CrashLoopBackOff is
+    broken, and the controller's pause gets past its RBAC and admission policy."""
+    assert installed_lab.crashing_image is not None
+    old, fixed = installed_lab.images[0], installed_lab.images[1]
+    annotations = {
+        vocabulary.UPDATE_STRATEGY_ANNOTATION: vocabulary.ADVANCED_ROLLING_UPDATE,
+        vocabulary.MAX_FAILED_ANNOTATION: "0",
+    }
+    manifest = daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": EDGE}
+    await kube.apps.create_namespaced_daemon_set(ns, manifest)
+    await running_everywhere(kube, ns, old, [EDGE], timeout=120)
+    await set_image(kube, ns, NAME, installed_lab.crashing_image)
+
+    async def failed() -> list[Any] | None:
+        return await events(kube, ns, reason=vocabulary.ROLLOUT_FAILED) or None
+
+    (told,) = await wait_for(failed, timeout=120, what="a RolloutFailed Event")
+    assert re.fullmatch(
+        rf"1 node is broken on revision \w+, more than {vocabulary.MAX_FAILED_ANNOTATION} "
+        rf'"0" tolerates \(0\): {EDGE}: CrashLoopBackOff since \S+Z\. The rollout is paused .*',
+        told.message,
+    ), told.message
+    current = await kube.apps.read_namespaced_daemon_set(NAME, ns)
+    assert current.metadata.annotations[vocabulary.PAUSED_ANNOTATION] == "true"
+    (pod,) = await kube.pods(ns, SELECTOR)
+    (status,) = pod.status.container_statuses
+    # Between two back-offs the kubelet runs it again: its last exit is what stays.
+    assert (status.last_state.terminated.exit_code, status.restart_count > 0) == (1, True)
+
+    await set_image(kube, ns, NAME, fixed)
+    argv = [EDGEROLLOUT, "resume", NAME, "-n", ns, f"--kubeconfig={installed_lab.kubeconfig}"]
+    resumed = run(argv, timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    await running_everywhere(kube, ns, fixed, [EDGE], timeout=120)
 
 
 async def test_seed_ota_through_the_installed_agent_with_curl(

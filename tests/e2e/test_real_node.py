@@ -234,8 +234,11 @@ def test_lab_json_describes_the_real_node_registry_and_images(real_lab: Lab) -> 
         f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
     )
     with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
-        assert json.loads(response.read()) == {"repositories": ["nginx", "pause", "toolbox"]}
+        assert json.loads(response.read()) == {
+            "repositories": ["crashing", "nginx", "pause", "toolbox"]
+        }
     assert real_lab.toolbox_image == f"{registry}/toolbox:lab"
+    assert real_lab.crashing_image == f"{registry}/crashing:lab"
 
 
 async def test_real_node_runs_a_real_kubelet_and_containerd(real: LabHandle) -> None:

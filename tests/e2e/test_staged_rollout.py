@@ -27,6 +27,7 @@ from edgerollout.domain.vocabulary import (
     INVALID_PARTITION,
     INVALID_WAVES,
     MAINTENANCE_WINDOW_ANNOTATION,
+    MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
@@ -35,6 +36,7 @@ from edgerollout.domain.vocabulary import (
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     POD_NEED_UPGRADE,
+    ROLLOUT_FAILED,
     ROLLOUT_PAUSED,
     ROLLOUT_RESUMED,
     SUCCESSFUL_DELETE,
@@ -645,3 +647,112 @@ async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_b
     await set_image(kube, namespace, NAME, NEW)
     await kube.connect("edge-6")
     await running_everywhere(kube, namespace, NEW, SIX, timeout=90)
+
+
+@pytest.mark.lab(nodes=6)
+async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_finish_it(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    annotations = advanced_rolling_update("2", **{MAX_FAILED_ANNOTATION: "1"})
+    before = await seed_six(kube, namespace, annotations)
+    await kube.disconnect("edge-6")
+    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
+
+    async def failed() -> list[Any] | None:
+        return await events(kube, namespace, reason=ROLLOUT_FAILED) or None
+
+    (told,) = await wait_for(failed, timeout=40, what="a RolloutFailed Event")
+    assert told.type == "Warning"
+    assert told.message.startswith(
+        f"2 nodes are broken on revision {await newest_revision_hash(kube, namespace)}, "
+        f'more than {MAX_FAILED_ANNOTATION} "1" tolerates (1): edge-1: CrashLoopBackOff since '
+    )
+    assert "; edge-2: CrashLoopBackOff since " in told.message
+    assert "edge-6" not in told.message  # offline, not broken
+
+    async def paused_by_the_controller() -> bool:
+        current = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
+        return bool(current.metadata.annotations.get(PAUSED_ANNOTATION) == "true")
+
+    await wait_for(paused_by_the_controller, timeout=10, what="the DaemonSet paused")
+
+    async def rest_untouched() -> bool:
+        grouped = await pods_now(kube, namespace)
+        return all(kept(grouped.get(node, []), before[node]) for node in SIX[2:])
+
+    await hold_for(rest_untouched, seconds=HOLD_SECONDS, what="no deletion past the failure")
+    assert await deleted_on(kube, namespace) == ["edge-1", "edge-2"]
+    status = json.loads(
+        (await edgerollout(kube, "status", NAME, "-n", namespace, "-o", "json")).stdout
+    )
+    assert status["paused"] is True
+    assert {row["node"]: row["state"] for row in status["nodes"]} == {
+        "edge-1": "broken: CrashLoopBackOff",
+        "edge-2": "broken: CrashLoopBackOff",
+        "edge-3": "held: paused",
+        "edge-4": "held: paused",
+        "edge-5": "held: paused",
+        "edge-6": "waiting: node NotReady",
+    }
+
+    # The fix, then the resume: the broken pods are outdated now, and replaced first.
+    await set_image(kube, namespace, NAME, NEW)
+    await hold_for(rest_untouched, seconds=2, what="nothing deleted before the resume")
+    resumed = await edgerollout(kube, "resume", NAME, "-n", namespace)
+    assert resumed.returncode == 0, resumed.stderr
+    await kube.connect("edge-6")
+    await running_everywhere(kube, namespace, NEW, SIX, timeout=90)
+    assert len(await events(kube, namespace, reason=ROLLOUT_FAILED)) == 1
+    recorded = [e.reason for e in await events(kube, namespace) if e.type == "Warning"]
+    assert recorded == [ROLLOUT_FAILED]
+
+
+@pytest.mark.lab(nodes=6)
+async def test_ota_nodes_that_upgrade_into_a_failing_pod_trip_the_failure_budget(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    annotations = {UPDATE_STRATEGY_ANNOTATION: OTA, MAX_FAILED_ANNOTATION: "1"}
+    before = await seed_six(kube, namespace, annotations)
+    await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
+
+    async def offered() -> bool:
+        grouped = await pods_now(kube, namespace)
+        marks = [condition(grouped[node][0], POD_NEED_UPGRADE) for node in SIX]
+        return all(mark is not None and str(mark.status) == "True" for mark in marks)
+
+    await wait_for(offered, timeout=20, what="the upgrade offered on every node")
+    # Two nodes take the upgrade, as their agents would: their pods are deleted and come back
+    # crash-looping.
+    grouped = await pods_now(kube, namespace)
+    for node in ("edge-1", "edge-2"):
+        await kube.core.delete_namespaced_pod(grouped[node][0].metadata.name, namespace)
+
+    async def failed() -> list[Any] | None:
+        return await events(kube, namespace, reason=ROLLOUT_FAILED) or None
+
+    (told,) = await wait_for(failed, timeout=40, what="a RolloutFailed Event")
+    assert told.message.startswith(
+        f"2 nodes are broken on revision {await newest_revision_hash(kube, namespace)}, "
+        f'more than {MAX_FAILED_ANNOTATION} "1" tolerates (1): edge-1: CrashLoopBackOff since '
+    )
+    current = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
+    assert current.metadata.annotations[PAUSED_ANNOTATION] == "true"
+    status = json.loads(
+        (await edgerollout(kube, "status", NAME, "-n", namespace, "-o", "json")).stdout
+    )
+    assert [row["broken"] for row in status["nodes"]] == [
+        "CrashLoopBackOff",
+        "CrashLoopBackOff",
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert status["paused"] is True
+
+    async def rest_kept() -> bool:
+        grouped = await pods_now(kube, namespace)
+        return all(kept(grouped[node], before[node]) for node in SIX[2:])
+
+    await hold_for(rest_kept, seconds=3, what="the other nodes keeping their pods")

@@ -5,12 +5,15 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
 ```
 {"daemonset": str, "namespace": str, "strategy": "AdvancedRollingUpdate" | "OTA" | null,
  "newestRevision": str | null, "maxUnavailable": int | null, "unavailable": int | null,
- "paused": bool, "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
+ "paused": bool, "pausesRollout": bool, "windowOpens": str | null,
+ "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
  "events": [{"type": str, "reason": str, "message": str}],
  "nodes": [{"node": str, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing",
             "pods": [str], "action": str, "why": str}]}
 ```
-`events` are the Events the plan asks for (a controller that sent one already does not repeat it).
+`events` are the Events the plan asks for (a controller that sent one already does not repeat it);
+`pausesRollout`: more nodes are broken than `edgerollout.io/max-failed` tolerates, so the
+controller pauses the rollout; `windowOpens`: when a closed maintenance window opens (RFC 3339).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from edgerollout.cli.status_render import align
 from edgerollout.domain.dry_run import NodePlan
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.reconcile import Plan
+from edgerollout.domain.timestamps import format_rfc3339
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,10 +44,12 @@ def render_plan_table(result: DryRun) -> str:
     decided = result.plan
     lines = [f"Strategy: {_strategy(decided)}"]
     holds = decided.holds
-    if decided.paused or holds.wave is not None:
-        staging = ["paused"] if decided.paused else []
-        if holds.wave is not None:
-            staging.append(f"wave {holds.wave}")
+    staging = ["paused"] if decided.paused else []
+    if holds.wave is not None:
+        staging.append(f"wave {holds.wave}")
+    if decided.window_opens is not None:
+        staging.append(f"maintenance window closed, opens {format_rfc3339(decided.window_opens)}")
+    if staging:
         lines.append(f"Staging: {'; '.join(staging)}")
     if result.nodes:
         header = ["NODE", "NODE-READY", "ACTION", "WHY"]
@@ -53,6 +59,8 @@ def render_plan_table(result: DryRun) -> str:
         lines.append(f'No pods of daemon set "{result.daemonset.name}" found.')
     deletions = len(decided.deletions)
     lines.append(f"{deletions} {'pod' if deletions == 1 else 'pods'} to delete now.")
+    if decided.pause_rollout:
+        lines.append("The rollout would be paused: more nodes are broken than max-failed allows.")
     for notice in decided.notices:
         lines.append(f"Event: {notice.type} {notice.reason}: {notice.message}")
     return "\n".join(lines) + "\n"
@@ -83,6 +91,10 @@ def plan_document(result: DryRun) -> dict[str, Any]:
         "maxUnavailable": None if rollout is None else rollout.max_unavailable,
         "unavailable": None if rollout is None else rollout.unavailable,
         "paused": bool(decided.paused),
+        "pausesRollout": decided.pause_rollout,
+        "windowOpens": None
+        if decided.window_opens is None
+        else format_rfc3339(decided.window_opens),
         "wave": None
         if wave is None
         else {"name": wave.name, "index": wave.index, "count": wave.count, "pending": wave.pending},

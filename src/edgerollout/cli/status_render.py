@@ -12,12 +12,13 @@ terminal. The JSON shape is a public contract, documented in the README:
             "pod": str, "revision": str | null, "current": bool, "state": str,
             "held": str | null, "broken": str | null}],
  "summary": str,
- "paused": bool, "staging": [str],
+ "paused": bool, "staging": [str], "windowOpens": str | null,
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null}
 ```
 `broken` is why a current pod on a Ready node is failing (`CrashLoopBackOff`, ...); `held` is the
 hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
-`staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`).
+`staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`);
+`windowOpens` is when a maintenance window that is closed now opens (RFC 3339), else null.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import orjson
 
 from edgerollout.domain.rollout_status import NodeRow, RolloutStatus, StrategyStatus
 from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.timestamps import format_rfc3339
 
 COLUMN_GAP = 3  # kubectl's tabwriter padding
 
@@ -69,9 +71,15 @@ def describe_strategy(strategy: StrategyStatus) -> str:
 
 
 def describe_staging(status: RolloutStatus) -> str:
-    """`paused; partition 2; wave pool-b (2 of 3)`; empty when the rollout is not staged."""
+    """`paused; partition 2; wave pool-b (2 of 3)`; empty when the rollout is not staged. A
+    closed maintenance window says when it opens."""
     parts = ["paused"] if status.paused else []
-    parts += [setting for setting in status.staging if not setting.startswith("waves ")]
+    for setting in status.staging:
+        if setting.startswith("waves "):
+            continue
+        if setting.startswith("maintenance window ") and status.window_opens is not None:
+            setting += f" (closed, opens {format_rfc3339(status.window_opens)})"
+        parts.append(setting)
     if status.wave is not None:
         parts.append(f"wave {status.wave}")
     return "; ".join(parts)
@@ -132,6 +140,7 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
         "summary": status.summary,
         "paused": status.paused,
         "staging": list(status.staging),
+        "windowOpens": None if status.window_opens is None else format_rfc3339(status.window_opens),
         "wave": None
         if status.wave is None
         else {

@@ -7,7 +7,10 @@ Each write is guarded by `may_write` (the leader check, tested again right befor
   precondition (`write_conditions`), recorded in the rollout's `ConditionWrites` once accepted;
 - deletions with a UID precondition (`delete_pods`), recorded in the rollout's `Expectations`
   before they are sent, so the budget holds while the cache catches up;
-- pull Jobs created, reported on their pods and deleted (`run_prepulls`).
+- pull Jobs created, reported on their pods and deleted (`run_prepulls`);
+- the rollout paused when more nodes are broken than its failure budget tolerates
+  (`pause_rollout`): a merge patch of the one annotation, which the controller's admission
+  policy admits and nothing else on a DaemonSet (design §13.4).
 
 A pod that is gone (404) or was replaced (409 on the UID precondition) is not an error: the next
 plan judges its successor. Per-pod decisions are logged at DEBUG with structured fields; the
@@ -29,8 +32,8 @@ from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planner import Deletion
 from edgerollout.domain.prepull import PrepullStep
 from edgerollout.domain.reconcile import Plan
-from edgerollout.domain.vocabulary import FAILED_DELETE
-from edgerollout.kube.api import JOBS, PODS, Api, ApiError
+from edgerollout.domain.vocabulary import FAILED_DELETE, PAUSED_ANNOTATION
+from edgerollout.kube.api import DAEMONSETS, JOBS, MERGE, PODS, Api, ApiError
 from edgerollout.kube.manifests import condition_patch, pull_job_manifest
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.kube.views import object_key
@@ -197,6 +200,23 @@ class Executors:
         log.debug("deleted pod", extra=fields)
         self.report(ds, deletion.notice)
         return 1
+
+    async def pause_rollout(self, ds: DaemonSetView) -> bool:
+        """Pause the DaemonSet's rollout (`edgerollout.io/paused: "true"`); False if the
+        DaemonSet is gone. Any other refusal is raised: the key is retried with backoff, and the
+        plan keeps deleting nothing meanwhile, paused or not."""
+        self.guard()
+        body = {"metadata": {"annotations": {PAUSED_ANNOTATION: "true"}}}
+        try:
+            await self.api.patch(
+                DAEMONSETS, ds.name, body, namespace=ds.namespace, content_type=MERGE
+            )
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        log.warning("rollout paused: too many broken nodes", extra=LogFields(daemonset=_key(ds)))
+        return True
 
     async def run_prepulls(self, ds: DaemonSetView, steps: Sequence[PrepullStep]) -> int:
         """Start the plan's pull Jobs, report finished ones on their pods and delete them; how

@@ -97,6 +97,8 @@ class Reconciler:
             state.note_paused(decided.paused)
         for notice in decided.notices:
             await self.executors.emit(ds, notice)
+        if decided.pause_rollout:
+            await self.executors.pause_rollout(ds)
         written = await self.executors.write_conditions(ds, decided.condition_writes, state)
         written += await self.executors.run_prepulls(ds, decided.prepulls)
         rollout = decided.rollout

@@ -41,10 +41,12 @@ class RolloutState:
         self._changed.add(node)
 
     def note_paused(self, paused: bool | None) -> None:
-        """Remember the pause a plan found (None: the plan did not say)."""
+        """Remember the pause a plan found (None: the plan did not say). A rollout first seen
+        running has not changed its pause; one first seen paused is told as a pause."""
         if paused is not None and paused != self.paused:
+            if self.paused is not None or paused:
+                self.pause_changes += 1
             self.paused = paused
-            self.pause_changes += 1
 
     def take_changed_nodes(self) -> frozenset[NodeName]:
         """The nodes where a pod of the DaemonSet or the node's readiness changed since the

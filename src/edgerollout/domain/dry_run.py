@@ -20,9 +20,10 @@ AdvancedRollingUpdate:
 | `left to the native controller` | more than one pod on the node                   |
 | `waiting`            | nothing is judged: no newest revision, or an invalid max-unavailable |
 
-OTA: `updated`, `held`, `mark PodNeedUpgrade=True` (the plan writes it now), `upgrade offered`
-(marked already: the node decides when), `delete now` (marked for longer than the OTA deadline),
-or `waiting` while paused or an invalid value holds it.
+OTA: `updated`, `broken` (a node that upgraded itself into a failing pod), `held`,
+`mark PodNeedUpgrade=True` (the plan writes it now), `upgrade offered` (marked already: the node
+decides when), `delete now` (marked for longer than the OTA deadline), or `waiting` while paused or
+an invalid value holds it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -171,6 +172,9 @@ def _ota_action(plan: Plan, node: NodeName, pods: Sequence[PodView]) -> tuple[Ac
     for deletion in plan.deletions:  # past its OTA deadline: the controller upgrades it
         if deletion.node_name == node:
             return Action.DELETE_NOW, deletion.reason.value
+    failing = plan.broken.get(node)
+    if failing is not None:
+        return Action.BROKEN, f"{failing.reason} since {format_rfc3339(failing.since)}"
     target = plan.target or TargetRevision(hash=None, template_generation=None)
     live = [pod for pod in pods if not pod.deleting]
     if live and all(is_current(pod, target) for pod in live):

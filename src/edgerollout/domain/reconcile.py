@@ -32,11 +32,13 @@ The order of the steps is the order of the questions a user would ask:
    False; while paused, or while a staging value is invalid, nothing is written), and which image
    pre-pulls are to start or to report? Nothing is ever deleted; max-unavailable means nothing
    here.
-4. AdvancedRollingUpdate: is max-unavailable valid? If not, a Warning and no deletion at all; the
-   controller should wait for the DaemonSet to change rather than retry.
+4. AdvancedRollingUpdate: are max-unavailable, the progress deadline and the failure budget
+   valid? If not, a Warning and no deletion at all; the controller should wait for the DaemonSet
+   to change rather than retry.
 5. Which pods go now? (`rollout_book`, `planner`; held nodes never; with pre-pull before delete,
    a node whose images are not there is held, and the next nodes' pulls are asked for:
-   `prepull_first`)
+   `prepull_first`) Unless more nodes are broken than the failure budget tolerates: then none,
+   and the rollout is paused (`failure_budget`).
 6. When to look again without an event (`Recheck`).
 """
 
@@ -55,6 +57,8 @@ from edgerollout.domain.budget import (
 from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, revision_in_message
 from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
+from edgerollout.domain.failure_budget import MaxFailed, failure_stop, read_max_failed
+from edgerollout.domain.health import Broken
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -96,6 +100,7 @@ from edgerollout.domain.staging import (
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.timestamps import parse_rfc3339
 from edgerollout.domain.vocabulary import (
+    MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     POD_NEED_UPGRADE,
@@ -258,6 +263,11 @@ class Plan:
       DaemonSet has had stay remembered (see the table in the module docstring).
     - `paused`: whether the rollout is paused (None when the DaemonSet is not ours); the shell
       remembers it for the next plan's `Snapshot.paused_before`.
+    - `pause_rollout`: more nodes are broken than the failure budget tolerates: the shell pauses
+      the rollout (`edgerollout.io/paused: "true"` on the DaemonSet; design §13.4).
+    - `broken`: the Ready nodes whose pod of the newest revision is failing, and why (both
+      strategies; design §13.1).
+    - `window_opens`: when the maintenance window, closed now, opens (None: open, or none).
     - `holds`: the nodes a staged rollout holds back, and its wave.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
@@ -270,6 +280,9 @@ class Plan:
     recheck: Recheck | None = None
     keep_notices: bool = False
     paused: bool | None = None
+    pause_rollout: bool = False
+    broken: Mapping[NodeName, Broken] = field(default_factory=dict)
+    window_opens: datetime | None = None
     holds: Holds = NOTHING_HELD
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
@@ -324,52 +337,101 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
     )
     if paused is not None:
         told.append(paused)
-    if choice.strategy is UpdateStrategy.OTA:
-        pods = list(snapshot.pods)
-        holds = _ota_holds(snapshot, staging, target)
-        writes: tuple[ConditionWrite, ...] = ()
-        if not (staging.paused or staging.invalid):
-            writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
-        told.extend(_wave_notice(holds, target))
-        upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
-        if isinstance(upgrade_budget, Notice):
-            told.append(upgrade_budget)
-        prepulls: tuple[PrepullStep, ...] = ()
-        if target.hash is not None and snapshot.pull_template is not None:
-            prepulls = plan_prepulls(
-                pods=pods,
-                newest=target.hash,
-                jobs=snapshot.pull_jobs,
-                template=snapshot.pull_template,
-                settings=settings.prepull,
-                now=snapshot.now,
-            )
-        recheck = _recheck(settings)
-        if due is not None:
-            # Look again when the next marked pod passes its OTA deadline: no event says so.
-            recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
-        return Plan(
-            strategy=choice.strategy,
-            notices=tuple(told),
-            condition_writes=writes,
-            prepulls=prepulls,
-            recheck=recheck,
-            paused=staging.paused,
-            holds=holds,
-            target=target,
-            budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
-            rollout=upgrades,
-        )
-
     deadline = read_progress_deadline(daemonset.annotations.get(PROGRESS_DEADLINE_ANNOTATION))
-    if isinstance(deadline, Notice):
+    max_failed = read_max_failed(daemonset.annotations.get(MAX_FAILED_ANNOTATION))
+    if isinstance(deadline, Notice) or isinstance(max_failed, Notice):
+        unreadable = (value for value in (deadline, max_failed) if isinstance(value, Notice))
         return Plan(
             strategy=choice.strategy,
-            notices=(*told, deadline),
+            notices=(*told, *unreadable),
             recheck=_recheck(settings),
             paused=staging.paused,
             target=target,
         )
+    read = _Read(
+        strategy=choice.strategy,
+        target=target,
+        staging=staging,
+        told=told,
+        progress_deadline=timedelta(seconds=deadline),
+        max_failed=max_failed,
+        window_opens=staging.for_deletions(snapshot.now).window_opens,
+    )
+    if choice.strategy is UpdateStrategy.OTA:
+        return _decide_ota(snapshot, read, settings)
+    return _decide_advanced(snapshot, read, book, settings)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Read:
+    """What both strategies' plans start from: the DaemonSet's settings read, and the notices
+    told so far (each strategy adds its own)."""
+
+    strategy: UpdateStrategy
+    target: TargetRevision
+    staging: Staging
+    told: list[Notice]
+    progress_deadline: timedelta
+    max_failed: MaxFailed | None
+    window_opens: datetime | None
+
+
+def _decide_ota(snapshot: Snapshot, read: _Read, settings: PlanSettings) -> Plan:
+    target, staging, told = read.target, read.staging, read.told
+    pods = list(snapshot.pods)
+    broken = _ota_broken(snapshot, target, read.progress_deadline)
+    failed = _failure_stop(snapshot, staging, target, broken, read.max_failed)
+    if failed is not None:
+        # Too many nodes upgraded themselves into a failing revision (design §13.4): offer it to
+        # no one more, as a pause would.
+        told.append(failed)
+        staging = replace(staging, paused=True)
+    holds = _ota_holds(snapshot, staging, target)
+    writes: tuple[ConditionWrite, ...] = ()
+    if not (staging.paused or staging.invalid):
+        writes = plan_need_upgrade(pods=pods, target=target, now=snapshot.now, held=holds.held)
+    told.extend(_wave_notice(holds, target))
+    upgrades, upgrade_budget, due = _ota_deadline_upgrades(snapshot, staging, target)
+    if isinstance(upgrade_budget, Notice):
+        told.append(upgrade_budget)
+    prepulls: tuple[PrepullStep, ...] = ()
+    if target.hash is not None and snapshot.pull_template is not None:
+        prepulls = plan_prepulls(
+            pods=pods,
+            newest=target.hash,
+            jobs=snapshot.pull_jobs,
+            template=snapshot.pull_template,
+            settings=settings.prepull,
+            now=snapshot.now,
+        )
+    recheck = _recheck(settings)
+    if due is not None:
+        # Look again when the next marked pod passes its OTA deadline: no event says so.
+        recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
+    if isinstance(upgrade_budget, MaxUnavailable):
+        # Pods past their OTA deadline wait for the window: look again when it opens.
+        recheck = _when_window_opens(recheck, read.window_opens, snapshot.now)
+    return Plan(
+        strategy=read.strategy,
+        notices=tuple(told),
+        condition_writes=writes,
+        prepulls=prepulls,
+        recheck=recheck,
+        paused=read.staging.paused,
+        pause_rollout=failed is not None,
+        broken=broken,
+        window_opens=read.window_opens,
+        holds=holds,
+        target=target,
+        budget=upgrade_budget if isinstance(upgrade_budget, MaxUnavailable) else None,
+        rollout=upgrades,
+    )
+
+
+def _decide_advanced(
+    snapshot: Snapshot, read: _Read, book: RolloutBook, settings: PlanSettings
+) -> Plan:
+    daemonset, target, staging, told = snapshot.daemonset, read.target, read.staging, read.told
     book.refresh(
         target=target,
         min_ready_seconds=daemonset.min_ready_seconds,
@@ -378,13 +440,13 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         readiness=snapshot.readiness,
         changed=snapshot.changed_nodes,
         in_flight=snapshot.in_flight,
-        progress_deadline=timedelta(seconds=deadline),
+        progress_deadline=read.progress_deadline,
     )
     base = base_of(book.base, desired_nodes=daemonset.desired_nodes)
     budget = parse_max_unavailable(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION), base=base)
     if isinstance(budget, InvalidMaxUnavailable):
         return Plan(
-            strategy=choice.strategy,
+            strategy=read.strategy,
             notices=(*told, budget.notice),
             recheck=_recheck(settings),
             paused=staging.paused,
@@ -400,36 +462,100 @@ def _decide(snapshot: Snapshot, book: RolloutBook, settings: PlanSettings) -> Pl
         settings=settings.prepull,
     )
     deleting = first.gate(staging.for_deletions(snapshot.now))
-    rollout = book.plan(
-        max_unavailable=budget.value,
-        desired_nodes=daemonset.desired_nodes,
-        counted_while_not_ready=daemonset.counted_while_not_ready,
-        staging=deleting,
-        labels=snapshot.labels_of,
-    )
+
+    def rollout_with(staging: Staging) -> DeletionPlan:
+        return book.plan(
+            max_unavailable=budget.value,
+            desired_nodes=daemonset.desired_nodes,
+            counted_while_not_ready=daemonset.counted_while_not_ready,
+            staging=staging,
+            labels=snapshot.labels_of,
+        )
+
+    rollout = rollout_with(deleting)
+    failed = _failure_stop(snapshot, staging, target, rollout.broken, read.max_failed, nodes=base)
+    if failed is not None:
+        # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
+        # deleted even before the pause is written, or if it cannot be.
+        told.append(failed)
+        rollout = rollout_with(replace(deleting, paused=True))
     told.extend(_wave_notice(rollout.holds, target))
-    opens = deleting.window_opens
     pulls = first.steps(
         rollout, jobs=snapshot.pull_jobs, template=snapshot.pull_template, now=snapshot.now
     )
     recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
-    if opens is not None:
-        # Look again when the window opens: no event says so.
-        recheck = replace(recheck, window_seconds=max((opens - snapshot.now).total_seconds(), 0.0))
     # Look again when a pre-pull passes its fallback: no event says so.
     recheck = replace(recheck, prepull_seconds=pulls.recheck_seconds)
     return Plan(
-        strategy=choice.strategy,
+        strategy=read.strategy,
         notices=(*told, *pulls.notices),
         condition_writes=pulls.requests,
         prepulls=pulls.prepulls,
-        recheck=recheck,
+        recheck=_when_window_opens(recheck, read.window_opens, snapshot.now),
         paused=staging.paused,
+        pause_rollout=failed is not None,
+        broken=rollout.broken,
+        window_opens=read.window_opens,
         holds=rollout.holds,
         target=target,
         budget=budget,
         rollout=rollout,
     )
+
+
+def _when_window_opens(recheck: Recheck, opens: datetime | None, now: datetime) -> Recheck:
+    """`recheck`, and a look when a closed maintenance window opens: no event says so."""
+    if opens is None:
+        return recheck
+    return replace(recheck, window_seconds=max((opens - now).total_seconds(), 0.0))
+
+
+def _failure_stop(
+    snapshot: Snapshot,
+    staging: Staging,
+    target: TargetRevision,
+    broken: Mapping[NodeName, Broken],
+    max_failed: MaxFailed | None,
+    *,
+    nodes: int | None = None,
+) -> Notice | None:
+    """The Warning `RolloutFailed` when a running rollout has more broken nodes than its failure
+    budget tolerates (None: no budget, paused already, or within it). A percentage counts over
+    `nodes` (by default the nodes holding a pod, or the desired count if larger)."""
+    if max_failed is None or staging.paused or target.hash is None:
+        return None
+    if nodes is None:
+        nodes = base_of(len(snapshot.pods_by_node), desired_nodes=snapshot.daemonset.desired_nodes)
+    return failure_stop(
+        broken,
+        limit=max_failed,
+        nodes=nodes,
+        revision=target.hash,
+        pause_changes=snapshot.pause_changes,
+    )
+
+
+def _ota_broken(
+    snapshot: Snapshot, target: TargetRevision, progress_deadline: timedelta
+) -> dict[NodeName, Broken]:
+    """The Ready nodes whose pod of the newest revision is failing, judged as for
+    AdvancedRollingUpdate (design §13.1): a node that upgraded itself can be broken too."""
+    if target.hash is None and target.template_generation is None:
+        return {}
+    readiness, min_ready, now = (
+        snapshot.readiness,
+        snapshot.daemonset.min_ready_seconds,
+        snapshot.now,
+    )
+    broken: dict[NodeName, Broken] = {}
+    for node, pods in snapshot.pods_by_node.items():
+        if readiness.get(node) is not NodeReadiness.READY:
+            continue
+        live = [pod for pod in pods if not pod.deleting]
+        failing = judge_node(live, target, min_ready, now, progress_deadline=progress_deadline)[2]
+        if failing is not None:
+            broken[node] = failing
+    return broken
 
 
 def _ota_holds(snapshot: Snapshot, staging: Staging, target: TargetRevision) -> Holds:

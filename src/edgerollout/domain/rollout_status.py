@@ -139,7 +139,8 @@ class RolloutStatus:
     """The whole picture: header facts, one row per pod, and the one-line summary.
 
     `paused`: the rollout is paused; `wave`: the wave it is at (None without waves); `staging`:
-    the staging annotations in force, as `partition 2`, `node selector canary=true`."""
+    the staging annotations in force, as `partition 2`, `node selector canary=true`;
+    `window_opens`: when the maintenance window, closed now, opens next."""
 
     daemonset: str
     namespace: str
@@ -151,6 +152,7 @@ class RolloutStatus:
     paused: bool = False
     wave: WaveProgress | None = None
     staging: tuple[str, ...] = ()
+    window_opens: datetime | None = None
 
 
 def rollout_status(
@@ -176,7 +178,7 @@ def rollout_status(
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     decided = _controller_plan(daemonset, revisions, pods, nodes, now)
     held = decided.holds.held
-    broken = decided.rollout.broken if decided.rollout is not None else {}
+    broken = decided.broken
     rows = []
     for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name)):
         node_readiness = (
@@ -240,6 +242,7 @@ def rollout_status(
         paused=bool(decided.paused),
         wave=decided.holds.wave,
         staging=_staging_in_force(daemonset),
+        window_opens=decided.window_opens,
     )
 
 

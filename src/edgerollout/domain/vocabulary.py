@@ -152,3 +152,9 @@ FAILING_WAITING_REASONS: Final = frozenset(
 # kubelet build the pod's sandbox anew (Kubernetes 1.29+; KEP-3085).
 CONTAINERS_READY_CONDITION: Final = "ContainersReady"
 POD_READY_TO_START_CONTAINERS: Final = "PodReadyToStartContainers"
+
+# The failure budget (design §13.4): how many broken nodes a rollout tolerates; past it, the
+# controller pauses the rollout and says so.
+MAX_FAILED_ANNOTATION: Final = "edgerollout.io/max-failed"
+ROLLOUT_FAILED: Final = "RolloutFailed"
+INVALID_MAX_FAILED: Final = "InvalidMaxFailed"

@@ -4,7 +4,7 @@ import json
 
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
 from edgerollout.domain.dry_run import node_plans
-from edgerollout.domain.model import NodeName, NodeReadiness, NodeView, PodView
+from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, NodeView, PodView
 from edgerollout.domain.reconcile import Snapshot, plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.vocabulary import (
@@ -84,6 +84,8 @@ def test_json_document_has_the_documented_shape() -> None:
         "maxUnavailable": 1,
         "unavailable": 0,
         "paused": False,
+        "pausesRollout": False,
+        "windowOpens": None,
         "wave": {"name": "pool-a", "index": 0, "count": 2, "pending": 1},
         "events": [
             {
@@ -116,3 +118,44 @@ def test_json_document_has_the_documented_shape() -> None:
             },
         ],
     }
+
+
+def test_the_header_says_when_a_closed_window_opens_and_that_a_failure_pauses() -> None:
+    crashing = [ContainerFailure(container="web", reason="CrashLoopBackOff")]
+    pods = [
+        pod("web-1", "edge-1", ready=False, failures=crashing),
+        pod("web-2", "edge-2", ready=False, failures=crashing),
+    ]
+    by_node = {NodeName("edge-1"): [pods[0]], NodeName("edge-2"): [pods[1]]}
+    readiness = dict.fromkeys(by_node, NodeReadiness.READY)
+    subject = daemonset(
+        {
+            UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate",
+            "edgerollout.io/max-failed": "1",
+            "edgerollout.io/maintenance-window": "Mon 02:00-03:00",
+        }
+    )
+    decided = plan(
+        Snapshot(
+            daemonset=subject,
+            revisions=(revision("old", 1, OLD), revision("new", 2, NEW)),
+            pods=pods,
+            pods_by_node=by_node,
+            readiness=readiness,
+            now=NOW,
+        ),
+        RolloutBook(),
+    )
+    result = DryRun(
+        daemonset=subject,
+        plan=decided,
+        nodes=node_plans(decided, pods_by_node=by_node, readiness=readiness),
+    )
+    lines = render_plan_table(result).splitlines()
+    assert lines[1] == "Staging: maintenance window closed, opens 2025-03-03T02:00:00Z"
+    assert lines[5:7] == [
+        "0 pods to delete now.",
+        "The rollout would be paused: more nodes are broken than max-failed allows.",
+    ]
+    document = json.loads(render_plan_json(result))
+    assert (document["pausesRollout"], document["windowOpens"]) == (True, "2025-03-03T02:00:00Z")

@@ -147,6 +147,7 @@ def test_json_document_has_the_documented_shape() -> None:
         ),
         "paused": False,
         "staging": [],
+        "windowOpens": None,
         "wave": None,
     }
 
@@ -229,3 +230,19 @@ def test_table_says_when_max_unavailable_is_invalid() -> None:
         'Strategy: AdvancedRollingUpdate, max-unavailable "1.5" is invalid: '
         "no pod is deleted until it is fixed"
     )
+
+
+def test_a_closed_maintenance_window_says_when_it_opens() -> None:
+    # NOW is Saturday 2025-03-01 12:00 UTC.
+    status = rollout_status(
+        daemonset=ds({**ARU, "edgerollout.io/maintenance-window": "Mon-Fri 02:00-04:00"}),
+        revisions=REVISIONS,
+        pods=[pod("x2k9p", "edge-1", OLD)],
+        nodes=nodes(NodeReadiness.READY),
+        now=NOW,
+    )
+    table = render_table(status)
+    assert table.splitlines()[1] == (
+        "Staging: maintenance window Mon-Fri 02:00-04:00 (closed, opens 2025-03-03T02:00:00Z)"
+    )
+    assert json.loads(render_json(status))["windowOpens"] == "2025-03-03T02:00:00Z"

@@ -836,3 +836,61 @@ async def test_the_nodes_metric_tells_updated_outdated_and_offline_nodes_apart()
         await caught_up(c.cache.daemonsets, gone)
         await c.reconcile()
         assert (nodes("updated"), nodes("offline")) == (0.0, 0.0)
+
+
+def crash_looping_json(name: str, *, node: str) -> JSON:
+    """A pod of the newest revision whose container waits in CrashLoopBackOff."""
+    pod = pod_json(name, node=node, revision_hash=NEW, ready=False)
+    pod["status"]["containerStatuses"] = [
+        {
+            "name": "web",
+            "ready": False,
+            "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+        }
+    ]
+    return pod
+
+
+async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> None:
+    annotations = {**ADVANCED, MAX_UNAVAILABLE: "3", "edgerollout.io/max-failed": "1"}
+    pods = [
+        crash_looping_json("web-a", node="edge-1"),
+        crash_looping_json("web-b", node="edge-2"),
+        pod_json("web-c", node="edge-3", revision_hash=OLD),
+    ]
+    async with controller(annotations, pods) as c:
+        await c.reconcile()
+
+        assert c.deletions() == []
+        (pause,) = c.api.calls_to("patch", DAEMONSETS)
+        assert (pause.namespace, pause.name, pause.body, pause.params["content_type"]) == (
+            NAMESPACE,
+            "web",
+            {"metadata": {"annotations": {"edgerollout.io/paused": "true"}}},
+            "application/merge-patch+json",
+        )
+        ((kind, reason, message),) = c.events()
+        assert (kind, reason) == ("Warning", "RolloutFailed")
+        assert message.startswith(
+            f'2 nodes are broken on revision {NEW}, more than edgerollout.io/max-failed "1" '
+            "tolerates (1): edge-1: CrashLoopBackOff since "
+        )
+
+        await c.reconcile()  # the pause's echo has not come: not told again
+        assert [reason for _, reason, _ in c.events()] == ["RolloutFailed"]
+        assert c.deletions() == []
+
+        for paused in ("true", "false"):  # the echo, then a resume with the nodes still broken
+            echo = {**annotations, "edgerollout.io/paused": paused}
+            changed = c.api.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=echo))
+            await caught_up(c.cache.daemonsets, changed)
+            await c.reconcile()
+        assert [reason for _, reason, _ in c.events()] == [
+            "RolloutFailed",
+            "RolloutPaused",
+            "RolloutResumed",
+            "RolloutFailed",
+        ]
+        assert len(c.api.calls_to("patch", DAEMONSETS)) == 3
+        assert c.deletions() == []

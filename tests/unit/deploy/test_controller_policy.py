@@ -14,12 +14,21 @@ import yaml
 
 from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.prepull import PullJob
-from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, PREPULL_LABEL
+from edgerollout.domain.vocabulary import (
+    PAUSED_ANNOTATION,
+    POD_IMAGE_READY,
+    POD_NEED_UPGRADE,
+    PREPULL_LABEL,
+)
 from edgerollout.kube.manifests import pull_job_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = ROOT / "deploy" / "base" / "controller-policy.yaml"
-POLICIES = ("edgerollout-controller-prepull-jobs", "edgerollout-controller-daemon-pods")
+POLICIES = (
+    "edgerollout-controller-prepull-jobs",
+    "edgerollout-controller-daemon-pods",
+    "edgerollout-controller-daemonset-pause",
+)
 
 
 def _policy(name: str = "edgerollout-controller-prepull-jobs") -> dict[str, Any]:
@@ -81,7 +90,7 @@ def test_each_policy_fails_closed_and_is_bound_to_deny() -> None:
     documents = list(yaml.safe_load_all(POLICY.read_text()))
     bindings = [doc for doc in documents if doc["kind"] == "ValidatingAdmissionPolicyBinding"]
 
-    assert [_policy(name)["spec"]["failurePolicy"] for name in POLICIES] == ["Fail", "Fail"]
+    assert [_policy(name)["spec"]["failurePolicy"] for name in POLICIES] == ["Fail"] * len(POLICIES)
     assert [binding["spec"] for binding in bindings] == [
         {"policyName": name, "validationActions": ["Deny"]} for name in POLICIES
     ]
@@ -92,3 +101,14 @@ def test_pod_policy_lets_the_status_patch_change_only_the_controllers_conditions
     kept = f"!(c.type in {[POD_NEED_UPGRADE, POD_IMAGE_READY]!r})"
 
     assert patch["expression"].replace("\n", " ").count(kept) == 2
+
+
+def test_pause_policy_spells_the_paused_annotation_the_controller_writes() -> None:
+    validations = _policy("edgerollout-controller-daemonset-pause")["spec"]["validations"]
+    (*_, annotations, paused) = validations
+
+    # The one annotation the controller may change, excepted both ways; and its one value.
+    assert annotations["expression"].count(f"k == '{PAUSED_ANNOTATION}'") == 2
+    assert paused["expression"] == (
+        f"variables.annotations[?'{PAUSED_ANNOTATION}'].orValue('') == 'true'"
+    )

@@ -176,3 +176,18 @@ def test_the_clock_changes_a_verdict_at_the_deadline_or_when_a_restart_is_forgiv
         next_clock_change(pod("web-1", "edge-1"), min_ready_seconds=0, progress_deadline=DEADLINE)
         is None
     )
+
+
+def test_status_tells_an_ota_node_that_upgraded_into_a_failing_pod_broken() -> None:
+    pods = [pod("web-1", "edge-1", ready=False, failures=[CRASHING]), old_pod("web-2", "edge-2")]
+    status = rollout_status(
+        daemonset=daemonset({UPDATE_STRATEGY_ANNOTATION: "OTA"}),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=[node("edge-1"), node("edge-2")],
+        now=NOW,
+    )
+    assert [(row.node, row.state_text, row.broken) for row in status.rows] == [
+        ("edge-1", "broken: CrashLoopBackOff", "CrashLoopBackOff"),
+        ("edge-2", "old", None),  # not marked yet
+    ]

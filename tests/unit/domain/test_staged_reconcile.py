@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from edgerollout.domain.dry_run import Action, NodePlan, node_plans
 from edgerollout.domain.events import EventType, Notice
@@ -413,7 +413,12 @@ def test_ota_deadline_upgrades_wait_for_a_window_and_spare_held_nodes() -> None:
         OTA_DEADLINE_ANNOTATION: "1h",
         MAINTENANCE_WINDOW_ANNOTATION: "Mon 02:00-03:00",
     }
-    assert plan(taken(closed, offered(2)), RolloutBook()).deletions == ()
+    waiting = plan(taken(closed, offered(2)), RolloutBook())
+    assert waiting.deletions == ()
+    # Overdue pods wait for the window: the DaemonSet is looked at again when it opens.
+    assert waiting.window_opens == datetime(2025, 3, 3, 2, 0, tzinfo=UTC)
+    assert waiting.recheck is not None
+    assert waiting.recheck.window_seconds == 38 * 3600.0
     partitioned = {
         **OTA,
         MAX_UNAVAILABLE_ANNOTATION: "5",

@@ -41,6 +41,12 @@ controller.watchNamespace, a Role's in that namespace with it (the same rules as
 - apiGroups: ["apps"]
   resources: ["daemonsets"]
   verbs: ["list", "watch"]
+# Auto-pause on failure (design §13.4): a merge patch of edgerollout.io/paused: "true" when more
+# nodes are broken than edgerollout.io/max-failed allows. RBAC cannot say which field: the
+# admission policy in controller-policy.yaml admits that one change and no other.
+- apiGroups: ["apps"]
+  resources: ["daemonsets"]
+  verbs: ["patch"]
 # The ControllerRevision cache: the newest revision's hash decides which pods are current.
 - apiGroups: ["apps"]
   resources: ["controllerrevisions"]

@@ -1,0 +1,126 @@
+"""The failure budget: how many broken nodes a rollout tolerates before it stops (design §13.4).
+
+`edgerollout.io/max-failed: "N"` or `"P%"` on an AdvancedRollingUpdate DaemonSet. When more Ready
+nodes are broken (`health`: their pod of the newest revision fails) than that, the controller
+stops the rollout: it deletes nothing more, pauses it the way a user would
+(`edgerollout.io/paused: "true"`), and says so with a Warning `RolloutFailed` naming each broken
+node and why. The pause is what makes the stop last: a broken pod that a user deletes or that
+recovers for a while must not let the rollout run on by itself. A person resumes it
+(`edgerollout resume`), usually after fixing the image; a resume while still too many nodes are
+broken stops it again, with a new Event.
+
+Unset, there is no failure budget, as before (and as every peer does): the rollout is still
+never widened by a broken node, whose pod is never counted as available, so max-unavailable
+alone already bounds how many nodes a broken revision reaches.
+
+- `N`: whole nodes, ASCII digits (`0`: the first broken node stops the rollout).
+- `P%`: a percentage of the nodes the rollout covers (the base max-unavailable is counted
+  over), rounded down: a failure budget errs on the side of stopping, where max-unavailable and
+  partitions round up.
+
+Offline nodes (not Ready) are never broken, so a disconnected site never trips the budget.
+A value that cannot be read is a Warning `InvalidMaxFailed`, and the rollout deletes nothing
+until it is fixed (design §12.5): a safety limit that was meant but cannot be read must not
+silently become no limit.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.health import Broken
+from edgerollout.domain.model import NodeName
+from edgerollout.domain.timestamps import format_rfc3339
+from edgerollout.domain.vocabulary import (
+    INVALID_MAX_FAILED,
+    MAX_FAILED_ANNOTATION,
+    PAUSED_ANNOTATION,
+    ROLLOUT_FAILED,
+)
+
+_COUNT = re.compile(r"(?P<number>[0-9]+)(?P<percent>%?)")
+# Kubernetes' int32 fields end here; a count beyond it is a typo, not a fleet.
+_LARGEST = 2**31 - 1
+# An Event's message is meant for a person; past this many nodes it says how many more.
+NAMED_NODES = 10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaxFailed:
+    """How many broken nodes a rollout tolerates: `number` nodes, or `number` percent."""
+
+    written: str
+    number: int
+    percent: bool
+
+    def count(self, nodes: int) -> int:
+        """The broken nodes tolerated out of `nodes` (a percentage rounds down)."""
+        return max(nodes, 0) * self.number // 100 if self.percent else self.number
+
+
+def read_max_failed(raw: str | None) -> MaxFailed | Notice | None:
+    """The failure budget `raw` asks for (None: the annotation is unset, no budget)."""
+    if raw is None:
+        return None
+    written = raw.strip()
+    form = _COUNT.fullmatch(written)
+    if form is not None:
+        digits = form["number"].lstrip("0") or "0"
+        percent = bool(form["percent"])
+        # The length check first keeps int() away from very long digit strings.
+        if len(digits) <= 10:
+            number = int(digits)
+            if number <= (100 if percent else _LARGEST):
+                return MaxFailed(written=written, number=number, percent=percent)
+    return Notice(
+        type=EventType.WARNING,
+        reason=INVALID_MAX_FAILED,
+        message=(
+            f'{MAX_FAILED_ANNOTATION} is "{raw}": expected a number of broken nodes such as "1" '
+            'or a percentage from "0%" to "100%" of the rollout\'s nodes; no node is upgraded '
+            "until it is fixed"
+        ),
+        subject=raw,
+    )
+
+
+def failure_stop(
+    broken: Mapping[NodeName, Broken],
+    *,
+    limit: MaxFailed,
+    nodes: int,
+    revision: str,
+    pause_changes: int,
+) -> Notice | None:
+    """The Warning `RolloutFailed` when more nodes are `broken` than `limit` tolerates out of
+    `nodes` (None: within the budget).
+
+    The Event is told once per stop: its subject is the revision and how many changes of the
+    pause were seen before it, so a resume that is stopped again is told again."""
+    tolerated = limit.count(nodes)
+    if len(broken) <= tolerated:
+        return None
+    names = sorted(broken)
+    named = "; ".join(
+        f"{name}: {broken[name].reason} since {format_rfc3339(broken[name].since)}"
+        for name in names[:NAMED_NODES]
+    )
+    more = len(names) - NAMED_NODES
+    if more > 0:
+        named += f"; and {more} more"
+    return Notice(
+        type=EventType.WARNING,
+        reason=ROLLOUT_FAILED,
+        message=(
+            f"{_nodes(len(names))} broken on revision {revision}, more than "
+            f'{MAX_FAILED_ANNOTATION} "{limit.written}" tolerates ({tolerated}): {named}. '
+            f'The rollout is paused ({PAUSED_ANNOTATION}: "true") and deletes nothing more; '
+            "fix the revision, then resume it (edgerollout resume)"
+        ),
+        subject=f"{revision}/{pause_changes}",
+    )
+
+
+def _nodes(count: int) -> str:
+    return "1 node is" if count == 1 else f"{count} nodes are"
