@@ -329,6 +329,18 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 _s(slow["advanced_rolling_update"]["downtime_seconds"]),
             ),
         ]
+        first = slow.get("advanced_rolling_update_with_prepull")
+        if first:  # results from before pre-pull before delete have no such row
+            advanced = slow["advanced_rolling_update"]["downtime_seconds"]
+            pull = _s(first["prepull_seconds"])
+            table.append(
+                Row(
+                    f"7 AdvancedRollingUpdate downtime, prepull first (pull {pull})",
+                    _s(first["downtime_seconds"]),
+                    f"without prepull {_s(advanced)}",
+                    _ratio(first["downtime_seconds"], advanced),
+                )
+            )
     return table
 
 

@@ -2,17 +2,22 @@
 
 One real node (a kubelet and containerd) pulls the lab's images through its link at a set rate;
 each image carries a payload layer of a set size, different in every image, so every first pull
-downloads it. One DaemonSet runs on that node only, and is upgraded three times, each time to an
+downloads it. One DaemonSet runs on that node only, and is upgraded four times, each time to an
 image the node has never pulled:
 
 1. OTA, `imagepull` first: the agent asks for the pre-pull, the pull Job brings the image onto the
    node (`PodImageReady=True`), then `upgrade`;
 2. OTA, `upgrade` straight away: the new pod pulls its image after the old one is gone;
-3. AdvancedRollingUpdate (the reference): the controller deletes the pod, which then pulls.
+3. AdvancedRollingUpdate (the reference): the controller deletes the pod, which then pulls;
+4. AdvancedRollingUpdate with `edgerollout.io/prepull: "true"` (design §13.5): the controller asks
+   for the pre-pull itself, the pull Job brings the image onto the node, and only then does the
+   controller delete the pod.
 
 Downtime is the time with no Ready pod of the DaemonSet on the node: from the `upgrade` request
 (OTA; the old container stops at once on SIGTERM) or from the old pod's deletion as the watch sees
-it (AdvancedRollingUpdate) to the new pod's Ready as the watch sees it.
+it (AdvancedRollingUpdate) to the new pod's Ready as the watch sees it. A pre-pull's time runs
+from its request (`imagepull`; for AdvancedRollingUpdate the controller's `PodImageReady=False` as
+the watch sees it) to `PodImageReady=True` as the watch sees it.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
+    PREPULL_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import DAEMONSETS, PODS
-from edgerollout.kube.views import pod_ready
+from edgerollout.kube.views import pod_condition, pod_ready
 
 NAME = "slow-link"
 NAMESPACE = "bench-slow-link"
@@ -123,7 +129,7 @@ async def _ota(
 
 
 async def _advanced(
-    session: Session, watch: ObjectWatch, image: str, *, timeout: float
+    session: Session, watch: ObjectWatch, image: str, *, prepull: bool, timeout: float
 ) -> dict[str, float]:
     old = _the_pod(watch)
     name, uid = old["metadata"]["name"], old["metadata"]["uid"]
@@ -132,9 +138,22 @@ async def _advanced(
     )
     gone = watch.track(lambda p: name if p["metadata"]["name"] == name else None)
     ready = watch.track(_ready_with(image, not_uid=uid))
+    asked = watch.track(
+        lambda p: (
+            name
+            if p["metadata"]["name"] == name and pod_condition(p, POD_IMAGE_READY) is not None
+            else None
+        )
+    )
+    pulled = watch.track(
+        lambda p: (
+            name if p["metadata"]["name"] == name and condition_true(POD_IMAGE_READY)(p) else None
+        )
+    )
     annotations = {
         UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
         MAX_UNAVAILABLE_ANNOTATION: "1",
+        PREPULL_ANNOTATION: "true" if prepull else "false",
     }
     await session.api.patch(
         DAEMONSETS,
@@ -148,7 +167,13 @@ async def _advanced(
     stopped = _first(deleting.changes, 1) or _first(gone.changes, 0)
     if stopped is None:
         raise RuntimeError(f"{name} was replaced but its deletion was not seen")
-    return {"downtime_seconds": round(back - stopped, 2)}
+    result = {"downtime_seconds": round(back - stopped, 2)}
+    if prepull:
+        requested, done = _first(asked.changes, 1), _first(pulled.changes, 1)
+        if requested is None or done is None or done > stopped:
+            raise RuntimeError(f"{name} was deleted before its pre-pull was seen done")
+        result["prepull_seconds"] = round(done - requested, 2)
+    return result
 
 
 async def run(
@@ -173,8 +198,13 @@ async def run(
         session.say(f"slow link: downtime {prepulled['downtime_seconds']} s; OTA, upgrade only")
         direct = await _ota(session, watch, images[2], prepull=False, timeout=timeout)
         session.say(f"slow link: downtime {direct['downtime_seconds']} s; AdvancedRollingUpdate")
-        advanced = await _advanced(session, watch, images[3], timeout=timeout)
-        session.say(f"slow link: downtime {advanced['downtime_seconds']} s")
+        advanced = await _advanced(session, watch, images[3], prepull=False, timeout=timeout)
+        session.say(
+            f"slow link: downtime {advanced['downtime_seconds']} s; "
+            "AdvancedRollingUpdate, pre-pull first"
+        )
+        first = await _advanced(session, watch, images[4], prepull=True, timeout=timeout)
+        session.say(f"slow link: downtime {first['downtime_seconds']} s")
     finally:
         await watch.stop()
     return {
@@ -183,6 +213,10 @@ async def run(
         "ota_with_imagepull": prepulled,
         "ota_without_imagepull": direct,
         "advanced_rolling_update": advanced,
+        "advanced_rolling_update_with_prepull": first,
         # How many times longer the workload is down without the pre-pull.
         "downtime_ratio": round(direct["downtime_seconds"] / prepulled["downtime_seconds"], 1),
+        "advanced_downtime_ratio": round(
+            advanced["downtime_seconds"] / first["downtime_seconds"], 1
+        ),
     }

@@ -75,6 +75,16 @@ class PrepullSettings:
     # A pull that has not finished in 10 minutes is reported failed (PullImageFail) rather than
     # left waiting for ever; large images over an edge link can take minutes.
     deadline_seconds: int = 600
+    # Pre-pull before delete (design §13.5). A request with no result this long after the Job's
+    # own deadline no longer holds its pod: the Job's deadline runs from its start, after the
+    # request's echo and the Job's creation, and its failure is reported after it; a minute more
+    # covers those steps, so the margin only catches a pull that never got a Job at all.
+    fallback_margin_seconds: int = 60
+    # Pulls asked for ahead of the deletions: twice max-unavailable, the next batch waiting with
+    # its images there while the batch after it pulls. A batch is asked for two restarts before
+    # its turn, so the budget waits for a download only when one takes longer than that, and a
+    # registry serves two batches at a time, not the whole fleet.
+    window_per_budget: int = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,8 +35,10 @@ The order of the steps is the order of the questions a user would ask:
 4. AdvancedRollingUpdate: are max-unavailable, the progress deadline and the failure budget
    valid? If not, a Warning and no deletion at all; the controller should wait for the DaemonSet
    to change rather than retry.
-5. Which pods go now? (`rollout_book`, `planner`; held nodes never) Unless more nodes are broken
-   than the failure budget tolerates: then none, and the rollout is paused (`failure_budget`).
+5. Which pods go now? (`rollout_book`, `planner`; held nodes never; with pre-pull before delete,
+   a node whose images are not there is held, and the next nodes' pulls are asked for:
+   `prepull_first`) Unless more nodes are broken than the failure budget tolerates: then none,
+   and the rollout is paused (`failure_budget`).
 6. When to look again without an event (`Recheck`).
 """
 
@@ -84,6 +86,7 @@ from edgerollout.domain.prepull import (
     PullTemplate,
     plan_prepulls,
 )
+from edgerollout.domain.prepull_first import prepull_first
 from edgerollout.domain.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import (
@@ -101,6 +104,7 @@ from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     POD_NEED_UPGRADE,
+    PREPULL_ANNOTATION,
     PROGRESS_DEADLINE_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
@@ -213,7 +217,9 @@ class Recheck:
       never came is checked again, but not sooner than `min_seconds`;
     - a maintenance window closed: when it opens (`window_seconds`);
     - an OTA pod marked but not yet past its OTA deadline: when the first one passes it
-      (`ota_deadline_seconds`).
+      (`ota_deadline_seconds`);
+    - a pre-pull asked for before a deletion and not done: when the first one passes its
+      fallback (`prepull_seconds`, design §13.5).
     """
 
     deletions_seconds: float
@@ -221,6 +227,7 @@ class Recheck:
     min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
     window_seconds: float | None = None
     ota_deadline_seconds: float | None = None
+    prepull_seconds: float | None = None
 
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""
@@ -233,6 +240,8 @@ class Recheck:
             waits.append(self.window_seconds)
         if self.ota_deadline_seconds is not None:
             waits.append(self.ota_deadline_seconds)
+        if self.prepull_seconds is not None:
+            waits.append(self.prepull_seconds)
         if unechoed_seconds is not None:
             waits.append(max(unechoed_seconds, self.min_seconds))
         return min(waits, default=None)
@@ -443,7 +452,16 @@ def _decide_advanced(
             paused=staging.paused,
             target=target,
         )
-    deleting = staging.for_deletions(snapshot.now)
+    first = prepull_first(
+        daemonset.annotations.get(PREPULL_ANNOTATION),
+        target=target,
+        pods_by_node=snapshot.pods_by_node,
+        readiness=snapshot.readiness,
+        in_flight=snapshot.in_flight,
+        now=snapshot.now,
+        settings=settings.prepull,
+    )
+    deleting = first.gate(staging.for_deletions(snapshot.now))
 
     def rollout_with(staging: Staging) -> DeletionPlan:
         return book.plan(
@@ -462,10 +480,17 @@ def _decide_advanced(
         told.append(failed)
         rollout = rollout_with(replace(deleting, paused=True))
     told.extend(_wave_notice(rollout.holds, target))
+    pulls = first.steps(
+        rollout, jobs=snapshot.pull_jobs, template=snapshot.pull_template, now=snapshot.now
+    )
     recheck = _recheck(settings, starting=_starting(daemonset, rollout, settings))
+    # Look again when a pre-pull passes its fallback: no event says so.
+    recheck = replace(recheck, prepull_seconds=pulls.recheck_seconds)
     return Plan(
         strategy=read.strategy,
-        notices=tuple(told),
+        notices=(*told, *pulls.notices),
+        condition_writes=pulls.requests,
+        prepulls=pulls.prepulls,
         recheck=_when_window_opens(recheck, read.window_opens, snapshot.now),
         paused=staging.paused,
         pause_rollout=failed is not None,

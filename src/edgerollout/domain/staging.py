@@ -33,6 +33,9 @@ Holding a node is all staging does: a held node keeps its verdict and its place 
 A maintenance window (`edgerollout.io/maintenance-window`, design §13.2) holds every node of an
 AdvancedRollingUpdate while it is closed (`WINDOW`, with when it opens): deletions start only inside
 a window. It does not hold OTA: a node-initiated upgrade is the node's decision.
+
+With `edgerollout.io/prepull: "true"` (design §13.5, `prepull_first`), an AdvancedRollingUpdate
+holds a node whose image has not been pre-pulled (`PULLING`), unless something else holds it.
 """
 
 import re
@@ -89,6 +92,7 @@ class HoldReason(StrEnum):
     WAVE = "wave"
     WINDOW = "maintenance window closed"
     NODE_DECIDES = "OTA: the node decides"
+    PULLING = "waiting for its image pre-pull"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +125,7 @@ _CONDITION_REASONS = {
     HoldReason.WAVE: HELD_BY_WAVE,
     HoldReason.WINDOW: HELD_BY_WINDOW,
     HoldReason.NODE_DECIDES: "",
+    HoldReason.PULLING: "",
 }
 
 
@@ -172,6 +177,10 @@ class Staging:
     window_opens: datetime | None = None
     only: frozenset[NodeName] | None = None
     """OTA deadlines: the controller may upgrade these nodes only; the others decide."""
+    pulling: frozenset[NodeName] = frozenset()
+    """Pre-pull before delete (`prepull_first`): these nodes wait for their image pre-pull. The
+    few nodes to hold are named, not the others: those would include nodes of deletions in
+    flight, which hold no pod."""
 
     @property
     def active(self) -> bool:
@@ -184,6 +193,7 @@ class Staging:
             or self.waves is not None
             or self.window_opens is not None
             or self.only is not None
+            or bool(self.pulling)
         )
 
     def for_deletions(self, now: datetime) -> "Staging":
@@ -416,6 +426,10 @@ def hold_nodes(
     elif staging.window_opens is not None:
         closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
         held = {name: held.get(name, closed) for name in ordered}
+    else:  # the last word: a node held for any other reason says that one
+        for name in ordered:
+            if name in staging.pulling and name not in held:
+                held[name] = Hold(reason=HoldReason.PULLING)
     return Holds(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},

@@ -49,6 +49,11 @@ PULL_IMAGE_FAIL: Final = "PullImageFail"
 # A pre-pull Job's label names the pod it pulls for; its annotation, the revision (design §6).
 PREPULL_LABEL: Final = "edgerollout.io/prepull-for"
 REVISION_ANNOTATION: Final = "edgerollout.io/prepull-revision"
+# Pre-pull before delete (design §13.5): an AdvancedRollingUpdate deletes a pod once its node has
+# the new images; Warnings for a value that cannot be read, and for a deletion without its image.
+PREPULL_ANNOTATION: Final = "edgerollout.io/prepull"
+INVALID_PREPULL: Final = "InvalidPrepull"
+PREPULL_FAILED: Final = "PrepullFailed"
 
 # Condition messages name the revision they speak of: "controllerrevision: <hash>" (OpenYurt v1.7).
 REVISION_MESSAGE_PREFIX: Final = "controllerrevision: "

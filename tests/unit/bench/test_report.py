@@ -172,6 +172,30 @@ def test_slow_link_compares_downtime_with_and_without_imagepull() -> None:
     ]
 
 
+def test_slow_link_compares_advanced_rolling_update_with_and_without_prepull_first() -> None:
+    results = {
+        "scenarios": {
+            "slow-link": {
+                "payload_bytes": 52_428_800,
+                "link_rate_bytes_per_second": 2_000_000.0,
+                "ota_with_imagepull": {"prepull_seconds": 27.4, "downtime_seconds": 1.6},
+                "ota_without_imagepull": {"downtime_seconds": 28.3},
+                "advanced_rolling_update": {"downtime_seconds": 28.9},
+                "advanced_rolling_update_with_prepull": {
+                    "prepull_seconds": 27.2,
+                    "downtime_seconds": 1.2,
+                },
+            }
+        }
+    }
+    assert rows(results)[-1] == Row(
+        "7 AdvancedRollingUpdate downtime, prepull first (pull 27.2 s)",
+        "1.2 s",
+        "without prepull 28.9 s",
+        "0.04x",
+    )
+
+
 def test_rendered_as_markdown() -> None:
     table = [Row("1 rollout", "16.0 s", "native 20.0 s", "0.80x")]
     assert render(table, markdown=True) == (

@@ -549,6 +549,96 @@ async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() 
         assert outcome.conditions_written == 1
 
 
+def image_ready(name: str, node: str, status: str, reason: str) -> JSON:
+    """An outdated pod whose PodImageReady for the newest revision says (status, reason)."""
+    condition = {
+        "type": "PodImageReady",
+        "status": status,
+        "reason": reason,
+        "message": f"controllerrevision: {NEW}",
+        "lastTransitionTime": "2025-03-01T12:00:00Z",
+    }
+    return pod_json(name, node=node, revision_hash=OLD, conditions=[condition])
+
+
+async def test_prepull_first_asks_pulls_the_images_and_only_then_deletes() -> None:
+    async with controller(
+        {**ROLLING_ONE, "edgerollout.io/prepull": "true"}, outdated_rollout()
+    ) as c:
+        first = await c.reconcile()
+
+        # Both outdated pods are asked for (a window of twice max-unavailable); nothing goes.
+        asked = [
+            (call.name, call.body["status"]["conditions"][0])
+            for call in c.api.calls_to("patch", PODS)
+            if call.body
+        ]
+        assert asked == [
+            (
+                name,
+                {
+                    "type": "PodImageReady",
+                    "status": "False",
+                    "reason": "WaitPullImage",
+                    "message": f"controllerrevision: {NEW}",
+                    "lastTransitionTime": "2025-03-01T12:00:00Z",
+                },
+            )
+            for name in ("web-a", "web-b")
+        ]
+        assert first.deleted == 0
+        assert first.requeue_after == 10.0  # when the requests' echoes would be overdue
+        assert c.api.calls_to("create", JOBS) == []
+
+        for name, node in (("web-a", "edge-1"), ("web-b", "edge-2")):
+            echo = image_ready(name, node, "False", "WaitPullImage")
+            await caught_up(c.cache.pods, c.api.publish(PODS, "MODIFIED", echo))
+        pulling = await c.reconcile()
+        jobs = [call.body for call in c.api.calls_to("create", JOBS) if call.body]
+        assert [job["spec"]["template"]["spec"]["nodeName"] for job in jobs] == [
+            "edge-1",
+            "edge-2",
+        ]
+        assert pulling.deleted == 0
+
+        pod = c.cache.pods.get(f"{NAMESPACE}/web-b")
+        assert pod is not None
+        done = pull_job_json(job_name(pod.view, NEW), for_pod="web-b", succeeded=True)
+        await caught_up(c.cache.jobs, c.api.publish(JOBS, "ADDED", done))
+        reported = await c.reconcile()
+        assert reported.conditions_written == 1
+        assert reported.deleted == 0  # deleted once the report is seen
+
+        pulled = c.api.publish(PODS, "MODIFIED", image_ready("web-b", "edge-2", "True", "x"))
+        await caught_up(c.cache.pods, pulled)
+        going = await c.reconcile()
+        assert c.deletions() == [(NAMESPACE, "web-b", "uid-web-b")]
+        assert going.deleted == 1
+        assert [reason for _, reason, _ in c.events()] == ["SuccessfulDelete"]
+
+
+async def test_prepull_first_deletes_a_pod_whose_pull_failed_and_warns() -> None:
+    pods = [image_ready("web-a", "edge-1", "False", "PullImageFail"), *outdated_rollout()[1:]]
+    async with controller({**ROLLING_ONE, "edgerollout.io/prepull": "true"}, pods) as c:
+        await c.reconcile()
+
+        assert c.deletions() == [(NAMESPACE, "web-a", "uid-web-a")]
+        assert c.events() == [
+            (
+                "Warning",
+                "PrepullFailed",
+                "Deleting pod web-a on node edge-1 before its new images are there: its pre-pull "
+                "failed (PullImageFail); its replacement pulls them after the deletion, as "
+                "without pre-pull",
+            ),
+            (
+                "Normal",
+                "SuccessfulDelete",
+                "Deleted pod: web-a on node edge-1: outdated, deleted within max-unavailable",
+            ),
+        ]
+
+
 async def test_ota_ignores_a_finished_pull_job_its_pod_does_not_own() -> None:
     async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
         pod = c.cache.pods.get(f"{NAMESPACE}/web-a")

@@ -1,6 +1,8 @@
 """Staged rollouts: reading the annotations, and which nodes are held (design §12)."""
 
 from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -194,6 +196,35 @@ def test_a_partition_holds_the_same_nodes_whatever_their_state() -> None:
     # Already upgraded or offline, the last two by name stay the partition.
     holds = held({PARTITION_ANNOTATION: "2"}, done={"edge-6"}, not_ready={"edge-5"})
     assert list(holds.held) == ["edge-5", "edge-6"]
+
+
+def test_nodes_waiting_for_their_pull_are_held_unless_held_for_another_reason() -> None:
+    def holding(staging: Staging) -> dict[str, str]:
+        holds = hold_nodes(
+            staging,
+            nodes=NODES,
+            labels=lambda _: {},
+            done=lambda _: False,
+            ready=lambda _: True,
+            outdated=lambda _: True,
+        )
+        return reasons(holds)
+
+    pulling = frozenset({NODES[0], NODES[5]})
+    waiting = "waiting for its image pre-pull"
+    assert Staging(pulling=pulling).active
+    assert holding(Staging(pulling=pulling)) == {"edge-1": waiting, "edge-6": waiting}
+    partition = read_staging({PARTITION_ANNOTATION: "1"})
+    assert holding(replace(partition, pulling=pulling)) == {
+        "edge-1": waiting,
+        "edge-6": "partition",
+    }
+    # A closed window and a pause hold every node, and say so.
+    opens = datetime(2025, 3, 2, 2, 0, tzinfo=UTC)
+    closed = holding(Staging(pulling=pulling, window_opens=opens))
+    assert set(closed.values()) == {"maintenance window closed, opens 2025-03-02T02:00:00Z"}
+    assert holding(Staging(pulling=pulling, paused=True)) == dict.fromkeys(NODES, "paused")
+    assert Hold(reason=HoldReason.PULLING).condition_reason == ""
 
 
 def test_a_selector_holds_the_nodes_it_does_not_select() -> None:

@@ -1,0 +1,168 @@
+"""Pre-pull before delete on the lab (design §13.5): the real controller process, six KWOK nodes,
+pull Jobs run by the lab's Job controller and completed (or failed, for the unpullable image) by
+KWOK's Stages.
+
+Every pod event of the rollout is kept in the order the API server sent it, and the rules are
+checked on that record, not on the controller's word: each old pod, when it is first seen going,
+already carries the outcome of its pull; and at no event do more old, live pods hold a pull of the
+new revision than the window (twice max-unavailable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from edgerollout.domain.vocabulary import (
+    POD_IMAGE_READY,
+    PREPULL_ANNOTATION,
+    PREPULL_FAILED,
+    SUCCESSFUL_DELETE,
+)
+from edgerollout_lab.kwok_stages import UNPULLABLE_IMAGE
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import (
+    LabHandle,
+    condition,
+    events,
+    hold_for,
+    images,
+    set_image,
+    wait_for,
+)
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    OLD,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
+)
+from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
+from tests.e2e.test_staged_rollout import (
+    SIX,
+    advanced_rolling_update,
+    deleted_on,
+    kept,
+    pods_now,
+    seed_six,
+)
+
+HOLD_SECONDS = 5
+
+
+class PodRecord(UnavailabilityWatcher):
+    """The unavailability watcher, keeping also every pod as each event showed it, in order
+    (first the pods listed when it started)."""
+
+    def __init__(self, kube: LabHandle, namespace: str) -> None:
+        super().__init__(kube.core, namespace, selector=SELECTOR, nodes=SIX)
+        self.seen: list[tuple[str, Any]] = []
+
+    async def _list(self) -> str:
+        version = await super()._list()
+        self.seen += [("LISTED", pod) for pod in self._pods.values()]
+        return version
+
+    def _apply(self, kind: str, pod: Any) -> None:
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self.seen.append((kind, pod))
+        super()._apply(kind, pod)
+
+    def replay(self, revision: str) -> tuple[dict[str, tuple[str, str] | None], int]:
+        """For each old pod, its `PodImageReady` (status, reason) for `revision` when it was first
+        seen going (None: none naming it); and the most old, live pods holding a pull of
+        `revision` (asked for, done or failed) at any one event."""
+        going: dict[str, tuple[str, str] | None] = {}
+        holding: dict[str, bool] = {}
+        most = 0
+        for kind, pod in self.seen:
+            uid = pod.metadata.uid
+            old = images(pod) == [OLD]
+            pull = condition(pod, POD_IMAGE_READY)
+            names = pull is not None and pull.message == f"controllerrevision: {revision}"
+            gone = kind == "DELETED" or pod.metadata.deletion_timestamp is not None
+            if old and gone and uid not in going:
+                going[uid] = (str(pull.status), pull.reason) if pull is not None and names else None
+            holding[uid] = old and not gone and names
+            most = max(most, sum(holding.values()))
+        return going, most
+
+
+@contextlib.asynccontextmanager
+async def recording(kube: LabHandle, namespace: str) -> AsyncIterator[PodRecord]:
+    record = PodRecord(kube, namespace)
+    await record.start()
+    try:
+        yield record
+    finally:
+        await record.stop()
+
+
+@pytest.mark.lab(nodes=6)
+async def test_each_pod_is_deleted_only_once_its_image_is_pulled_two_nodes_ahead_at_most(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    before = await seed_six(
+        kube, namespace, advanced_rolling_update("1", **{PREPULL_ANNOTATION: "true"})
+    )
+    async with recording(kube, namespace) as record:
+        await set_image(kube, namespace, NAME, NEW)
+        after = await running_everywhere(kube, namespace, NEW, SIX, timeout=60)
+        revision = await newest_revision_hash(kube, namespace)
+        going, most = record.replay(revision)
+        unavailable = record.max_unavailable
+
+    assert not set(before.values()) & set(after.values())
+    assert going == dict.fromkeys(before.values(), ("True", "PullImageSuccess")), record.timeline()
+    assert most == 2, record.timeline()  # the window: twice max-unavailable 1, and it was used
+    assert unavailable == 1, record.timeline()
+    assert await deleted_on(kube, namespace) == SIX
+    assert {event.reason for event in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
+
+
+@pytest.mark.lab(nodes=6)
+async def test_a_pull_that_fails_falls_back_to_deleting_with_a_warning_per_pod(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    before = await seed_six(
+        kube, namespace, advanced_rolling_update("2", **{PREPULL_ANNOTATION: "true"})
+    )
+    async with recording(kube, namespace) as record:
+        await set_image(kube, namespace, NAME, UNPULLABLE_IMAGE)
+
+        async def two_deleted() -> list[str] | None:
+            deleted = await deleted_on(kube, namespace)
+            warned = await events(kube, namespace, reason=PREPULL_FAILED)
+            return deleted if len(deleted) == 2 and len(warned) == 2 else None
+
+        deleted = await wait_for(two_deleted, timeout=30, what="two pods deleted, two Warnings")
+
+        # The replacements cannot pull their image either: broken, they spend the budget of 2.
+        async def rest_untouched() -> bool:
+            grouped = await pods_now(kube, namespace)
+            return all(kept(grouped.get(n, []), before[n]) for n in SIX if n not in deleted)
+
+        await hold_for(rest_untouched, seconds=HOLD_SECONDS, what="no deletion past the budget")
+        revision = await newest_revision_hash(kube, namespace)
+        going, most = record.replay(revision)
+
+    # The first nodes of the window, whichever pulls were reported failed first.
+    assert set(deleted) <= {"edge-1", "edge-2", "edge-3", "edge-4"}
+    assert going == {before[n]: ("False", "PullImageFail") for n in deleted}, record.timeline()
+    assert most <= 4, record.timeline()
+    warnings = await events(kube, namespace, reason=PREPULL_FAILED)
+    assert {event.type for event in warnings} == {"Warning"}
+    assert sorted(
+        event.message.split(" on node ")[1].split(" ")[0] for event in warnings
+    ) == sorted(deleted)
+    for event in warnings:
+        assert event.message.startswith("Deleting pod nginx-daemonset-")
+        assert event.message.endswith(
+            "before its new images are there: its pre-pull failed (PullImageFail); its "
+            "replacement pulls them after the deletion, as without pre-pull"
+        )
+    assert await deleted_on(kube, namespace) == sorted(deleted)

@@ -1,0 +1,293 @@
+"""Properties of pre-pull before delete over random clusters (design §13.5).
+
+No pod is deleted unless its `PodImageReady` says its images are there for the newest revision or
+the fallback applies (the pull failed, or its request is older than the Job's deadline and the
+margin); the budget is never exceeded; pulls are asked for at most a window ahead; and a rollout
+whose pulls finish, or fail, still converges.
+"""
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
+from edgerollout.domain.reconcile import Plan, plan
+from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.staging import HoldReason
+from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAX_UNAVAILABLE_ANNOTATION,
+    PARTITION_ANNOTATION,
+    PAUSED_ANNOTATION,
+    POD_IMAGE_READY,
+    PREPULL_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
+
+from .builders import NEW, NOW, OLD, daemonset, revision, snapshot
+from .test_planner_properties import (
+    READY,
+    Cluster,
+    _next_round,
+    _up_to_date,
+    clusters,
+    live_pods,
+    oracle_available,
+    oracle_unavailable,
+)
+
+REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
+FALLBACK = timedelta(seconds=660)  # PrepullSettings' deadline (600 s) and margin (60 s)
+WINDOW_PER_BUDGET = 2
+
+
+def image(status: str, reason: str, revision: str, asked: datetime | None) -> PodCondition:
+    return PodCondition(
+        type=POD_IMAGE_READY,
+        status=ConditionStatus(status),
+        reason=reason,
+        message=f"controllerrevision: {revision}",
+        last_transition_time=None if asked is None else format_rfc3339(asked),
+    )
+
+
+@st.composite
+def image_conditions(draw: st.DrawFn) -> dict[str, PodCondition]:
+    kind = draw(st.sampled_from(["none", "none", "ready", "failed", "asked", "asked", "other"]))
+    ago = timedelta(seconds=draw(st.sampled_from([0, 30, 659, 660, 661, 5000])))
+    asked = None if draw(st.integers(0, 9)) == 0 else NOW - ago
+    conditions = {
+        "none": None,
+        "ready": image("True", "PullImageSuccess", NEW, NOW - ago),
+        "failed": image("False", "PullImageFail", NEW, NOW - ago),
+        "asked": image("False", "WaitPullImage", NEW, asked),
+        "other": image("True", "PullImageSuccess", OLD, NOW - ago),
+    }[kind]
+    return {} if conditions is None else {POD_IMAGE_READY: conditions}
+
+
+@dataclass(frozen=True)
+class Subject:
+    cluster: Cluster
+    annotations: Mapping[str, str]
+
+
+@st.composite
+def subjects(draw: st.DrawFn) -> Subject:
+    cluster = draw(clusters())
+    if draw(st.booleans()):
+        # A rollout's start: one available outdated pod on every node, most of them to pull.
+        cluster = replace(
+            cluster,
+            in_flight=[],
+            pods=[
+                PodView(
+                    namespace="default",
+                    name=f"{name}-pod",
+                    uid=PodUID(f"uid-{name}"),
+                    node_name=name,
+                    revision_hash=OLD,
+                    ready=True,
+                    ready_since=NOW - timedelta(hours=1),
+                )
+                for name in cluster.readiness
+            ],
+        )
+    pods = [replace(pod, conditions=draw(image_conditions())) for pod in cluster.pods]
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+        MAX_UNAVAILABLE_ANNOTATION: draw(st.sampled_from(["1", "2", "3", "30%", "100%"])),
+        PREPULL_ANNOTATION: "true",
+    }
+    if draw(st.integers(0, 3)) == 0:
+        annotations[PARTITION_ANNOTATION] = draw(st.sampled_from(["1", "3"]))
+    if draw(st.integers(0, 9)) == 0:
+        annotations[PAUSED_ANNOTATION] = "true"
+    return Subject(cluster=replace(cluster, pods=pods), annotations=annotations)
+
+
+def decide(subject: Subject) -> Plan:
+    cluster = subject.cluster
+    taken = snapshot(
+        daemonset(subject.annotations, min_ready_seconds=cluster.min_ready_seconds),
+        revisions=REVISIONS,
+        pods=cluster.pods,
+        nodes=cluster.nodes,
+        in_flight=cluster.in_flight,
+    )
+    return plan(taken, RolloutBook())
+
+
+def may_go_without_waiting(pod: PodView, now: datetime = NOW) -> bool:
+    """The rule, restated: the images are there, or the pull failed, or it is overdue."""
+    condition = pod.conditions.get(POD_IMAGE_READY)
+    if condition is None or condition.message != f"controllerrevision: {NEW}":
+        return False
+    if condition.status is ConditionStatus.TRUE:
+        return True
+    if condition.status is not ConditionStatus.FALSE:
+        return False
+    if condition.reason == "PullImageFail":
+        return True
+    if condition.reason != "WaitPullImage":
+        return False
+    asked = condition.last_transition_time
+    return asked is None or now - parse_rfc3339(asked) >= FALLBACK
+
+
+def asked_or_answered(pod: PodView) -> bool:
+    condition = pod.conditions.get(POD_IMAGE_READY)
+    return condition is not None and condition.message == f"controllerrevision: {NEW}"
+
+
+def outdated_available(cluster: Cluster, pods: Sequence[PodView]) -> dict[NodeName, PodView]:
+    """The Ready nodes whose one live pod is outdated and available: those the window counts."""
+    live = live_pods(pods, cluster.in_flight)
+    found = {}
+    for name, readiness in cluster.readiness.items():
+        on_node = [pod for pod in live if pod.node_name == name]
+        if (
+            readiness is READY
+            and len(on_node) == 1
+            and on_node[0].revision_hash == OLD
+            and oracle_available(on_node[0], cluster.min_ready_seconds, NOW)
+        ):
+            found[name] = on_node[0]
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(subjects())
+def test_no_pod_is_deleted_before_its_images_unless_the_fallback_applies(subject: Subject) -> None:
+    decided = decide(subject)
+    by_uid = {pod.uid: pod for pod in subject.cluster.pods}
+    for deletion in decided.deletions:
+        assert may_go_without_waiting(by_uid[deletion.uid]), deletion
+    fallen_back = {
+        PodUID(notice.subject) for notice in decided.notices if notice.reason == "PrepullFailed"
+    }
+    assert fallen_back <= {deletion.uid for deletion in decided.deletions}
+    for uid in fallen_back:
+        assert by_uid[uid].conditions[POD_IMAGE_READY].status is not ConditionStatus.TRUE
+
+
+@settings(max_examples=500, deadline=None)
+@given(subjects())
+def test_the_budget_is_never_exceeded(subject: Subject) -> None:
+    cluster = subject.cluster
+    decided = decide(subject)
+    assert decided.budget is not None
+    before = oracle_unavailable(cluster, cluster.pods)
+    deleted = {deletion.uid for deletion in decided.deletions}
+    after = oracle_unavailable(
+        cluster,
+        [replace(pod, deleting=True) if pod.uid in deleted else pod for pod in cluster.pods],
+    )
+    assert after <= max(decided.budget.value, before)
+
+
+@settings(max_examples=500, deadline=None)
+@given(subjects())
+def test_pulls_are_asked_for_at_most_a_window_ahead(subject: Subject) -> None:
+    cluster = subject.cluster
+    decided = decide(subject)
+    assert decided.budget is not None
+    window = WINDOW_PER_BUDGET * decided.budget.value
+    held = decided.holds.held
+    by_uid = {pod.uid: pod for pod in cluster.pods}
+    for write in decided.condition_writes:
+        pod = by_uid[write.uid]
+        assert pod.node_name is not None
+        assert cluster.readiness[pod.node_name] is READY
+        assert pod.revision_hash == OLD
+        assert not pod.deleting
+        assert not asked_or_answered(pod)
+        hold = held.get(pod.node_name)
+        assert hold is None or hold.reason in (HoldReason.PULLING, HoldReason.WINDOW)
+
+    def ahead(pods: Sequence[PodView]) -> int:
+        free = {
+            name
+            for name, pod in outdated_available(cluster, pods).items()
+            if asked_or_answered(pod)
+            and (name not in held or held[name].reason is HoldReason.PULLING)
+        }
+        return len(free)
+
+    written = {write.uid: write.condition for write in decided.condition_writes}
+    asked = [
+        replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
+        if pod.uid in written
+        else pod
+        for pod in cluster.pods
+    ]
+    assert ahead(asked) <= max(window, ahead(cluster.pods))
+
+
+@settings(max_examples=150, deadline=None)
+@given(clusters(), st.sampled_from(["1", "2", "30%"]), st.lists(st.booleans(), min_size=1))
+def test_a_rollout_with_pre_pull_converges_whether_the_pulls_succeed_or_fail(
+    cluster: Cluster, max_unavailable: str, pull_outcomes: list[bool]
+) -> None:
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+        MAX_UNAVAILABLE_ANNOTATION: max_unavailable,
+        PREPULL_ANNOTATION: "true",
+    }
+    subject = daemonset(annotations)
+    world = replace(cluster, in_flight=[], min_ready_seconds=0)
+    pods, now = list(cluster.pods), NOW
+    ready_nodes = [name for name, readiness in cluster.readiness.items() if readiness is READY]
+    book = RolloutBook()  # one book across the reconciles, told what changed, as in the controller
+    changed: set[str] = set()
+    outcomes = itertools.cycle(pull_outcomes)
+
+    for _ in range(4 * len(ready_nodes) + 5):
+        taken = snapshot(
+            subject,
+            revisions=REVISIONS,
+            pods=pods,
+            nodes=world.nodes,
+            now=now,
+            changed_nodes=changed,
+        )
+        decided = plan(taken, book)
+        by_uid = {pod.uid: pod for pod in pods}
+        for deletion in decided.deletions:
+            assert may_go_without_waiting(by_uid[deletion.uid], now)
+        deleted = {deletion.uid for deletion in decided.deletions}
+        if not deleted and all(_up_to_date(world, pods, name, now) for name in ready_nodes):
+            return
+        # The requests land, and every pull asked for ends, well or not, before the next round.
+        written = {write.uid: write.condition for write in decided.condition_writes}
+        pods = [
+            replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
+            if pod.uid in written
+            else pod
+            for pod in pods
+        ]
+        pods = [_pull_ends(pod, next(outcomes), now) for pod in pods]
+        following = _next_round(world, pods, deleted, now)
+        changed = {
+            name
+            for name in {p.node_name for p in [*taken.pods, *following] if p.node_name is not None}
+            if [p for p in taken.pods if p.node_name == name]
+            != [p for p in following if p.node_name == name]
+        }
+        pods = following
+        now += timedelta(seconds=60)
+    raise AssertionError(f"no convergence: {pods}")
+
+
+def _pull_ends(pod: PodView, succeeded: bool, now: datetime) -> PodView:
+    condition = pod.conditions.get(POD_IMAGE_READY)
+    if condition is None or condition.reason != "WaitPullImage":
+        return pod
+    status, reason = ("True", "PullImageSuccess") if succeeded else ("False", "PullImageFail")
+    ended = image(status, reason, NEW, now)
+    return replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: ended})
