@@ -99,14 +99,17 @@ class Reconciler:
             await self.executors.emit(ds, notice)
         if decided.pause_rollout:
             await self.executors.pause_rollout(ds)
-        written = await self.executors.write_conditions(ds, decided.condition_writes, state)
-        written += await self.executors.run_prepulls(ds, decided.prepulls)
         rollout = decided.rollout
         if rollout is not None:
             state.skipped_nodes = len(rollout.skipped_nodes)
             state.node_states = node_state_counts(rollout)
             self._export_node_states()
+        # The deletions first: they were decided on what the caches show, not on this plan's
+        # other writes, and a condition patch or a pull Job the API server keeps refusing must
+        # not hold the rollout back (the failure is still raised, and the key retried).
         deleted = await self.executors.delete_pods(ds, decided, state)
+        written = await self.executors.write_conditions(ds, decided.condition_writes, state)
+        written += await self.executors.run_prepulls(ds, decided.prepulls)
         requeue = None
         if decided.recheck is not None:
             requeue = decided.recheck.after(

@@ -894,3 +894,19 @@ async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> N
         ]
         assert len(c.api.calls_to("patch", DAEMONSETS)) == 3
         assert c.deletions() == []
+
+
+async def test_a_pull_job_the_api_server_refuses_does_not_hold_a_deletion_back() -> None:
+    # web-a's pull failed (it goes now, without its image); web-b's request wants a Job.
+    pods = [
+        image_ready("web-a", "edge-1", "False", "PullImageFail"),
+        image_ready("web-b", "edge-2", "False", "WaitPullImage"),
+        pod_json("web-c", node="edge-3", revision_hash=NEW),
+    ]
+    async with controller({**ROLLING_ONE, "edgerollout.io/prepull": "true"}, pods) as c:
+        c.api.fail("create", JOBS, ApiError(500, "InternalError", "etcd timeout"), times=None)
+        with pytest.raises(ApiError, match="etcd timeout"):
+            await c.reconcile()
+
+        assert c.deletions() == [(NAMESPACE, "web-a", "uid-web-a")]
+        assert c.pending() == 1
