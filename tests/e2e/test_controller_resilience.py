@@ -17,7 +17,6 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout_lab.api import node_manifest
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
@@ -28,6 +27,7 @@ from tests.e2e.support.lab import (
     hold_for,
     images,
     pod_ready,
+    restore_node,
     set_image,
     wait_for,
 )
@@ -319,17 +319,6 @@ async def test_standby_takes_over_after_leader_is_killed_and_budget_holds(
             if identity not in killed:
                 exit_codes[identity] = replica.stop()
     assert exit_codes == {standby: 0}, {i: replicas[i].log_text() for i in exit_codes}
-
-
-async def restore_node(kube: LabHandle, name: str) -> None:
-    """Bring a deleted lab node back as the lab made it, linked and Ready."""
-    try:
-        await kube.core.create_node(cast(Any, node_manifest(name)))
-    except ApiException as error:
-        if error.status != 409:  # 409 Conflict: it was never deleted
-            raise
-    await kube.connect(name)
-    await kube.wait_node_ready(name, "True", timeout=60)
 
 
 @pytest.mark.lab(nodes=4)

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -20,6 +20,7 @@ from edgerollout.domain.vocabulary import DAEMONSET_KIND
 from edgerollout.kube import views
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from edgerollout_lab import cluster, link
+from edgerollout_lab.api import node_manifest
 from edgerollout_lab.cluster import Lab
 
 T = TypeVar("T")
@@ -101,6 +102,17 @@ class LabHandle:
     async def pods(self, namespace: str, selector: str) -> list[client.V1Pod]:
         listed = await self.core.list_namespaced_pod(namespace, label_selector=selector)
         return sorted(listed.items, key=lambda pod: (pod.spec.node_name or "", pod.metadata.name))
+
+
+async def restore_node(kube: LabHandle, name: str) -> None:
+    """Bring a deleted lab node back as the lab made it, linked and Ready."""
+    try:
+        await kube.core.create_node(cast(Any, node_manifest(name)))
+    except ApiException as error:
+        if error.status != 409:  # 409 Conflict: it was never deleted
+            raise
+    await kube.connect(name)
+    await kube.wait_node_ready(name, "True", timeout=60)
 
 
 def pod_ready(pod: client.V1Pod) -> bool:
