@@ -3,7 +3,7 @@
 
 These tests prove that the peer runs here as it does in an OpenYurt cluster and record what it
 does; they do not hold it to edgerollout's contract. They need the peer built
-(`./dev lab build --peer openyurt`), which `./dev test` does not do, and are skipped otherwise.
+(`./dev lab build --peer openyurt`, which `./dev test` does), and are skipped otherwise.
 
 Who deleted which pod, and with which options, is read from the API server's audit log: the peer
 deletes as its own ServiceAccount.
