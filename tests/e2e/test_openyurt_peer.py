@@ -32,15 +32,20 @@ from edgerollout_lab.versions import OPENYURT
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.lab import (
     LabHandle,
-    by_node,
     condition,
     hold_for,
-    images,
-    pod_ready,
     set_image,
     wait_for,
 )
-from tests.e2e.support.seed import NAME, NEW, OLD, SELECTOR, running_everywhere, seed_daemonset
+from tests.e2e.support.seed import (
+    NAME,
+    NEW,
+    OLD,
+    SELECTOR,
+    running_everywhere,
+    running_on,
+    seed_daemonset,
+)
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
 pytestmark = pytest.mark.skipif(
@@ -83,28 +88,6 @@ def peer_deletions(audit_log: Path, namespace: str, *, offset: int) -> list[dict
 async def pod_names(kube: LabHandle, namespace: str) -> dict[str, str]:
     """Node -> the name of the DaemonSet's pod on it."""
     return {pod.spec.node_name: pod.metadata.name for pod in await kube.pods(namespace, SELECTOR)}
-
-
-async def running_on(
-    kube: LabHandle, namespace: str, image: str, nodes: list[str]
-) -> dict[str, str]:
-    """Wait for exactly one Ready, live pod running image on each of `nodes` (whatever runs on
-    the others); node -> UID."""
-
-    async def probe() -> dict[str, str] | None:
-        grouped = by_node(await kube.pods(namespace, SELECTOR))
-        pods = {node: grouped.get(node, []) for node in nodes}
-        if all(
-            len(on_node) == 1
-            and pod_ready(on_node[0])
-            and images(on_node[0]) == [image]
-            and on_node[0].metadata.deletion_timestamp is None
-            for on_node in pods.values()
-        ):
-            return {node: on_node[0].metadata.uid for node, on_node in pods.items()}
-        return None
-
-    return await wait_for(probe, timeout=60, what=f"a Ready {image} pod on each of {nodes}")
 
 
 @pytest.mark.lab(nodes=4)

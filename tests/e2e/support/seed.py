@@ -35,6 +35,28 @@ async def running_everywhere(
     return await wait_for(probe, timeout=timeout, what=f"a Ready {image} pod on each of {nodes}")
 
 
+async def running_on(
+    kube: LabHandle, namespace: str, image: str, nodes: list[str], *, timeout: float = 60
+) -> dict[str, str]:
+    """Wait for exactly one Ready, live pod running image on each of `nodes` (whatever runs on
+    the others); node -> UID."""
+
+    async def probe() -> dict[str, str] | None:
+        grouped = by_node(await kube.pods(namespace, SELECTOR))
+        pods = {node: grouped.get(node, []) for node in nodes}
+        if all(
+            len(on_node) == 1
+            and pod_ready(on_node[0])
+            and images(on_node[0]) == [image]
+            and on_node[0].metadata.deletion_timestamp is None
+            for on_node in pods.values()
+        ):
+            return {node: on_node[0].metadata.uid for node, on_node in pods.items()}
+        return None
+
+    return await wait_for(probe, timeout=timeout, what=f"a Ready {image} pod on each of {nodes}")
+
+
 async def seed_daemonset(
     kube: LabHandle,
     namespace: str,
