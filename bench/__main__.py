@@ -308,7 +308,7 @@ def main(
     results = asyncio.run(_run(options, chosen))
     path = report.write(results, out, options["name"])
     images = plots.write_all(results, out, options["name"])
-    click.echo(report.render(report.rows(results), markdown=markdown))
+    click.echo(report.render(report.rows(results), markdown=markdown, head=report.header(results)))
     click.echo(f"\nresults: {path}")
     for image in images:
         click.echo(f"plot: {image}")
