@@ -259,10 +259,10 @@ def _peer_rolling_rows(rolling: dict[str, Any]) -> list[Row]:
             theirs.get("controller_cpu_seconds"),
         ),
         _peer(
-            "  controller RSS after the rollout, MB",
+            "  controller RSS after the rollout",
             ours.get("controller_rss_mb"),
             theirs.get("controller_rss_mb"),
-            _count,
+            lambda mb: f"{mb:.0f} MB",
         ),
         _peer(
             "  lab: CPU seconds of the lab's programs during the rollout",

@@ -308,7 +308,7 @@ def test_with_the_peer_scenario_1_gains_rows_against_openyurt_after_the_native_o
             "OpenYurt 2.0 s",
             "2.00x",
         ),
-        Row("  controller RSS after the rollout, MB", "48", "OpenYurt 64", "0.75x"),
+        Row("  controller RSS after the rollout", "48 MB", "OpenYurt 64 MB", "0.75x"),
         Row(
             "  lab: CPU seconds of the lab's programs during the rollout",
             "30.0 s",
