@@ -3,8 +3,10 @@
 
 Skipped unless the peer is built (`./dev lab build --peer openyurt`), which `./dev test` does not
 do. As in the smoke test without the peer, only what holds whatever the machine's speed is checked:
-every OpenYurt rollout updated every node, its pods were deleted once each and by it, every OTA pod
-was marked with one write, the three took turns, and the table and the API-load plot were written.
+every OpenYurt rollout updated every node, each of its pods was deleted by it, every OTA pod was
+marked, the three took turns, and the table and the API-load plot were written. The peer is not held
+to edgerollout's contract of one request per pod: a run here once saw it write 51 conditions for
+50 pods.
 """
 
 from __future__ import annotations
@@ -78,23 +80,23 @@ def test_openyurt_updates_every_node_in_the_rounds_taking_turns_with_the_others(
     )
 
 
-def test_each_controller_deletes_each_of_its_pods_once_and_only_its_own(
+def test_each_controller_deletes_the_pods_of_its_own_daemonset(
     smoke: tuple[dict[str, Any], str, Path],
 ) -> None:
     api = smoke[0]["scenarios"]["api_load"]
-    assert (api["audited_deletes_per_pod"], api["openyurt_deletes_per_pod"]) == (1.0, 1.0)
+    assert api["audited_deletes_per_pod"] == 1.0
+    assert api["openyurt_deletes_per_pod"] >= 1.0
     # Besides the controller, only KWOK deletes (once each pod's termination is over).
     assert sorted(api["openyurt_audit_pod_deletes_by_user"]) == ["kwok", peer.USER]
-    assert api["openyurt_audit_pod_deletes_by_user"][peer.USER] == NODES
 
 
-def test_openyurt_marks_every_ota_pod_with_one_write_each(
+def test_openyurt_marks_every_ota_pod_with_status_updates(
     smoke: tuple[dict[str, Any], str, Path],
 ) -> None:
     theirs = smoke[0]["scenarios"]["ota"]["openyurt"]
     assert theirs["curve"][-1][1] == NODES
-    assert theirs["writes"] == NODES
-    assert theirs["controller"]["by_method"] == {"PUT": NODES}
+    assert sorted(theirs["controller"]["by_method"]) == ["PUT"]
+    assert theirs["writes"] == theirs["controller"]["by_method"]["PUT"] >= NODES
 
 
 def test_openyurt_updates_the_connected_nodes_then_the_reconnected_ones(
@@ -104,7 +106,10 @@ def test_openyurt_updates_the_connected_nodes_then_the_reconnected_ones(
     curve = theirs["curve"]
     assert curve[-1][1] == NODES
     connected_done = next(t for t, value in curve if value >= NODES - DISCONNECTED)
-    assert connected_done < theirs["reconnected_at"]
+    # The nodes are reconnected as soon as the connected ones are done: to the millisecond the
+    # results keep, both can be the same instant.
+    assert connected_done <= theirs["reconnected_at"] < theirs["ready_at"]
+    assert max(t for t, _ in curve) > theirs["ready_at"]
 
 
 def test_the_table_and_the_api_load_plot_name_openyurt(
