@@ -1,8 +1,8 @@
 """`python -m bench` (`./dev bench`): run the benchmark scenarios on fresh labs and report.
 
 Scenarios 1-4 share one lab of `--nodes` nodes (native and edgerollout side by side, one after the
-other); the memory scenario (5) and the agent scenario (6) get a lab each, sized for what they
-measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
+other, and OpenYurt's yurt-manager as a third with `--peer openyurt`); the memory scenario (5) and
+the agent scenario (6) get a lab each, sized for what they measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from bench import plots, report, workload
+from bench import peer, plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine, source_commit
 from bench.scenarios import agent, disconnected, footprint, ota, rolling, slow_link
 from bench.session import lab_session
@@ -28,6 +28,7 @@ from edgerollout_lab.kwok_stages import (
 from edgerollout_lab.link import parse_rate
 
 SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent", "slow-link")
+PEERS = (peer.NAME,)
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -38,6 +39,7 @@ def _say(message: str) -> None:
 
 async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str, Any]) -> None:
     nodes, timeout = options["nodes"], options["timeout"]
+    with_peer = options["peer"] is not None
     async with lab_session(
         nodes=nodes,
         say=_say,
@@ -46,19 +48,28 @@ async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str
         node_lease_seconds=options["node_lease_seconds"],
     ) as session:
         results["lab"] = {"nodes": nodes, "rss_mb_idle": lab_rss_mb(session.folder)}
-        _say("preparing the native and edgerollout DaemonSets")
-        await rolling.prepare(session, nodes=nodes, timeout=timeout)
+        _say(f"preparing the native{', OpenYurt' if with_peer else ''} and edgerollout DaemonSets")
+        await rolling.prepare(session, nodes=nodes, timeout=timeout, with_peer=with_peer)
         controller = await session.controller(namespace=workload.OURS_NAMESPACE)
         results["lab"]["controller_ready_seconds"] = round(controller.ready_seconds, 2)
         scenarios = results["scenarios"]
         if "rolling" in chosen:
             scenarios.update(
                 await rolling.run(
-                    session, controller, nodes=nodes, rounds=options["rounds"], timeout=timeout
+                    session,
+                    controller,
+                    nodes=nodes,
+                    rounds=options["rounds"],
+                    timeout=timeout,
+                    with_peer=with_peer,
                 )
             )
         if "ota" in chosen:
             scenarios["ota"] = await ota.run(session, controller, nodes=nodes, timeout=timeout)
+            if with_peer:
+                scenarios["ota"][peer.NAME] = await ota.run_peer(
+                    session, nodes=nodes, timeout=timeout
+                )
         if "disconnected" in chosen:
             rolled = scenarios.get("rolling")
             scenarios["disconnected"] = await disconnected.run(
@@ -69,6 +80,10 @@ async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str
                 native_seconds=options["native_stall_seconds"],
                 timeout=timeout,
             )
+            if with_peer:
+                scenarios["disconnected"][peer.NAME] = await disconnected.run_peer(
+                    session, nodes=nodes, timeout=timeout
+                )
         results["lab"]["rss_mb_after"] = lab_rss_mb(session.folder)
 
 
@@ -128,6 +143,14 @@ async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
     return results
 
 
+def _peer_built() -> None:
+    """Stop before any lab starts if the peer is not built: its build (about 4 minutes cold, on
+    2 cores) is a step of its own, as in the tests, not something a benchmark run does unasked."""
+    why = peer.missing()
+    if why is not None:
+        raise click.UsageError(why)
+
+
 def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int] | None:
     if value is None:
         return None
@@ -183,13 +206,21 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     "--rounds",
     type=click.IntRange(min=1),
     default=None,
-    help="Rounds of scenario 1, each rolling out both DaemonSets, in alternating order: one "
+    help="Rounds of scenario 1, each rolling out every DaemonSet, in alternating order (with "
+    "the peer the three take turns: a multiple of 3 puts each in each place as often): one "
     "round's ratio varies by about a tenth from run to run.  [default: 4; smoke: 2]",
 )
 @click.option(
     "--smoke",
     is_flag=True,
     help="The small version (50 nodes, short waits) that checks the suite still works.",
+)
+@click.option(
+    "--peer",
+    type=click.Choice(PEERS),
+    default=None,
+    help="Also run OpenYurt's yurt-manager in scenarios 1-4, in the same lab and rounds "
+    "(built by `./dev lab build --peer openyurt`, not by this command).",
 )
 @click.option("--name", default=None, help="Results name.  [default: latest; smoke: smoke]")
 @click.option(
@@ -234,6 +265,7 @@ def main(
     slow_link_rate: str | None,
     rounds: int | None,
     smoke: bool,
+    peer: str | None,
     name: str | None,
     out: Path,
     timeout: float,
@@ -243,6 +275,8 @@ def main(
     keep_logs: Path | None,
 ) -> None:
     """Benchmark edgerollout against the native DaemonSet controller on the local lab."""
+    if peer is not None:
+        _peer_built()
     if smoke and nodes == 1000:
         nodes = 50
     try:
@@ -263,6 +297,7 @@ def main(
         "slow_link_rate": rate,
         "timeout": timeout,
         "rounds": rounds or (2 if smoke else 4),
+        "peer": peer,
         "node_lease_seconds": node_lease_seconds
         or (NODE_LEASE_SECONDS if smoke else PRODUCTION_NODE_LEASE_SECONDS),
         "out": out,
@@ -273,7 +308,7 @@ def main(
     results = asyncio.run(_run(options, chosen))
     path = report.write(results, out, options["name"])
     images = plots.write_all(results, out, options["name"])
-    click.echo(report.render(report.rows(results), markdown=markdown))
+    click.echo(report.render(report.rows(results), markdown=markdown, head=report.header(results)))
     click.echo(f"\nresults: {path}")
     for image in images:
         click.echo(f"plot: {image}")

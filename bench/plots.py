@@ -1,5 +1,6 @@
-"""PNG plots of a results file: nodes updated over time (ours against native), and how the
-controller's memory grows with the number of pods it caches."""
+"""PNG plots of a results file: nodes updated over time (ours against native, and against
+OpenYurt's yurt-manager when the run had the peer), the API server's pod requests of each rollout
+by verb (with the peer), and how the controller's memory grows with the number of pods it caches."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import matplotlib.pyplot as plt
 
 DPI = 72
 SIZE = (7.0, 3.8)
+PEER = "openyurt"
 
 
 def _step(axes: Any, curve: list[list[float]], label: str, **style: Any) -> None:
@@ -42,6 +44,13 @@ def rolling(result: dict[str, Any], path: Path) -> Path:
         result["edgerollout"]["curve"],
         f"edgerollout AdvancedRollingUpdate ({ours:.1f} s{when})",
     )
+    if PEER in result:
+        theirs = rounds[0]["openyurt_seconds"] if rounds else result[PEER]["seconds"]
+        _step(
+            axes,
+            result[PEER]["curve"],
+            f"OpenYurt AdvancedRollingUpdate ({theirs:.1f} s{when})",
+        )
     axes.set(
         title=f"Scenario 1: {result['nodes']} nodes, max-unavailable {result['max_unavailable']}",
         xlabel="seconds after the image change",
@@ -66,6 +75,15 @@ def disconnected(result: dict[str, Any], path: Path) -> Path:
         ours["reconnected_at"], color="grey", linestyle="--", label="reconnect (edgerollout)"
     )
     axes.axvline(ours["ready_at"], color="grey", linestyle=":", label="reconnected nodes Ready")
+    theirs = result.get(PEER)
+    if theirs:
+        _step(axes, theirs["curve"], "OpenYurt AdvancedRollingUpdate (a cut of its own)")
+        axes.axvline(
+            theirs["reconnected_at"],
+            color="tab:green",
+            linestyle="--",
+            label="reconnect (OpenYurt)",
+        )
     axes.set(
         title=f"Scenario 2: {result['disconnected']} of {result['nodes']} nodes disconnected",
         xlabel="seconds after each rollout's image change",
@@ -73,6 +91,32 @@ def disconnected(result: dict[str, Any], path: Path) -> Path:
     )
     axes.legend(loc="center right", fontsize="small")
     axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def api_load(api: dict[str, Any], path: Path) -> Path:
+    """The pod requests the API server served during each controller's rollout (every client:
+    the controller, the native DaemonSet controller's re-creations, the scheduler, KWOK), by verb,
+    in groups of bars side by side."""
+    figure, axes = plt.subplots(figsize=SIZE)
+    series = {
+        "native RollingUpdate": api["native_apiserver_pods_by_verb"],
+        "edgerollout": api["apiserver_pods_by_verb"],
+        "OpenYurt": api["openyurt_apiserver_pods_by_verb"],
+    }
+    verbs = sorted({verb for counts in series.values() for verb in counts})
+    width = 0.8 / len(series)
+    for index, (label, counts) in enumerate(series.items()):
+        xs = [at + (index - (len(series) - 1) / 2) * width for at in range(len(verbs))]
+        axes.bar(xs, [counts.get(verb, 0) for verb in verbs], width=width, label=label)
+    axes.set_xticks(range(len(verbs)), verbs)
+    axes.set(
+        title=f"Scenario 3: pod requests served during a {api['nodes']}-node rollout",
+        xlabel="verb",
+        ylabel="requests (mean of the rounds)",
+    )
+    axes.legend(loc="upper right", fontsize="small")
+    axes.grid(alpha=0.3, axis="y")
     return _save(figure, path)
 
 
@@ -116,6 +160,8 @@ def write_all(results: dict[str, Any], folder: Path, name: str) -> list[Path]:
     written = []
     if "rolling" in scenarios:
         written.append(rolling(scenarios["rolling"], folder / f"{name}-rolling.png"))
+    if "openyurt_apiserver_pods_by_verb" in scenarios.get("api_load", {}):
+        written.append(api_load(scenarios["api_load"], folder / f"{name}-api-load.png"))
     if "disconnected" in scenarios:
         written.append(disconnected(scenarios["disconnected"], folder / f"{name}-disconnected.png"))
     if "footprint" in scenarios:

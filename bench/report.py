@@ -1,4 +1,8 @@
-"""The results file and the table: scenario · edgerollout · reference (native or target) · ratio."""
+"""The results file and the table: scenario · edgerollout · reference (native or target) · ratio.
+
+With the peer (`--peer openyurt`) the table gains OpenYurt's rows: the same measurement with
+yurt-manager's figure as the reference, so that the ratio is edgerollout/OpenYurt.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 HEADER = ("scenario", "edgerollout", "reference (native or target)", "ratio")
+PEER_HEADER = ("scenario", "edgerollout", "reference (native, OpenYurt or target)", "ratio")
+PEER = "openyurt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +79,24 @@ def _versus(
     ours: float | None,
     native: float | None,
     shown: Callable[[float], str] = _s,
+    *,
+    against: str = "native",
 ) -> Row:
-    """A row comparing edgerollout with the native controller, measured in the same run."""
+    """A row comparing edgerollout with the native controller (or the peer), measured in the same
+    run."""
     ours_text = "-" if ours is None else shown(ours)
     native_text = "-" if native is None else shown(native)
-    return Row(scenario, ours_text, f"native {native_text}", _ratio(ours, native))
+    return Row(scenario, ours_text, f"{against} {native_text}", _ratio(ours, native))
+
+
+def _peer(
+    scenario: str, ours: float | None, theirs: float | None, shown: Callable[[float], str] = _s
+) -> Row:
+    return _versus(scenario, ours, theirs, shown, against="OpenYurt")
+
+
+def _verbs(counts: dict[str, float]) -> str:
+    return ", ".join(f"{verb} {_count(n)}" for verb, n in sorted(counts.items())) or "none"
 
 
 def _median(replacements: dict[str, Any], stage: str) -> float | None:
@@ -190,6 +209,70 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
     return table
 
 
+def _peer_rolling_rows(rolling: dict[str, Any]) -> list[Row]:
+    """Scenario 1 against OpenYurt's yurt-manager, from the same rounds."""
+    ours, theirs = rolling["edgerollout"], rolling[PEER]
+    rounds = rolling.get("rounds", [])
+    mean = f" (mean of {len(rounds)} rounds)" if len(rounds) > 1 else ""
+    table = [
+        _peer(
+            f"1 rollout, {rolling['nodes']} nodes Ready, against OpenYurt{mean}",
+            ours["seconds"],
+            theirs["seconds"],
+        )
+    ]
+    if len(rounds) > 1:
+        table.append(
+            Row(
+                "  each round",
+                ", ".join(_s(r["edgerollout_seconds"]) for r in rounds),
+                "OpenYurt " + ", ".join(_s(r["openyurt_seconds"]) for r in rounds),
+                ", ".join(f"{r['peer_ratio']:.2f}x" for r in rounds),
+            )
+        )
+    ours_parts, their_parts = ours.get("replacements"), theirs.get("replacements")
+    if ours_parts and their_parts:
+        table += [
+            _peer(
+                "  a replacement: deletion → new pod Ready (median)",
+                _median(ours_parts, "deleting_to_ready"),
+                _median(their_parts, "deleting_to_ready"),
+            ),
+            _peer(
+                "  a freed slot used: replacement Ready → next deletion (median)",
+                (ours_parts.get("slot_reuse_seconds") or {}).get("median"),
+                (their_parts.get("slot_reuse_seconds") or {}).get("median"),
+                _ms,
+            ),
+            _peer(
+                f"  nodes unavailable on average (budget {rolling['budget']})",
+                ours_parts.get("mean_unavailable"),
+                their_parts.get("mean_unavailable"),
+                _count,
+            ),
+        ]
+    lab = rolling["lab"]
+    table += [
+        _peer(
+            f"5 CPU seconds per {rolling['nodes']}-node rollout: the controller",
+            ours.get("controller_cpu_seconds"),
+            theirs.get("controller_cpu_seconds"),
+        ),
+        _peer(
+            "  controller RSS after the rollout",
+            ours.get("controller_rss_mb"),
+            theirs.get("controller_rss_mb"),
+            lambda mb: f"{mb:.0f} MB",
+        ),
+        _peer(
+            "  lab: CPU seconds of the lab's programs during the rollout",
+            lab["edgerollout_cpu_seconds"],
+            lab["openyurt_cpu_seconds"],
+        ),
+    ]
+    return table
+
+
 def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> list[Row]:
     ours, native = gone["edgerollout"], gone["native"]
     n, cut = gone["nodes"], gone["disconnected"]
@@ -233,6 +316,104 @@ def _disconnected_rows(gone: dict[str, Any], rolling: dict[str, Any] | None) -> 
                 f"{ours['cut_nodes_seen_ready_while_cut']} / {ours['kwok_writes_refused_while_cut']}",
             )
         )
+    theirs = gone.get(PEER)
+    if theirs:
+        table += [
+            _peer(
+                f"2 time to update the {connected} Ready nodes, against OpenYurt",
+                ours["connected_seconds"],
+                theirs["connected_seconds"],
+            ),
+            _peer(
+                f"2 reconnected {cut}: all updated, after Ready, against OpenYurt",
+                ours["after_ready_seconds"],
+                theirs["after_ready_seconds"],
+            ),
+        ]
+    return table
+
+
+def _api_rows(api: dict[str, Any]) -> list[Row]:
+    ours_total = sum(api["apiserver_pods_by_verb"].values())
+    native_total = sum(api["native_apiserver_pods_by_verb"].values())
+    table = [
+        _target(
+            "3 deletes per pod", api["deletes_per_pod"], api["target_deletes_per_pod"], digits=3
+        ),
+        _shown(
+            "3 LISTs / GETs by the controller during the rollout",
+            str(api["controller_gets_during_rollout"]),
+            "target 0 (watches only, no polling)",
+        ),
+        _versus(
+            "3 pod requests served by the API server (all clients)",
+            ours_total,
+            native_total,
+            _count,
+        ),
+    ]
+    if "openyurt_apiserver_pods_by_verb" not in api:
+        return table
+    ours_verbs, their_verbs = api["apiserver_pods_by_verb"], api["openyurt_apiserver_pods_by_verb"]
+    return [
+        *table,
+        _peer(
+            "3 pod deletes per pod, from the audit log, against OpenYurt",
+            api["audited_deletes_per_pod"],
+            api["openyurt_deletes_per_pod"],
+            lambda n: f"{n:.3f}",
+        ),
+        _peer(
+            "3 pod requests served by the API server (all clients), against OpenYurt",
+            ours_total,
+            sum(their_verbs.values()),
+            _count,
+        ),
+        _shown(
+            "  by verb",
+            _verbs(ours_verbs),
+            "native " + _verbs(api["native_apiserver_pods_by_verb"]),
+        ),
+        _shown("  by verb", _verbs(ours_verbs), "OpenYurt " + _verbs(their_verbs)),
+        _shown(
+            "  the controller's own requests, by method",
+            _verbs(api["controller_requests_by_method"]),
+            "OpenYurt " + _verbs(api["openyurt_controller_requests_by_method"]),
+        ),
+    ]
+
+
+def _ota_rows(ota: dict[str, Any]) -> list[Row]:
+    table = [
+        _target(
+            f"4 OTA: every pod PodNeedUpgrade=True ({ota['nodes']} pods)",
+            ota["seconds"],
+            ota["target_seconds"],
+            unit=" s",
+        ),
+        _target(
+            "4 OTA: API writes per pod",
+            ota["writes_per_pod"],
+            ota["target_writes_per_pod"],
+            digits=3,
+            upper_bound=False,
+        ),
+    ]
+    theirs = ota.get(PEER)
+    if theirs:
+        table += [
+            _peer(
+                "4 OTA: every pod PodNeedUpgrade=True, against OpenYurt",
+                ota["seconds"],
+                theirs["seconds"],
+            ),
+            _peer(
+                "4 OTA: API writes per pod, against OpenYurt",
+                ota["writes_per_pod"],
+                theirs["writes_per_pod"],
+                lambda n: f"{n:.3f}",
+            ),
+        ]
     return table
 
 
@@ -242,46 +423,17 @@ def rows(results: dict[str, Any]) -> list[Row]:
     rolling = scenarios.get("rolling")
     if rolling:
         table += _rolling_rows(rolling)
+        if PEER in rolling:
+            table += _peer_rolling_rows(rolling)
     gone = scenarios.get("disconnected")
     if gone:
         table += _disconnected_rows(gone, rolling)
     api = scenarios.get("api_load")
     if api:
-        ours_total = sum(api["apiserver_pods_by_verb"].values())
-        native_total = sum(api["native_apiserver_pods_by_verb"].values())
-        table += [
-            _target(
-                "3 deletes per pod", api["deletes_per_pod"], api["target_deletes_per_pod"], digits=3
-            ),
-            _shown(
-                "3 LISTs / GETs by the controller during the rollout",
-                str(api["controller_gets_during_rollout"]),
-                "target 0 (watches only, no polling)",
-            ),
-            _versus(
-                "3 pod requests served by the API server (all clients)",
-                ours_total,
-                native_total,
-                _count,
-            ),
-        ]
+        table += _api_rows(api)
     ota = scenarios.get("ota")
     if ota:
-        table += [
-            _target(
-                f"4 OTA: every pod PodNeedUpgrade=True ({ota['nodes']} pods)",
-                ota["seconds"],
-                ota["target_seconds"],
-                unit=" s",
-            ),
-            _target(
-                "4 OTA: API writes per pod",
-                ota["writes_per_pod"],
-                ota["target_writes_per_pod"],
-                digits=3,
-                upper_bound=False,
-            ),
-        ]
+        table += _ota_rows(ota)
     footprint = scenarios.get("footprint")
     if footprint:
         table += [
@@ -344,10 +496,18 @@ def rows(results: dict[str, Any]) -> list[Row]:
     return table
 
 
-def render(table: list[Row], *, markdown: bool = False) -> str:
-    lines = [HEADER, *((r.scenario, r.edgerollout, r.reference, r.ratio) for r in table)]
+def header(results: dict[str, Any]) -> tuple[str, str, str, str]:
+    """The table's header: its reference column names the peer when the run had one."""
+    rolling = results.get("scenarios", {}).get("rolling") or {}
+    return PEER_HEADER if PEER in rolling or results.get("options", {}).get("peer") else HEADER
+
+
+def render(
+    table: list[Row], *, markdown: bool = False, head: tuple[str, str, str, str] = HEADER
+) -> str:
+    lines = [head, *((r.scenario, r.edgerollout, r.reference, r.ratio) for r in table)]
     if markdown:
-        out = ["| " + " | ".join(HEADER) + " |", "|---|---|---|---|"]
+        out = ["| " + " | ".join(head) + " |", "|---|---|---|---|"]
         out += ["| " + " | ".join(line) + " |" for line in lines[1:]]
         return "\n".join(out)
     widths = [max(len(line[i]) for line in lines) for i in range(4)]

@@ -4,6 +4,11 @@ The native RollingUpdate is expected to stall (the disconnected nodes' pods are 
 confirmed, and hold the budget): it gets a fixed time and its share of updated nodes is reported.
 edgerollout is timed until every connected node is updated, then the disconnected nodes are
 reconnected and it is timed again from the moment the last of them is Ready until all are updated.
+
+With `--peer openyurt`, OpenYurt's yurt-manager then plays edgerollout's part on a DaemonSet of its
+own, with the same nodes cut a second time: the peer acts on every annotated DaemonSet and must not
+run while edgerollout's still has nodes to update (bench/peer.py), so it gets a cut of its own once
+edgerollout's rollout is over.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ import math
 import time
 from typing import Any
 
-from bench import metrics, workload
+from bench import metrics, peer, workload
 from bench.machine import load_now
 from bench.rollout import Rollout, thin
-from bench.scenarios.rolling import NATIVE, OURS
+from bench.scenarios.rolling import NATIVE, OURS, PEER
 from bench.session import Session
 from bench.watch import ObjectWatch, live, not_ready_among, pod_image, ready_among
 from edgerollout.domain.vocabulary import ON_DELETE
@@ -169,3 +174,65 @@ def kwok_writes_refused(delta: metrics.Samples) -> int:
             enforcement_action="deny",
         )
     )
+
+
+async def run_peer(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]:
+    """OpenYurt's part of scenario 2: the same nodes cut, its DaemonSet changed, timed until every
+    connected node is updated; the nodes reconnected, timed from the last one Ready until all are
+    updated. yurt-manager runs from just after the cut until the end."""
+    names = session.node_names
+    cut = names[-math.ceil(nodes * SHARE) :]
+    connected = nodes - len(cut)
+    image = workload.IMAGES[2]
+    node_watch = ObjectWatch(session.api, NODES)
+    await node_watch.start()
+    theirs = None
+    try:
+        down = node_watch.track(not_ready_among(set(cut)))
+        session.say(f"disconnected: OpenYurt: cutting {len(cut)} of {nodes} nodes again")
+        cut_at = time.monotonic()
+        await session.disconnect(cut)
+        await down.reach(
+            len(cut),
+            timeout=session.lab.node_monitor_grace_seconds + 60,
+            what="disconnected nodes NotReady",
+        )
+        not_ready_seconds = round(time.monotonic() - cut_at, 1)
+        back = node_watch.track(ready_among(set(cut)))
+        async with peer.running(session) as handle:
+            theirs = await Rollout.watching(session, peer.NAMESPACE, image)
+            load = load_now()
+            start = time.monotonic()
+            await workload.set_image(session.api, peer.NAMESPACE, PEER, image)
+            connected_done = await theirs.progress.reach(
+                connected, timeout=timeout, what="OpenYurt: connected nodes updated"
+            )
+            connected_seconds = round(connected_done - start, 3)
+            session.say(
+                f"disconnected: OpenYurt updated {connected} nodes in {connected_seconds:.1f} s"
+            )
+            connect_at = time.monotonic()
+            await session.connect(cut)
+            ready_at = await back.reach(len(cut), timeout=timeout, what="reconnected nodes Ready")
+            done_at = await theirs.progress.reach(
+                nodes, timeout=timeout, what="OpenYurt: every node updated after reconnect"
+            )
+            curve = theirs.progress.since(start)
+    finally:
+        if theirs is not None:
+            await theirs.stop()
+        await node_watch.stop()
+    after_ready = round(done_at - ready_at, 3)
+    session.say(f"disconnected: OpenYurt: all {nodes} updated {after_ready:.1f} s after Ready")
+    return {
+        "not_ready_after_cut_seconds": not_ready_seconds,
+        "load_average_1m": load,
+        "peer_ready_seconds": round(handle.ready_seconds, 2),
+        "connected_seconds": connected_seconds,
+        "reconnect_to_ready_seconds": round(ready_at - connect_at, 3),
+        "after_ready_seconds": after_ready,
+        "curve": thin(curve),
+        "reconnected_replacements": theirs.stages.summary(ready_at, only=set(cut)),
+        "reconnected_at": round(connect_at - start, 3),
+        "ready_at": round(ready_at - start, 3),
+    }

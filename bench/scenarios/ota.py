@@ -1,5 +1,6 @@
 """Scenario 4: OTA on every node — from the image change until every pod carries
-`PodNeedUpgrade=True`, and how many API writes that took per pod."""
+`PodNeedUpgrade=True`, and how many API writes that took per pod; with `--peer openyurt`, the same
+for OpenYurt's yurt-manager on a DaemonSet of its own, running only for that measurement."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import time
 from typing import Any
 
-from bench import metrics, workload
+from bench import metrics, peer, workload
 from bench.api_load import controller_requests
 from bench.controller import Controller
 from bench.machine import load_now
@@ -31,8 +32,24 @@ def _carries_condition(pod: JSON) -> str | None:
 async def run(
     session: Session, controller: Controller, *, nodes: int, timeout: float
 ) -> dict[str, Any]:
-    namespace, first, second = workload.OURS_NAMESPACE, workload.IMAGES[0], workload.IMAGES[1]
     session.say(f"ota: {nodes} pods")
+    return await _measured(session, controller, workload.OURS_NAMESPACE, nodes, timeout)
+
+
+async def run_peer(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]:
+    """The peer's OTA: yurt-manager is started before the DaemonSet is created, since it marks
+    pods only on the DaemonSet's updates (its status, as the pods come up), never on its creation."""
+    session.say(f"ota: OpenYurt, {nodes} pods")
+    async with peer.running(session) as handle:
+        result = await _measured(session, handle, peer.NAMESPACE, nodes, timeout)
+    result["peer_ready_seconds"] = round(handle.ready_seconds, 2)
+    return result
+
+
+async def _measured(
+    session: Session, controller: Controller, namespace: str, nodes: int, timeout: float
+) -> dict[str, Any]:
+    first, second = workload.IMAGES[0], workload.IMAGES[1]
     await workload.create(session.api, namespace, workload.ota(NAME, image=first))
     await wait_running(session, namespace, first, nodes, timeout=timeout)
     watch = ObjectWatch(session.api, PODS, namespace=namespace)
@@ -56,7 +73,7 @@ async def run(
         await watch.stop()
     await workload.delete_and_wait(session.api, namespace, NAME, timeout=timeout)
     writes = sum(n for method, n in requests["by_method"].items() if method != "GET")
-    session.say(f"ota: every pod marked in {seconds:.1f} s, {writes} writes")
+    session.say(f"ota: {namespace}: every pod marked in {seconds:.1f} s, {writes} writes")
     return {
         "nodes": nodes,
         "seconds": seconds,

@@ -1,8 +1,10 @@
 """Scenario 1 (every node Ready, max-unavailable 10%: edgerollout's AdvancedRollingUpdate against a
-native RollingUpdate with maxUnavailable 10%) and scenario 3 (what edgerollout's rollout cost the
-API server), measured in the same lab, one after the other, with the same node count.
+native RollingUpdate with maxUnavailable 10%, and with `--peer openyurt` against OpenYurt's own
+AdvancedRollingUpdate) and scenario 3 (what each rollout cost the API server), measured in the same
+lab, one after the other, with the same node count.
 
-Both DaemonSets exist from the start, so each rollout runs beside the same idle neighbour.
+Every DaemonSet exists from the start, each in a namespace of its own, so each rollout runs beside
+the same idle neighbours.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bench import api_load, metrics, workload
+from bench import api_load, metrics, peer, workload
 from bench.controller import Controller
 from bench.machine import busy_cpu_seconds, cpu_seconds, load_now
 from bench.rollout import Rollout, change_image, lab_wave, wait_running
 from bench.session import Session
+from bench.watch import JSON
+from edgerollout_lab.cluster import ADMIN_USER
 from edgerollout_lab.control_plane import audit_log_path
 
-NATIVE, OURS = "native", "edgerollout"
+NATIVE, OURS, PEER = "native", "edgerollout", peer.NAME
 MAX_UNAVAILABLE = "10%"
 SETTLE_SECONDS = 2.0
 # Before each rollout the lab must be back to (about) its idle CPU: a rollout started while the
@@ -123,10 +127,14 @@ async def _timed(
     return result
 
 
-async def prepare(session: Session, *, nodes: int, timeout: float) -> None:
-    """The two DaemonSets of the comparison, running the first image on every node."""
+async def prepare(session: Session, *, nodes: int, timeout: float, with_peer: bool = False) -> None:
+    """The DaemonSets of the comparison (the peer's too if asked), running the first image on
+    every node."""
     api = session.api
-    for namespace in (workload.NATIVE_NAMESPACE, workload.OURS_NAMESPACE):
+    namespaces = [workload.NATIVE_NAMESPACE, workload.OURS_NAMESPACE]
+    if with_peer:
+        namespaces.append(peer.NAMESPACE)
+    for namespace in namespaces:
         await workload.create_namespace(api, namespace)
     image = workload.IMAGES[0]
     await workload.create(
@@ -139,19 +147,50 @@ async def prepare(session: Session, *, nodes: int, timeout: float) -> None:
         workload.OURS_NAMESPACE,
         workload.advanced_rolling_update(OURS, image=image, max_unavailable=MAX_UNAVAILABLE),
     )
-    await wait_running(session, workload.NATIVE_NAMESPACE, image, nodes, timeout=timeout)
-    await wait_running(session, workload.OURS_NAMESPACE, image, nodes, timeout=timeout)
+    if with_peer:
+        await workload.create(
+            api,
+            peer.NAMESPACE,
+            workload.advanced_rolling_update(PEER, image=image, max_unavailable=MAX_UNAVAILABLE),
+        )
+    for namespace in namespaces:
+        await wait_running(session, namespace, image, nodes, timeout=timeout)
+
+
+def order_of_round(index: int, *, with_peer: bool) -> tuple[str, ...]:
+    """Who rolls out first in round `index` (from 0): native and edgerollout alternate; with the
+    peer the three take turns (each first, second and third once in any three rounds)."""
+    if not with_peer:
+        return (NATIVE, OURS) if index % 2 == 0 else (OURS, NATIVE)
+    three = (NATIVE, OURS, PEER)
+    shift = index % 3
+    return three[shift:] + three[:shift]
+
+
+NAMESPACES = {
+    NATIVE: workload.NATIVE_NAMESPACE,
+    OURS: workload.OURS_NAMESPACE,
+    PEER: peer.NAMESPACE,
+}
+TITLES = {NATIVE: "native RollingUpdate", OURS: "edgerollout", PEER: "OpenYurt's yurt-manager"}
 
 
 async def run(
-    session: Session, controller: Controller, *, nodes: int, rounds: int = 1, timeout: float
+    session: Session,
+    controller: Controller,
+    *,
+    nodes: int,
+    rounds: int = 1,
+    timeout: float,
+    with_peer: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Scenarios 1 and 3; returns {"rolling": ..., "api_load": ...}.
 
-    Each round rolls both DaemonSets to a new image, one after the other; the order alternates
-    (native first in odd rounds, edgerollout first in even ones), so that whatever the lab does
-    differently for the second rollout of a round (its state after the first, a neighbour still
-    settling) falls on both alike. The figures are the means over the rounds."""
+    Each round rolls every DaemonSet to a new image, one after the other; the order alternates
+    (native first in odd rounds, edgerollout first in even ones; with the peer the three take
+    turns), so that whatever the lab does differently for a later rollout of a round (its state
+    after the earlier ones, a neighbour still settling) falls on all alike. The figures are the
+    means over the rounds. The peer runs only during its own rollouts (see bench/peer.py)."""
     session.say(f"rolling: one lab wave ({budget(nodes)} pods deleted by hand)")
     wave = await lab_wave(
         session, workload.OURS_NAMESPACE, workload.IMAGES[0], pods=budget(nodes), timeout=timeout
@@ -162,26 +201,27 @@ async def run(
     played: list[dict[str, Any]] = []
     for index in range(rounds):
         image = workload.IMAGES[1] if index == 0 else workload.image(index)
-        order = (NATIVE, OURS) if index % 2 == 0 else (OURS, NATIVE)
+        order = order_of_round(index, with_peer=with_peer)
         measured: dict[str, Any] = {"first": order[0]}
         for name in order:
-            mine = name == OURS
-            session.say(
-                f"rolling: round {index + 1} of {rounds}, "
-                f"{'edgerollout' if mine else 'native RollingUpdate'} on {nodes} nodes"
-            )
-            measured[name] = await _measured(
-                session,
-                workload.OURS_NAMESPACE if mine else workload.NATIVE_NAMESPACE,
-                name,
-                image,
-                nodes=nodes,
-                controller=controller if mine else None,
-                timeout=timeout,
-                idle=sum(idle.values()),
-            )
+            session.say(f"rolling: round {index + 1} of {rounds}, {TITLES[name]} on {nodes} nodes")
+            args = (session, NAMESPACES[name], name, image)
+            common: dict[str, Any] = {
+                "nodes": nodes,
+                "timeout": timeout,
+                "idle": sum(idle.values()),
+            }
+            if name == PEER:
+                async with peer.running(session) as handle:
+                    measured[name] = await _measured(*args, controller=handle, **common)
+                measured[name]["peer_ready_seconds"] = round(handle.ready_seconds, 2)
+            else:
+                mine = controller if name == OURS else None
+                measured[name] = await _measured(*args, controller=mine, **common)
             session.say(f"rolling: {name} took {measured[name]['seconds']:.1f} s")
         measured["ratio"] = round(measured[OURS]["seconds"] / measured[NATIVE]["seconds"], 3)
+        if with_peer:
+            measured["peer_ratio"] = round(measured[OURS]["seconds"] / measured[PEER]["seconds"], 3)
         played.append(measured)
     native = mean_of([measured[NATIVE] for measured in played])
     ours = mean_of([measured[OURS] for measured in played])
@@ -234,7 +274,37 @@ async def run(
             sum(n for method, n in requests.items() if method != "GET") / nodes, 4
         ),
     }
+    if with_peer:
+        _add_peer(rolling, api, mean_of([measured[PEER] for measured in played]), played)
     return {"rolling": rolling, "api_load": api}
+
+
+def _add_peer(
+    rolling: dict[str, Any], api: dict[str, Any], theirs: dict[str, Any], played: list[JSON]
+) -> None:
+    """The peer's rollouts beside edgerollout's: its mean record, each round, and its API load.
+
+    Deletions per pod come from the audit log, by each controller's user (edgerollout's is the
+    lab's admin, whose kubeconfig it is given; KWOK deletes every pod a second time, once its
+    graceful termination is over): the peer's metrics count its token requests among its writes,
+    and name no pods."""
+    nodes = rolling["nodes"]
+    rolling[PEER] = theirs
+    rolling["peer_ratio"] = round(rolling[OURS]["seconds"] / theirs["seconds"], 3)
+    rolling["lab"]["openyurt_cpu_seconds"] = round(sum(theirs["lab_cpu_seconds"].values()), 2)
+    for record, measured in zip(rolling["rounds"], played, strict=True):
+        record["order"] = [name for name in measured if name in NAMESPACES]
+        record["openyurt_seconds"] = measured[PEER]["seconds"]
+        record["peer_ratio"] = measured["peer_ratio"]
+    deletes = (theirs.get("audit_pod_deletes_by_user") or {}).get(peer.USER, 0)
+    ours_deletes = (rolling[OURS].get("audit_pod_deletes_by_user") or {}).get(ADMIN_USER, 0)
+    api.update(
+        audited_deletes_per_pod=round(ours_deletes / nodes, 4),
+        openyurt_deletes_per_pod=round(deletes / nodes, 4),
+        openyurt_controller_requests_by_method=theirs["controller"]["by_method"],
+        openyurt_apiserver_pods_by_verb=theirs["apiserver"]["pods_by_verb"],
+        openyurt_audit_pod_deletes_by_user=theirs["audit_pod_deletes_by_user"],
+    )
 
 
 def mean_of(rollouts: list[dict[str, Any]]) -> dict[str, Any]:

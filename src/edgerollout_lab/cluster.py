@@ -37,6 +37,8 @@ from edgerollout_lab.pki import Identity, create_pki, new_identity
 
 LAB_FILE = "lab.json"
 STATE_FILE = "state.json"
+# The user of the lab's admin kubeconfig, as the API server (and its audit log) names it.
+ADMIN_USER = "lab-admin"
 # Stopped in this order: the simulated kubelets first, the store last.
 COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube-apiserver", "etcd")
 
@@ -232,7 +234,7 @@ def _up(
     simulated = node_names(nodes)
     real = real_nodes_module.node_names(real_count)
     names = [*simulated, *real]
-    admin = new_identity("lab-admin", "system:masters")
+    admin = new_identity(ADMIN_USER, "system:masters")
     controller_manager = new_identity("system:kube-controller-manager")
     scheduler = new_identity("system:kube-scheduler")
     kwok = new_identity(api.KWOK_USER, "system:masters")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import Row, render, rows
+from bench.report import PEER_HEADER, Row, header, render, rows
 
 
 def replacements(median: float, reuse: float, unavailable: float) -> dict[str, Any]:
@@ -248,3 +248,182 @@ def test_disconnected_rows_measure_against_limits_derived_from_the_run() -> None
         ),
         Row("  lab: cut nodes seen Ready during the cut / KWOK writes refused", "0 / 12", "-", "-"),
     ]
+
+
+PEER_ROLLING: dict[str, Any] = {
+    **ROLLING,
+    "edgerollout": {**ROLLING["edgerollout"], "controller_rss_mb": 48.0},
+    "openyurt": {
+        "seconds": 25.0,
+        "controller_cpu_seconds": 2.0,
+        "controller_rss_mb": 64.0,
+        "replacements": replacements(2.5, 0.2, 80.0),
+    },
+    "lab": {**ROLLING["lab"], "openyurt_cpu_seconds": 37.5},
+    "rounds": [
+        {
+            "first": "native",
+            "edgerollout_seconds": 15.0,
+            "native_seconds": 19.0,
+            "openyurt_seconds": 30.0,
+            "ratio": 0.789,
+            "peer_ratio": 0.5,
+        },
+        {
+            "first": "edgerollout",
+            "edgerollout_seconds": 17.0,
+            "native_seconds": 21.0,
+            "openyurt_seconds": 20.0,
+            "ratio": 0.81,
+            "peer_ratio": 0.85,
+        },
+    ],
+}
+
+
+def test_with_the_peer_scenario_1_gains_rows_against_openyurt_after_the_native_ones() -> None:
+    table = rows({"scenarios": {"rolling": PEER_ROLLING}})
+    assert table[0].reference == "native 20.0 s (target ≤ 1.0x)"
+    assert table[-8:] == [
+        Row(
+            "1 rollout, 1000 nodes Ready, against OpenYurt (mean of 2 rounds)",
+            "16.0 s",
+            "OpenYurt 25.0 s",
+            "0.64x",
+        ),
+        Row("  each round", "15.0 s, 17.0 s", "OpenYurt 30.0 s, 20.0 s", "0.50x, 0.85x"),
+        Row(
+            "  a replacement: deletion → new pod Ready (median)", "1.5 s", "OpenYurt 2.5 s", "0.60x"
+        ),
+        Row(
+            "  a freed slot used: replacement Ready → next deletion (median)",
+            "50 ms",
+            "OpenYurt 200 ms",
+            "0.25x",
+        ),
+        Row("  nodes unavailable on average (budget 100)", "95", "OpenYurt 80", "1.19x"),
+        Row(
+            "5 CPU seconds per 1000-node rollout: the controller",
+            "4.0 s",
+            "OpenYurt 2.0 s",
+            "2.00x",
+        ),
+        Row("  controller RSS after the rollout", "48 MB", "OpenYurt 64 MB", "0.75x"),
+        Row(
+            "  lab: CPU seconds of the lab's programs during the rollout",
+            "30.0 s",
+            "OpenYurt 37.5 s",
+            "0.80x",
+        ),
+    ]
+
+
+def test_without_the_peer_the_table_has_no_openyurt_row_and_its_usual_header() -> None:
+    table = rows({"scenarios": {"rolling": ROLLING}})
+    assert [row for row in table if "OpenYurt" in row.reference] == []
+    assert header({"scenarios": {"rolling": ROLLING}, "options": {"peer": None}}) == (
+        "scenario",
+        "edgerollout",
+        "reference (native or target)",
+        "ratio",
+    )
+    assert header({"scenarios": {"rolling": PEER_ROLLING}}) == (
+        "scenario",
+        "edgerollout",
+        "reference (native, OpenYurt or target)",
+        "ratio",
+    )
+
+
+def test_with_the_peer_the_disconnected_rows_compare_both_phases_with_openyurt() -> None:
+    gone = {
+        "nodes": 1000,
+        "disconnected": 200,
+        "target_connected_ratio": 1.1,
+        "target_after_ready_seconds": 10.0,
+        "native": {"updated": 0, "watched_seconds": 300},
+        "edgerollout": {"connected_seconds": 22.0, "after_ready_seconds": 7.0},
+        "openyurt": {"connected_seconds": 44.0, "after_ready_seconds": 3.5},
+    }
+    assert rows({"scenarios": {"disconnected": gone}})[-2:] == [
+        Row(
+            "2 time to update the 800 Ready nodes, against OpenYurt",
+            "22.0 s",
+            "OpenYurt 44.0 s",
+            "0.50x",
+        ),
+        Row(
+            "2 reconnected 200: all updated, after Ready, against OpenYurt",
+            "7.0 s",
+            "OpenYurt 3.5 s",
+            "2.00x",
+        ),
+    ]
+
+
+def test_with_the_peer_the_api_load_of_the_three_is_shown_side_by_side() -> None:
+    api = {
+        "deletes_per_pod": 1.0,
+        "target_deletes_per_pod": 1.05,
+        "controller_gets_during_rollout": 0,
+        "apiserver_pods_by_verb": {"DELETE": 3000, "POST": 1000},
+        "native_apiserver_pods_by_verb": {"DELETE": 3000, "POST": 1000, "PUT": 10},
+        "audited_deletes_per_pod": 1.0,
+        "openyurt_deletes_per_pod": 1.25,
+        "openyurt_apiserver_pods_by_verb": {"DELETE": 3250, "POST": 1000, "PATCH": 750},
+        "controller_requests_by_method": {"DELETE": 1000},
+        "openyurt_controller_requests_by_method": {"DELETE": 1250, "POST": 2},
+    }
+    assert rows({"scenarios": {"api_load": api}})[3:] == [
+        Row(
+            "3 pod deletes per pod, from the audit log, against OpenYurt",
+            "1.000",
+            "OpenYurt 1.250",
+            "0.80x",
+        ),
+        Row(
+            "3 pod requests served by the API server (all clients), against OpenYurt",
+            "4000",
+            "OpenYurt 5000",
+            "0.80x",
+        ),
+        Row("  by verb", "DELETE 3000, POST 1000", "native DELETE 3000, POST 1000, PUT 10", "-"),
+        Row(
+            "  by verb", "DELETE 3000, POST 1000", "OpenYurt DELETE 3250, PATCH 750, POST 1000", "-"
+        ),
+        Row(
+            "  the controller's own requests, by method",
+            "DELETE 1000",
+            "OpenYurt DELETE 1250, POST 2",
+            "-",
+        ),
+    ]
+
+
+def test_with_the_peer_ota_is_compared_with_openyurt() -> None:
+    ota = {
+        "nodes": 1000,
+        "seconds": 5.6,
+        "target_seconds": 10,
+        "writes_per_pod": 1.0,
+        "target_writes_per_pod": 1,
+        "openyurt": {"seconds": 2.8, "writes_per_pod": 1.0},
+    }
+    assert rows({"scenarios": {"ota": ota}})[2:] == [
+        Row(
+            "4 OTA: every pod PodNeedUpgrade=True, against OpenYurt",
+            "5.6 s",
+            "OpenYurt 2.8 s",
+            "2.00x",
+        ),
+        Row("4 OTA: API writes per pod, against OpenYurt", "1.000", "OpenYurt 1.000", "1.00x"),
+    ]
+
+
+def test_rendered_with_the_peer_header() -> None:
+    table = [Row("1 rollout", "16.0 s", "OpenYurt 20.0 s", "0.80x")]
+    assert render(table, markdown=True, head=PEER_HEADER) == (
+        "| scenario | edgerollout | reference (native, OpenYurt or target) | ratio |\n"
+        "|---|---|---|---|\n"
+        "| 1 rollout | 16.0 s | OpenYurt 20.0 s | 0.80x |"
+    )
