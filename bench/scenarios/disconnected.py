@@ -50,17 +50,10 @@ async def run(
     await node_watch.start()
     ours = native = None
     try:
-        down = node_watch.track(not_ready_among(set(cut)))
-        session.say(f"disconnected: cutting {len(cut)} of {nodes} nodes")
         refused_before = await asyncio.to_thread(session.apiserver_samples)
-        cut_at = time.monotonic()
-        await session.disconnect(cut)
-        await down.reach(
-            len(cut),
-            timeout=session.lab.node_monitor_grace_seconds + 60,
-            what="disconnected nodes NotReady",
+        not_ready_seconds = await _cut(
+            session, node_watch, cut, f"disconnected: cutting {len(cut)} of {nodes} nodes"
         )
-        not_ready_seconds = round(time.monotonic() - cut_at, 1)
         back = node_watch.track(ready_among(set(cut)))
 
         ours = await Rollout.watching(session, workload.OURS_NAMESPACE, image)
@@ -176,6 +169,20 @@ def kwok_writes_refused(delta: metrics.Samples) -> int:
     )
 
 
+async def _cut(session: Session, node_watch: ObjectWatch, cut: list[str], saying: str) -> float:
+    """Cut the links of `cut` and wait until every one of them is NotReady; the seconds it took."""
+    down = node_watch.track(not_ready_among(set(cut)))
+    session.say(saying)
+    cut_at = time.monotonic()
+    await session.disconnect(cut)
+    await down.reach(
+        len(cut),
+        timeout=session.lab.node_monitor_grace_seconds + 60,
+        what="disconnected nodes NotReady",
+    )
+    return round(time.monotonic() - cut_at, 1)
+
+
 async def run_peer(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]:
     """OpenYurt's part of scenario 2: the same nodes cut, its DaemonSet changed, timed until every
     connected node is updated; the nodes reconnected, timed from the last one Ready until all are
@@ -188,16 +195,12 @@ async def run_peer(session: Session, *, nodes: int, timeout: float) -> dict[str,
     await node_watch.start()
     theirs = None
     try:
-        down = node_watch.track(not_ready_among(set(cut)))
-        session.say(f"disconnected: OpenYurt: cutting {len(cut)} of {nodes} nodes again")
-        cut_at = time.monotonic()
-        await session.disconnect(cut)
-        await down.reach(
-            len(cut),
-            timeout=session.lab.node_monitor_grace_seconds + 60,
-            what="disconnected nodes NotReady",
+        not_ready_seconds = await _cut(
+            session,
+            node_watch,
+            cut,
+            f"disconnected: OpenYurt: cutting {len(cut)} of {nodes} nodes again",
         )
-        not_ready_seconds = round(time.monotonic() - cut_at, 1)
         back = node_watch.track(ready_among(set(cut)))
         async with peer.running(session) as handle:
             theirs = await Rollout.watching(session, peer.NAMESPACE, image)
