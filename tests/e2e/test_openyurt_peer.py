@@ -30,6 +30,7 @@ from edgerollout_lab.openyurt import (
 )
 from edgerollout_lab.versions import OPENYURT
 from tests.e2e.support.audit import audited_pod_deletions
+from tests.e2e.support.controller_process import stopped_cleanly
 from tests.e2e.support.lab import (
     LabHandle,
     condition,
@@ -66,14 +67,8 @@ async def yurt_manager(lab: Lab, request: pytest.FixtureRequest) -> AsyncIterato
     runs only during this module's tests); its log is printed if the test failed, and it must stop
     cleanly (exit 0) when asked."""
     handle = await start_yurt_manager(lab)
-    try:
+    with stopped_cleanly(handle, request, "yurt-manager", handle.run_log_text):
         yield handle
-    finally:
-        code = handle.stop()
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            print(f"--- yurt-manager log ---\n{handle.run_log_text()}")
-        assert code == 0, f"yurt-manager exited {code}:\n{handle.run_log_text()}"
 
 
 def peer_deletions(audit_log: Path, namespace: str, *, offset: int) -> list[dict[str, Any]]:

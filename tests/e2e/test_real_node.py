@@ -27,7 +27,7 @@ from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.agents import agent_of
 from tests.e2e.support.containerd import ctr
-from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.controller_process import ControllerProcess, stopped_cleanly
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,
@@ -391,14 +391,8 @@ async def controller(
         f"--prepull-toolbox-image={real_lab.toolbox_image}",
     )
     await handle.wait_ready()
-    try:
+    with stopped_cleanly(handle, request, "controller", handle.log_text):
         yield handle
-    finally:
-        code = handle.stop()
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            print(f"--- controller log ---\n{handle.log_text()}")
-        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
 
 
 async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgrades_it_back(

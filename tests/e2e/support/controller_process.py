@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,11 +33,24 @@ async def controller_for(
     if the test failed, and it must stop cleanly (exit 0) when asked."""
     handle = ControllerProcess.launch(kubeconfig, log, f"--namespace={namespace}")
     await handle.wait_ready()
-    try:
+    with stopped_cleanly(handle, request, "controller", handle.log_text):
         yield handle
+
+
+@contextlib.contextmanager
+def stopped_cleanly(
+    handle: controller_process.ControllerProcess,
+    request: pytest.FixtureRequest,
+    name: str,
+    log_text: Callable[[], str],
+) -> Iterator[None]:
+    """Stop `handle` when the block ends: its log printed if the test failed, and it must exit 0
+    (the controller and OpenYurt's alike)."""
+    try:
+        yield
     finally:
         code = handle.stop()
         failed = getattr(request.node, "rep_call", None)
         if failed is not None and failed.failed:
-            print(f"--- controller log ---\n{handle.log_text()}")
-        assert code == 0, f"controller exited {code}:\n{handle.log_text()}"
+            print(f"--- {name} log ---\n{log_text()}")
+        assert code == 0, f"{name} exited {code}:\n{log_text()}"
