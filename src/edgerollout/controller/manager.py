@@ -29,7 +29,6 @@ from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
-from edgerollout.domain.reconcile import PlanSettings
 from edgerollout.kube.api import KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
@@ -105,7 +104,7 @@ class Controller:
                 write_concurrency=settings.reconcile.write_concurrency,
             ),
             recorder=recorder,
-            settings=PlanSettings.of(settings),
+            settings=settings,
         )
         self.leading = False
 

@@ -19,11 +19,13 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
+from edgerollout.domain.decision import Plan
 from edgerollout.domain.dry_run import node_state_counts
 from edgerollout.domain.model import NodeName, NodeReadiness
-from edgerollout.domain.reconcile import Plan, PlanSettings, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
+from edgerollout.settings import CONTROLLER, ControllerSettings
 
 __all__ = ["NotLeader", "Outcome", "Reconciler"]
 
@@ -49,14 +51,14 @@ class Reconciler:
         executors: Executors,
         recorder: EventRecorder,
         clock: Callable[[], datetime.datetime] | None = None,
-        settings: PlanSettings | None = None,
+        settings: ControllerSettings = CONTROLLER,
     ) -> None:
         self.cache = cache
         self.states = states
         self.executors = executors
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self.settings = settings or PlanSettings()
+        self.settings = settings
 
     def _drop(self, key: str, *, keep_notices: bool = False) -> None:
         """Forget everything remembered about a DaemonSet's rollout: the one place it ends.

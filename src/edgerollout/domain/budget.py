@@ -4,7 +4,8 @@
 
 - an integer of decimal digits, `3`;
 - a percentage, `30%`, of the *base*: the number of nodes that currently hold a pod of the
-  DaemonSet (OpenYurt counts the same way). A percentage rounds up, as
+  DaemonSet (OpenYurt counts the same way; `Snapshot.budget_base` counts them, the one count the
+  controller, `status` and `plan` use). A percentage rounds up, as
   `GetScaledValueFromIntOrPercent(..., roundUp=true)` does, so 10% of 3 nodes is 1.
 - unset, `0` and `0%` (and `00`, `0000%`: zero however written) mean the default `10%`;
 - anything above the base, or above `100%`, is the base.
@@ -14,25 +15,22 @@ non-zero after clamping; a non-zero percentage rounds up to at least 1), and for
 is 0: there is nothing to upgrade.
 
 Anything else is an error a user must fix (`abc`, `-1`, `+3`, `1.5`, `%`, `30 %`, `1e3`, `0x10`,
-the empty string). Only ASCII digits count: `٣` is not 3. Surrounding whitespace is ignored, as for
-the strategy annotation. User input never raises: the result is a value or an
-`InvalidMaxUnavailable` carrying the Warning to emit.
+the empty string): the form is `count.read_count`'s, shared with the partition and the failure
+budget. User input never raises: the result is a value or an `InvalidMaxUnavailable` carrying
+the Warning to emit. The annotation is read once per reconcile (`read_max_unavailable`, into the
+DaemonSet's `RolloutSpec`), then resolved against that reconcile's base (`MaxUnavailable.of`).
 """
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Self
 
+from edgerollout.domain.count import Count, Rounding, read_count
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.model import InFlightDeletion, PodView
 from edgerollout.domain.vocabulary import (
     DEFAULT_MAX_UNAVAILABLE,
     INVALID_MAX_UNAVAILABLE,
     MAX_UNAVAILABLE_ANNOTATION,
 )
-
-_FORM = re.compile(r"(?P<number>[0-9]+)(?P<percent>%?)")
-_MANY_DIGITS = 15
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +41,14 @@ class MaxUnavailable:
     base: int
     written: str
     """The form the value came from, after defaulting: `"30%"`, `"3"`, or `"10%"` when unset."""
+
+    @classmethod
+    def of(cls, count: Count, *, base: int) -> Self:
+        """The budget `count` allows over `base` nodes: rounded up, at most the base."""
+        base = max(base, 0)
+        return cls(
+            value=min(count.of(base, rounding=Rounding.UP), base), base=base, written=count.written
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,48 +71,22 @@ class InvalidMaxUnavailable:
         )
 
 
-def parse_max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:
-    """The budget written as `raw` (None: annotation unset) for `base` nodes holding a pod."""
+def _default() -> Count:
+    count = read_count(DEFAULT_MAX_UNAVAILABLE)
+    if count is None or count.zero:  # a constant of this module: fails at import, never later
+        raise ValueError(f"the default max-unavailable {DEFAULT_MAX_UNAVAILABLE!r} is no budget")
+    return count
+
+
+_DEFAULT = _default()
+
+
+def read_max_unavailable(raw: str | None) -> Count | InvalidMaxUnavailable:
+    """The budget written as `raw` (None: the annotation is unset), before it meets a base:
+    unset and zero are the default 10%."""
     if raw is None:
-        return parse_max_unavailable(DEFAULT_MAX_UNAVAILABLE, base=base)
-    written = raw.strip()
-    form = _FORM.fullmatch(written)
-    if form is None:
+        return _DEFAULT
+    count = read_count(raw)
+    if count is None:
         return InvalidMaxUnavailable(raw=raw)
-    digits = form["number"].lstrip("0")
-    if not digits:
-        return parse_max_unavailable(DEFAULT_MAX_UNAVAILABLE, base=base)
-    base = max(base, 0)
-    if len(digits) > _MANY_DIGITS:
-        # Far above any node count, as an integer or as a percentage: clamps to the base.
-        # (Also keeps int() away from its limit on very long digit strings.)
-        return MaxUnavailable(value=base, base=base, written=written)
-    number = int(digits)
-    # A percentage rounds up: ceil(base * number / 100), in integers.
-    value = -(-base * number // 100) if form["percent"] else number
-    return MaxUnavailable(value=min(value, base), base=base, written=written)
-
-
-def budget_base(
-    pods: Iterable[PodView],
-    *,
-    in_flight: Iterable[InFlightDeletion] = (),
-    desired_nodes: int | None = None,
-) -> int:
-    """The number of distinct nodes holding at least one pod (terminating pods included).
-
-    A node whose pod is being replaced still counts between the old pod's removal and the new
-    one's creation: the node of a deletion still in flight, and every node the native controller
-    counts in `desired_nodes` (`status.desiredNumberScheduled`) beyond those holding a pod. They
-    are the nodes the planner counts as unavailable for having no pod; leaving them out of the
-    base would shrink the budget by as many nodes as are between two pods at that moment — from
-    100 to 96 of 1,000 nodes at 10 % during a rollout."""
-    nodes = {pod.node_name for pod in pods if pod.node_name is not None}
-    nodes.update(deletion.node_name for deletion in in_flight)
-    return base_of(len(nodes), desired_nodes=desired_nodes)
-
-
-def base_of(nodes_held: int, *, desired_nodes: int | None = None) -> int:
-    """The base from the number of distinct nodes holding a pod or an in-flight deletion (see
-    `budget_base`, which counts them; a `RolloutBook` keeps the count)."""
-    return max(nodes_held, desired_nodes or 0)
+    return _DEFAULT if count.zero else count

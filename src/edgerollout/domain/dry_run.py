@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from edgerollout.domain.decision import Plan
 from edgerollout.domain.model import ConditionStatus, NodeName, NodeReadiness, PodView
 from edgerollout.domain.planner import DeletionPlan, NodeVerdict
-from edgerollout.domain.reconcile import Plan
 from edgerollout.domain.revisions import TargetRevision, is_current
 from edgerollout.domain.strategy import UpdateStrategy
 from edgerollout.domain.timestamps import format_rfc3339

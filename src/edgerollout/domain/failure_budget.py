@@ -15,8 +15,9 @@ alone already bounds how many nodes a broken revision reaches.
 
 - `N`: whole nodes, ASCII digits (`0`: the first broken node stops the rollout).
 - `P%`: a percentage of the nodes the rollout covers (the base max-unavailable is counted
-  over), rounded down: a failure budget errs on the side of stopping, where max-unavailable and
-  partitions round up.
+  over, `Snapshot.budget_base`), rounded down: a failure budget errs on the side of stopping,
+  where max-unavailable and partitions round up.
+- The form is `count.read_count`'s; above 100% or 2147483647 nodes is refused, not clamped.
 
 Offline nodes (not Ready) are never broken, so a disconnected site never trips the budget.
 A value that cannot be read is a Warning `InvalidMaxFailed`, and the rollout deletes nothing
@@ -24,10 +25,9 @@ until it is fixed (design §12.5): a safety limit that was meant but cannot be r
 silently become no limit.
 """
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from edgerollout.domain.count import Count, Rounding, read_count
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.health import Broken
 from edgerollout.domain.model import NodeName
@@ -39,40 +39,19 @@ from edgerollout.domain.vocabulary import (
     ROLLOUT_FAILED,
 )
 
-_COUNT = re.compile(r"(?P<number>[0-9]+)(?P<percent>%?)")
 # Kubernetes' int32 fields end here; a count beyond it is a typo, not a fleet.
 _LARGEST = 2**31 - 1
 # An Event's message is meant for a person; past this many nodes it says how many more.
 NAMED_NODES = 10
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MaxFailed:
-    """How many broken nodes a rollout tolerates: `number` nodes, or `number` percent."""
-
-    written: str
-    number: int
-    percent: bool
-
-    def count(self, nodes: int) -> int:
-        """The broken nodes tolerated out of `nodes` (a percentage rounds down)."""
-        return max(nodes, 0) * self.number // 100 if self.percent else self.number
-
-
-def read_max_failed(raw: str | None) -> MaxFailed | Notice | None:
+def read_max_failed(raw: str | None) -> Count | Notice | None:
     """The failure budget `raw` asks for (None: the annotation is unset, no budget)."""
     if raw is None:
         return None
-    written = raw.strip()
-    form = _COUNT.fullmatch(written)
-    if form is not None:
-        digits = form["number"].lstrip("0") or "0"
-        percent = bool(form["percent"])
-        # The length check first keeps int() away from very long digit strings.
-        if len(digits) <= 10:
-            number = int(digits)
-            if number <= (100 if percent else _LARGEST):
-                return MaxFailed(written=written, number=number, percent=percent)
+    count = read_count(raw)
+    if count is not None and count.number <= (100 if count.percent else _LARGEST):
+        return count
     return Notice(
         type=EventType.WARNING,
         reason=INVALID_MAX_FAILED,
@@ -88,17 +67,21 @@ def read_max_failed(raw: str | None) -> MaxFailed | Notice | None:
 def failure_stop(
     broken: Mapping[NodeName, Broken],
     *,
-    limit: MaxFailed,
+    limit: Count | None,
     nodes: int,
-    revision: str,
+    revision: str | None,
     pause_changes: int,
+    paused: bool = False,
 ) -> Notice | None:
     """The Warning `RolloutFailed` when more nodes are `broken` than `limit` tolerates out of
-    `nodes` (None: within the budget).
+    `nodes` (None: within the budget, or no budget, or nothing to stop: the rollout is `paused`
+    already or has no newest `revision`).
 
     The Event is told once per stop: its subject is the revision and how many changes of the
     pause were seen before it, so a resume that is stopped again is told again."""
-    tolerated = limit.count(nodes)
+    if limit is None or paused or revision is None:
+        return None
+    tolerated = limit.of(nodes, rounding=Rounding.DOWN)  # stop sooner, never later
     if len(broken) <= tolerated:
         return None
     names = sorted(broken)

@@ -246,7 +246,7 @@ def read_prepull(raw: str | None) -> bool | Notice:
 
 
 def prepull_first(
-    raw: str | None,
+    wanted: bool | Notice,
     *,
     target: TargetRevision,
     pods_by_node: Mapping[NodeName, Sequence[PodView]],
@@ -255,12 +255,11 @@ def prepull_first(
     now: datetime,
     settings: PrepullSettings,
 ) -> PrepullFirst:
-    """Pre-pull before delete as the annotation `raw` asks for, and the pull of every Ready
+    """Pre-pull before delete as `wanted` (`read_prepull`) says, and the pull of every Ready
     node's outdated pod (a node with more than one live pod, or none, deletes nothing).
 
     Reads every node holding a pod when on (not only the nodes that changed): a pull's fallback
     passes on the clock alone, and the window counts over all of them."""
-    wanted = read_prepull(raw)
     if isinstance(wanted, Notice):
         return PrepullFirst(invalid=wanted)
     if not wanted:

@@ -48,7 +48,7 @@ from edgerollout.domain.planner import (
     shortfall,
 )
 from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.staging import NOT_STAGED, Staging, hold_nodes
+from edgerollout.domain.staging import NOT_STAGED, Holds, Staging, hold_nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +84,9 @@ class RolloutBook:
         self._key = None
 
     @property
-    def base(self) -> int:
-        """The number of distinct nodes holding a pod or an in-flight deletion (see `budget_base`),
-        as of the last `refresh`."""
-        return len(self._entries)
+    def broken(self) -> Mapping[NodeName, Broken]:
+        """The Ready nodes whose current pod is failing, and why, as of the last `refresh`."""
+        return dict(self._broken)
 
     def refresh(
         self,
@@ -224,15 +223,7 @@ class RolloutBook:
             )
         room = max(0, max_unavailable - unavailable)
         entries = self._entries
-        verdicts = self._verdicts
-        holds = hold_nodes(
-            staging,
-            nodes=entries.keys(),
-            labels=labels,
-            done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
-            ready=lambda name: name in verdicts,
-            outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
-        )
+        holds = self.holds(staging, labels)
         held = holds.held
         chosen: list[Deletion] = [
             deletion_of(entry.outdated, name, DeletionReason.OUTDATED_UNAVAILABLE)
@@ -259,5 +250,18 @@ class RolloutBook:
             verdicts=dict(self._verdicts),
             skipped_nodes=skipped,
             holds=holds,
-            broken=dict(self._broken),
+            broken=self.broken,
+        )
+
+    def holds(self, staging: Staging, labels: Labels = no_labels) -> Holds:
+        """The nodes `staging` holds back, and its wave, from the verdicts of the last `refresh`
+        (a wave is done when its Ready nodes are up to date, judged as for a deletion)."""
+        verdicts = self._verdicts
+        return hold_nodes(
+            staging,
+            nodes=self._entries.keys(),
+            labels=labels,
+            done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
+            ready=lambda name: name in verdicts,
+            outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
         )

@@ -3,7 +3,7 @@
 The status is computed from the same views and the same rules the controller decides with, so
 that what a user reads is what the controller sees: `revisions.is_current` says whether a pod runs
 the newest revision, `availability.is_available` whether it counts as available, and
-`strategy.choose_strategy` / `budget.parse_max_unavailable` which model runs and with what budget.
+and the controller's own plan (`reconcile.plan`) which model runs and with what budget.
 
 Each pod of the DaemonSet gets one row and one state:
 
@@ -37,12 +37,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from edgerollout.domain.availability import is_available
-from edgerollout.domain.budget import (
-    InvalidMaxUnavailable,
-    budget_base,
-    parse_max_unavailable,
-)
 from edgerollout.domain.conditions import revision_in_message
+from edgerollout.domain.decision import Plan, Snapshot
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -52,11 +48,11 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.reconcile import Plan, Snapshot, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.revisions import is_current, target_revision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import WaveProgress
-from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
@@ -174,9 +170,9 @@ def rollout_status(
     nodes = tuple(nodes)
     revisions = tuple(revisions)
     readiness = {node.name: node.readiness for node in nodes}
-    strategy = _strategy_status(daemonset, pods)
-    target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     decided = _controller_plan(daemonset, revisions, pods, nodes, now)
+    strategy = _strategy_status(daemonset, decided)
+    target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     held = decided.holds.held
     broken = decided.broken
     rows = []
@@ -278,25 +274,23 @@ _STAGING_LABELS = (
 )
 
 
-def _strategy_status(daemonset: DaemonSetView, pods: tuple[PodView, ...]) -> StrategyStatus:
-    choice = choose_strategy(
-        annotations=daemonset.annotations, update_strategy_type=daemonset.update_strategy_type
-    )
-    if choice.strategy is None:
+def _strategy_status(daemonset: DaemonSetView, decided: Plan) -> StrategyStatus:
+    """The model in force and its budget, as the controller's plan `decided` has them."""
+    if decided.strategy is None:
         return StrategyStatus(
             strategy=None,
-            not_managed_reasons=tuple(notice.reason for notice in choice.notices),
+            not_managed_reasons=tuple(notice.reason for notice in decided.notices),
         )
-    if choice.strategy is UpdateStrategy.OTA:
-        return StrategyStatus(strategy=choice.strategy)
-    budget = parse_max_unavailable(
-        daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
-        base=budget_base(pods, desired_nodes=daemonset.desired_nodes),
-    )
-    if isinstance(budget, InvalidMaxUnavailable):
-        return StrategyStatus(strategy=choice.strategy, max_unavailable=budget.raw)
+    if decided.strategy is UpdateStrategy.OTA:
+        return StrategyStatus(strategy=decided.strategy)
+    budget = decided.budget
+    if budget is None:  # the annotation cannot be read: shown as written
+        return StrategyStatus(
+            strategy=decided.strategy,
+            max_unavailable=daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
+        )
     return StrategyStatus(
-        strategy=choice.strategy,
+        strategy=decided.strategy,
         max_unavailable=budget.written,
         budget=budget.value,
         base=budget.base,

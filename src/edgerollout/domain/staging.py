@@ -38,12 +38,12 @@ With `edgerollout.io/prepull: "true"` (design §13.5, `prepull_first`), an Advan
 holds a node whose image has not been pre-pulled (`PULLING`), unless something else holds it.
 """
 
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
+from edgerollout.domain.count import Count, Rounding, read_count
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.label_selector import (
     LabelSelector,
@@ -76,9 +76,6 @@ from edgerollout.domain.vocabulary import (
     WAVE_STARTED,
     WAVES_ANNOTATION,
 )
-
-_PARTITION = re.compile(r"(?P<number>[0-9]+)(?P<percent>%?)")
-_MANY_DIGITS = 15
 
 
 class HoldReason(StrEnum):
@@ -130,21 +127,6 @@ _CONDITION_REASONS = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Partition:
-    """How many nodes stay on the old revision: `count` of `number`, or `number` percent."""
-
-    written: str
-    number: int
-    percent: bool
-
-    def count(self, covered: int) -> int:
-        """The nodes held out of `covered` (a percentage rounds up; never more than `covered`)."""
-        covered = max(covered, 0)
-        value = -(-covered * self.number // 100) if self.percent else self.number
-        return min(value, covered)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Waves:
     """The waves in order (`*` as written), and the node label that names a node's wave."""
 
@@ -169,7 +151,7 @@ class Staging:
 
     paused: bool = False
     selector: LabelSelector | None = None
-    partition: Partition | None = None
+    partition: Count | None = None
     waves: Waves | None = None
     window: MaintenanceWindows | None = None
     invalid: bool = False
@@ -221,7 +203,7 @@ def read_staging(annotations: Mapping[str, str]) -> Staging:
     return Staging(
         paused=pause.paused,
         selector=selector if isinstance(selector, LabelSelector) else None,
-        partition=partition if isinstance(partition, Partition) else None,
+        partition=partition if isinstance(partition, Count) else None,
         waves=waves if isinstance(waves, Waves) else None,
         window=window if isinstance(window, MaintenanceWindows) else None,
         invalid=any(notice is not pause.notice for notice in notices),
@@ -257,24 +239,18 @@ def _read_selector(raw: str | None) -> LabelSelector | Notice | None:
     )
 
 
-def _read_partition(raw: str | None) -> Partition | Notice | None:
+def _read_partition(raw: str | None) -> Count | Notice | None:
     if raw is None:
         return None
-    written = raw.strip()
-    form = _PARTITION.fullmatch(written)
-    if form is None:
+    count = read_count(raw)
+    if count is None:
         return _warning(
             INVALID_PARTITION,
             PARTITION_ANNOTATION,
             raw,
             'expected a number of nodes such as "2" or a percentage such as "20%"',
         )
-    digits = form["number"].lstrip("0")
-    if not digits:
-        return None  # a partition of 0 holds nothing
-    # Far above any node count: the same as holding every node (and keeps int() small).
-    number = int(digits) if len(digits) <= _MANY_DIGITS else 10**_MANY_DIGITS
-    return Partition(written=written, number=number, percent=bool(form["percent"]))
+    return None if count.zero else count  # a partition of 0 holds nothing
 
 
 def _read_waves(raw: str | None, label: str | None) -> Waves | Notice | None:
@@ -398,7 +374,8 @@ def hold_nodes(
                 held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
     if staging.partition is not None:
         covered = [name for name in ordered if name not in held]
-        count = staging.partition.count(len(covered))
+        # Rounds up (more nodes held, never fewer), at most every node covered.
+        count = min(staging.partition.of(len(covered), rounding=Rounding.UP), len(covered))
         for name in covered[len(covered) - count :]:
             held[name] = Hold(reason=HoldReason.PARTITION)
     progress = None
@@ -459,11 +436,18 @@ def _current_wave(
     return count - 1
 
 
-def wave_started_notice(holds: Holds, *, revision: str) -> Notice | None:
+def wave_started_notice(holds: Holds, *, revision: str | None) -> Notice | None:
     """The Normal `WaveStarted` Event for the current wave of a rollout to `revision`, when the
-    wave has Ready nodes still to upgrade; once per wave and revision."""
+    wave has Ready nodes still to upgrade; once per wave and revision (None: no newest revision
+    known, nothing to start)."""
     wave = holds.wave
-    if wave is None or not wave.pending or holds.paused or holds.window_opens is not None:
+    if (
+        revision is None
+        or wave is None
+        or not wave.pending
+        or holds.paused
+        or holds.window_opens is not None
+    ):
         return None
     return Notice(
         type=EventType.NORMAL,

@@ -7,6 +7,8 @@ hour, that started without a hitch), so that each test spells out only what its 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
+from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable, read_max_unavailable
+from edgerollout.domain.decision import Snapshot
 from edgerollout.domain.model import (
     ContainerFailure,
     DaemonSetUID,
@@ -21,7 +23,6 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.prepull import JobView, PullTemplate
-from edgerollout.domain.reconcile import Snapshot
 from edgerollout.domain.revisions import TargetRevision
 from edgerollout.domain.vocabulary import ON_DELETE
 
@@ -153,3 +154,12 @@ def snapshot(
         pull_template=pull_template,
         now=now,
     )
+
+
+def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:
+    """`apps.openyurt.io/max-unavailable: raw` read, then resolved over `base` nodes, as a
+    reconcile does (None: the annotation is unset)."""
+    count = read_max_unavailable(raw)
+    if isinstance(count, InvalidMaxUnavailable):
+        return count
+    return MaxUnavailable.of(count, base=base)

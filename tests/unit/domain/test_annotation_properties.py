@@ -1,15 +1,17 @@
 """Properties of the annotation parsers over random strings, checked against plain restatements.
 
-`choose_strategy` and `parse_max_unavailable` read what users type; whatever they type, the
+`choose_strategy` and `read_max_unavailable` read what users type; whatever they type, the
 result is one of the documented outcomes and never an exception.
 """
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable, parse_max_unavailable
+from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
 from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
+
+from .builders import max_unavailable
 
 STRATEGY_KEY = UPDATE_STRATEGY_ANNOTATION
 MAX_UNAVAILABLE_KEY = MAX_UNAVAILABLE_ANNOTATION
@@ -96,7 +98,7 @@ max_unavailable_values = st.one_of(
 @settings(max_examples=800, deadline=None)
 @given(max_unavailable_values, st.integers(0, 2000))
 def test_max_unavailable_matches_the_specification_for_any_text(raw: str | None, base: int) -> None:
-    result = parse_max_unavailable(raw, base=base)
+    result = max_unavailable(raw, base=base)
     expected = oracle_budget(raw, base)
     if expected is None:
         assert result == InvalidMaxUnavailable(raw=str(raw))

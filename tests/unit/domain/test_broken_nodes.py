@@ -6,7 +6,7 @@ from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType
 from edgerollout.domain.health import next_clock_change
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
-from edgerollout.domain.planner import NodeVerdict, plan_deletions
+from edgerollout.domain.planner import NodeVerdict
 from edgerollout.domain.reconcile import plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.rollout_status import rollout_status
@@ -17,6 +17,7 @@ from edgerollout.domain.vocabulary import (
 )
 
 from .builders import NEW, NOW, OLD, TARGET, daemonset, node, old_pod, pod, revision, snapshot
+from .planning import plan_deletions
 
 DEADLINE = timedelta(seconds=600)
 ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}

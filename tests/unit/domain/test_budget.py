@@ -7,15 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import (
-    InvalidMaxUnavailable,
-    MaxUnavailable,
-    budget_base,
-    parse_max_unavailable,
-)
+from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
 from edgerollout.domain.events import EventType, Notice
 
-from .builders import in_flight, old_pod, pod
+from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot
 
 
 @pytest.mark.parametrize(
@@ -44,7 +39,7 @@ from .builders import in_flight, old_pod, pod
 def test_valid_forms_resolve_against_the_base(
     raw: str, base: int, value: int, written: str
 ) -> None:
-    assert parse_max_unavailable(raw, base=base) == MaxUnavailable(
+    assert max_unavailable(raw, base=base) == MaxUnavailable(
         value=value, base=base, written=written
     )
 
@@ -63,9 +58,7 @@ def test_valid_forms_resolve_against_the_base(
     ],
 )
 def test_unset_and_zero_mean_ten_percent(raw: str | None, base: int, value: int) -> None:
-    assert parse_max_unavailable(raw, base=base) == MaxUnavailable(
-        value=value, base=base, written="10%"
-    )
+    assert max_unavailable(raw, base=base) == MaxUnavailable(value=value, base=base, written="10%")
 
 
 @pytest.mark.parametrize(
@@ -90,11 +83,11 @@ def test_unset_and_zero_mean_ten_percent(raw: str | None, base: int, value: int)
     ],
 )
 def test_invalid_forms_are_an_error_value_not_an_exception(raw: str) -> None:
-    assert parse_max_unavailable(raw, base=10) == InvalidMaxUnavailable(raw=raw)
+    assert max_unavailable(raw, base=10) == InvalidMaxUnavailable(raw=raw)
 
 
 def test_invalid_value_notice_names_value_seen_and_forms_expected() -> None:
-    result = parse_max_unavailable("1.5", base=10)
+    result = max_unavailable("1.5", base=10)
     assert isinstance(result, InvalidMaxUnavailable)
     assert result.notice == Notice(
         type=EventType.WARNING,
@@ -116,25 +109,26 @@ def test_base_counts_distinct_nodes_holding_any_pod() -> None:
         old_pod("c1", "edge-3", ready=False),
         pod("unscheduled", None),
     ]
-    assert budget_base(pods) == 3
+    assert snapshot(daemonset(), pods=pods).budget_base() == 3
 
 
 def test_base_of_no_pod_is_zero() -> None:
-    assert budget_base([]) == 0
+    assert snapshot(daemonset()).budget_base() == 0
 
 
 def test_base_counts_the_nodes_of_deletions_in_flight() -> None:
     pods = [pod("a1", "edge-1")]
-    assert budget_base(pods, in_flight=[in_flight("b1", "edge-2"), in_flight("a0", "edge-1")]) == 2
+    flying = [in_flight("b1", "edge-2"), in_flight("a0", "edge-1"), in_flight("c1", "edge-2")]
+    assert snapshot(daemonset(), pods=pods, in_flight=flying).budget_base() == 2
 
 
 def test_base_counts_the_nodes_the_native_controller_wants_a_pod_on_but_that_hold_none() -> None:
     pods = [pod("a1", "edge-1"), pod("b1", "edge-2")]
     # Between an old pod's removal and the new one's creation, 1,000 nodes hold 996 pods.
-    assert budget_base(pods, desired_nodes=3) == 3
+    assert snapshot(daemonset(desired_nodes=3), pods=pods).budget_base() == 3
     # Nodes the native controller leaves out (unreachable) still count while they hold a pod.
-    assert budget_base(pods, desired_nodes=1) == 2
-    assert budget_base(pods, desired_nodes=None) == 2
+    assert snapshot(daemonset(desired_nodes=1), pods=pods).budget_base() == 2
+    assert snapshot(daemonset(desired_nodes=None), pods=pods).budget_base() == 2
 
 
 @settings(max_examples=500, deadline=None)
@@ -147,7 +141,7 @@ def test_base_counts_the_nodes_the_native_controller_wants_a_pod_on_but_that_hol
     st.integers(0, 100_000),
 )
 def test_any_text_gives_a_budget_within_the_base_or_an_invalid_value(raw: str, base: int) -> None:
-    result = parse_max_unavailable(raw, base=base)
+    result = max_unavailable(raw, base=base)
     if isinstance(result, InvalidMaxUnavailable):
         assert result.raw == raw
         assert result.notice.reason == "InvalidMaxUnavailable"
@@ -162,6 +156,6 @@ def test_any_text_gives_a_budget_within_the_base_or_an_invalid_value(raw: str, b
 def test_budget_is_the_rounded_up_share_of_the_base(number: int, base: int, percent: bool) -> None:
     raw = f"{number}%" if percent else str(number)
     expected = math.ceil(Fraction(base * number, 100)) if percent else number
-    assert parse_max_unavailable(raw, base=base) == MaxUnavailable(
+    assert max_unavailable(raw, base=base) == MaxUnavailable(
         value=min(expected, base), base=base, written=raw
     )

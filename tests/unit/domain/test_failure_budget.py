@@ -6,12 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from edgerollout.domain.count import Count
+from edgerollout.domain.decision import Plan
 from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.failure_budget import MaxFailed, failure_stop, read_max_failed
+from edgerollout.domain.failure_budget import failure_stop, read_max_failed
 from edgerollout.domain.health import Broken
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, PodView
-from edgerollout.domain.reconcile import Plan, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
@@ -41,15 +43,15 @@ def aru(max_failed: str | None, *, max_unavailable: str = "2", **more: str) -> d
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("1", MaxFailed(written="1", number=1, percent=False)),
-        (" 0 ", MaxFailed(written="0", number=0, percent=False)),
-        ("007", MaxFailed(written="007", number=7, percent=False)),
-        ("10%", MaxFailed(written="10%", number=10, percent=True)),
-        ("100%", MaxFailed(written="100%", number=100, percent=True)),
-        ("2147483647", MaxFailed(written="2147483647", number=2**31 - 1, percent=False)),
+        ("1", Count(written="1", number=1, percent=False)),
+        (" 0 ", Count(written="0", number=0, percent=False)),
+        ("007", Count(written="007", number=7, percent=False)),
+        ("10%", Count(written="10%", number=10, percent=True)),
+        ("100%", Count(written="100%", number=100, percent=True)),
+        ("2147483647", Count(written="2147483647", number=2**31 - 1, percent=False)),
     ],
 )
-def test_a_count_or_a_percentage_is_read(raw: str, expected: MaxFailed) -> None:
+def test_a_count_or_a_percentage_is_read(raw: str, expected: Count) -> None:
     assert read_max_failed(raw) == expected
 
 
@@ -79,8 +81,16 @@ def test_unset_is_no_budget() -> None:
 )
 def test_a_percentage_rounds_down(written: str, nodes: int, tolerated: int) -> None:
     limit = read_max_failed(written)
-    assert isinstance(limit, MaxFailed)
-    assert limit.count(nodes) == tolerated
+    assert isinstance(limit, Count)
+
+    def stop(broken_nodes: int) -> Notice | None:
+        names = [f"edge-{index}" for index in range(broken_nodes)]
+        return failure_stop(broken(*names), limit=limit, nodes=nodes, revision=NEW, pause_changes=0)
+
+    assert stop(tolerated) is None
+    stopped = stop(tolerated + 1)
+    assert stopped is not None
+    assert f"tolerates ({tolerated})" in stopped.message
 
 
 def broken(*names: str) -> dict[NodeName, Broken]:
@@ -95,14 +105,14 @@ def broken(*names: str) -> dict[NodeName, Broken]:
 
 
 def test_within_the_budget_nothing_is_told() -> None:
-    limit = MaxFailed(written="1", number=1, percent=False)
+    limit = Count(written="1", number=1, percent=False)
     assert failure_stop(broken("edge-1"), limit=limit, nodes=5, revision=NEW, pause_changes=0) is (
         None
     )
 
 
 def test_past_the_budget_the_warning_names_each_broken_node_and_why() -> None:
-    limit = MaxFailed(written="1", number=1, percent=False)
+    limit = Count(written="1", number=1, percent=False)
     notice = failure_stop(
         broken("edge-2", "edge-1"), limit=limit, nodes=5, revision=NEW, pause_changes=2
     )
@@ -121,7 +131,7 @@ def test_past_the_budget_the_warning_names_each_broken_node_and_why() -> None:
 
 
 def test_a_long_list_names_ten_nodes_and_counts_the_rest() -> None:
-    limit = MaxFailed(written="0", number=0, percent=False)
+    limit = Count(written="0", number=0, percent=False)
     notice = failure_stop(
         broken(*(f"edge-{i:02}" for i in range(13))),
         limit=limit,
@@ -137,7 +147,7 @@ def test_a_long_list_names_ten_nodes_and_counts_the_rest() -> None:
 
 
 def test_one_broken_node_is_told_in_the_singular() -> None:
-    limit = MaxFailed(written="0%", number=0, percent=True)
+    limit = Count(written="0%", number=0, percent=True)
     notice = failure_stop(broken("edge-1"), limit=limit, nodes=4, revision=NEW, pause_changes=0)
     assert notice is not None
     assert notice.message.startswith(

@@ -13,16 +13,11 @@ from edgerollout.domain.model import (
     NodeView,
     PodView,
 )
-from edgerollout.domain.planner import (
-    Deletion,
-    DeletionPlan,
-    DeletionReason,
-    NodeVerdict,
-    plan_deletions,
-)
+from edgerollout.domain.planner import Deletion, DeletionPlan, DeletionReason, NodeVerdict
 from edgerollout.domain.revisions import TargetRevision
 
 from .builders import NOW, TARGET, in_flight, node, old_pod, pod, uid
+from .planning import plan_deletions
 
 NOT_READY = NodeReadiness.NOT_READY
 

@@ -21,11 +21,12 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
-from edgerollout.domain.planner import DeletionPlan, DeletionReason, plan_deletions
+from edgerollout.domain.planner import DeletionPlan, DeletionReason
 from edgerollout.domain.reconcile import plan as plan_reconcile
 from edgerollout.domain.rollout_book import RolloutBook
 
 from .builders import NEW, NOW, OLD, TARGET, daemonset, revision, snapshot
+from .planning import plan_deletions
 
 READY = NodeReadiness.READY
 

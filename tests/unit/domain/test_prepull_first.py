@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from edgerollout.domain.decision import Plan
 from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
@@ -20,7 +21,7 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planner import DeletionReason
 from edgerollout.domain.prepull import JobState, JobView, PullTemplate, job_name
 from edgerollout.domain.prepull_first import NodePull, PullState, judge_pull, read_prepull
-from edgerollout.domain.reconcile import Plan, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.rollout_status import rollout_status
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from edgerollout.domain.budget import MaxUnavailable
+from edgerollout.domain.decision import Plan, Recheck
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -18,11 +19,11 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.prepull import PullTemplate
-from edgerollout.domain.reconcile import Plan, PlanSettings, Recheck, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.revisions import TargetRevision
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.strategy import UpdateStrategy
-from edgerollout.settings import PrepullSettings
+from edgerollout.settings import ControllerSettings, PrepullSettings, ReconcileSettings
 
 from .builders import (
     NEW,
@@ -316,7 +317,7 @@ OTA = {"apps.openyurt.io/update-strategy": "OTA"}
 
 
 def test_deletions_still_in_flight_bring_the_daemonset_back_after_the_recheck() -> None:
-    settings = PlanSettings(deletion_recheck_seconds=5.0)
+    settings = ControllerSettings(reconcile=ReconcileSettings(requeue_while_deleting=5.0))
     decided = plan(
         snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES),
         RolloutBook(),
@@ -341,7 +342,7 @@ def test_a_current_pod_not_yet_available_brings_the_daemonset_back_after_min_rea
             nodes=NODES,
         ),
         RolloutBook(),
-        PlanSettings(health_recheck_seconds=60.0),
+        ControllerSettings(reconcile=ReconcileSettings(health_recheck=60.0)),
     )
     assert decided.deletions == ()
     assert decided.recheck is not None
@@ -389,7 +390,9 @@ def test_ota_plans_the_pre_pull_of_a_pod_that_asked_for_the_newest_revision() ->
         },
     )
     template = PullTemplate(images=("nginx:1.25",))
-    settings = PlanSettings(prepull=PrepullSettings(toolbox_image="tools:1", deadline_seconds=60))
+    settings = ControllerSettings(
+        prepull=PrepullSettings(toolbox_image="tools:1", deadline_seconds=60)
+    )
     decided = plan(
         snapshot(daemonset(OTA), revisions=REVISIONS, pods=[asking], pull_template=template),
         RolloutBook(),
@@ -418,17 +421,53 @@ def test_ota_plans_the_pre_pull_of_a_pod_that_asked_for_the_newest_revision() ->
     assert rolling.prepulls == ()
 
 
-def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time() -> None:
+@pytest.mark.parametrize(
+    "between",
+    [
+        pytest.param({}, id="not-ours"),
+        pytest.param({**ROLLING, "edgerollout.io/max-failed": "ten"}, id="unreadable-limit"),
+    ],
+)
+def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time(
+    between: dict[str, str],
+) -> None:
     book = RolloutBook()
     first = plan(
         snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book
     )
     assert names(first) == ["web-2"]
 
-    # An OTA plan in between: the book does not see edge-1's pod turn not Ready ...
+    # A plan that stops before judging: the book does not see edge-1's pod turn not Ready ...
     not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
-    plan(snapshot(daemonset(OTA), revisions=REVISIONS, pods=not_ready, nodes=NODES), book)
+    stopped = plan(
+        snapshot(daemonset(between), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
+    )
+    assert stopped.rollout is None
     # ... and is not told of it either, yet the next rolling plan judges it.
+    again = plan(
+        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
+    )
+    assert names(again) == ["web-1", "web-2"]
+
+
+def test_an_ota_plan_judges_with_the_same_book_so_a_rolling_plan_after_it_sees_its_changes() -> (
+    None
+):
+    book = RolloutBook()
+    plan(snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book)
+    not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
+    ota = plan(
+        snapshot(
+            daemonset(OTA),
+            revisions=REVISIONS,
+            pods=not_ready,
+            nodes=NODES,
+            changed_nodes=["edge-1"],
+        ),
+        book,
+    )
+    assert ota.deletions == ()
+    # Told of nothing more, the rolling plan sees what the OTA plan judged.
     again = plan(
         snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
     )

@@ -1,4 +1,4 @@
-"""A RolloutBook plans as `plan_deletions` does, judging again only the nodes that changed."""
+"""A RolloutBook plans as the full planner (the oracle) does, judging again only what changed."""
 
 from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import budget_base
 from edgerollout.domain.model import (
     InFlightDeletion,
     NodeName,
@@ -14,11 +13,12 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
-from edgerollout.domain.planner import DeletionPlan, DeletionReason, NodeVerdict, plan_deletions
+from edgerollout.domain.planner import DeletionPlan, DeletionReason, NodeVerdict
 from edgerollout.domain.revisions import TargetRevision
 from edgerollout.domain.rollout_book import RolloutBook
 
-from .builders import NEW, NOW, OLD, TARGET, pod, uid
+from .builders import NEW, NOW, OLD, TARGET, daemonset, pod, snapshot, uid
+from .planner_oracle import full_plan_deletions, oracle_budget_base
 from .test_planner_properties import Cluster, clusters, pods_on
 
 READY = NodeReadiness.READY
@@ -118,9 +118,20 @@ def histories(draw: st.DrawFn) -> list[Step]:
     return steps
 
 
+def budget_base_of(step: Step) -> int:
+    """The base the controller counts its budgets over, for this step's cluster."""
+    cluster = snapshot(
+        daemonset(desired_nodes=step.desired_nodes),
+        pods=step.cluster.pods,
+        nodes=step.cluster.nodes,
+        in_flight=step.cluster.in_flight,
+    )
+    return cluster.budget_base()
+
+
 def full_plan(step: Step) -> DeletionPlan:
     cluster = step.cluster
-    return plan_deletions(
+    return full_plan_deletions(
         pods=cluster.pods,
         nodes=cluster.nodes,
         target=step.target,
@@ -169,7 +180,7 @@ def test_a_book_told_of_every_change_plans_exactly_as_the_full_planner(
 
         assert ours == full_plan(step)
         assert ours.waiting_for_budget == full_plan(step).waiting_for_budget
-        assert max(book.base, step.desired_nodes or 0) == budget_base(
+        assert budget_base_of(step) == oracle_budget_base(
             step.cluster.pods,
             in_flight=step.cluster.in_flight,
             desired_nodes=step.desired_nodes,

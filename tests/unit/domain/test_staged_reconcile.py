@@ -4,6 +4,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from edgerollout.domain.decision import Plan, Snapshot
 from edgerollout.domain.dry_run import Action, NodePlan, node_plans
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
@@ -16,7 +17,7 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planner import DeletionReason
-from edgerollout.domain.reconcile import Plan, Snapshot, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.rollout_status import PodState, rollout_status
 from edgerollout.domain.vocabulary import (

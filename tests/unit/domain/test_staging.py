@@ -81,7 +81,10 @@ def test_partition_values_and_what_they_hold_of_six_nodes(raw: str, count_of_6: 
         assert staging.partition is None
     else:
         assert staging.partition is not None
-        assert staging.partition.count(6) == count_of_6
+        six = [NodeName(f"node-{index}") for index in range(6)]
+        holds = held({PARTITION_ANNOTATION: raw}, nodes=six)
+        assert sorted(holds.held) == six[6 - count_of_6 :]
+        assert {str(hold) for hold in holds.held.values()} == {"partition"}
 
 
 @pytest.mark.parametrize("raw", ["-1", "+2", "1.5", "%", "two", "2 %", "", "0x2", "٣"])

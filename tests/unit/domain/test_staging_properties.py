@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
-from edgerollout.domain.planner import DeletionPlan, NodeVerdict, plan_deletions
+from edgerollout.domain.planner import DeletionPlan, NodeVerdict
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.staging import HoldReason, Staging, read_staging
 from edgerollout.domain.vocabulary import (
@@ -24,6 +24,7 @@ from edgerollout.domain.vocabulary import (
 )
 
 from .builders import NEW, NOW, TARGET
+from .planning import plan_deletions
 from .test_planner_properties import Cluster, clusters, oracle_unavailable
 
 READY = NodeReadiness.READY

@@ -6,6 +6,7 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgerollout.domain.decision import Plan
 from edgerollout.domain.maintenance_window import MaintenanceWindow
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -15,7 +16,7 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
-from edgerollout.domain.reconcile import Plan, plan
+from edgerollout.domain.reconcile import plan
 from edgerollout.domain.rollout_book import RolloutBook
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,

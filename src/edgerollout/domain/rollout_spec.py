@@ -1,0 +1,64 @@
+"""A DaemonSet's rollout annotations, read once per reconcile into one value.
+
+Every annotation that shapes a rollout is read here and nowhere else in a reconcile, so that the
+controller, `edgerollout status` and `edgerollout plan` decide from the same reading (design §12,
+§13). Each value is what its reader returns: a value, None when unset (where unset means "no
+such limit"), or the Warning `Notice` of a value that cannot be read. What an unreadable value
+does is the planner's business (`reconcile`): most hold the rollout (design §12.5).
+
+| field               | annotation                                   | reader                      |
+|---------------------|----------------------------------------------|-----------------------------|
+| `staging`           | paused, node-selector, partition, waves, ... | `staging.read_staging`      |
+| `max_unavailable`   | `apps.openyurt.io/max-unavailable`           | `budget.read_max_unavailable` |
+| `progress_deadline` | `edgerollout.io/progress-deadline-seconds`   | `deadlines.read_progress_deadline` |
+| `max_failed`        | `edgerollout.io/max-failed`                  | `failure_budget.read_max_failed` |
+| `ota_deadline`      | `edgerollout.io/ota-deadline`                | `deadlines.read_ota_deadline` |
+| `prepull`           | `edgerollout.io/prepull`                     | `prepull_first.read_prepull` |
+
+The update strategy itself is chosen before (`strategy.choose_strategy`): a DaemonSet that is not
+ours has no rollout spec.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from edgerollout.domain.budget import InvalidMaxUnavailable, read_max_unavailable
+from edgerollout.domain.count import Count
+from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
+from edgerollout.domain.events import Notice
+from edgerollout.domain.failure_budget import read_max_failed
+from edgerollout.domain.prepull_first import read_prepull
+from edgerollout.domain.staging import Staging, read_staging
+from edgerollout.domain.vocabulary import (
+    MAX_FAILED_ANNOTATION,
+    MAX_UNAVAILABLE_ANNOTATION,
+    OTA_DEADLINE_ANNOTATION,
+    PREPULL_ANNOTATION,
+    PROGRESS_DEADLINE_ANNOTATION,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutSpec:
+    """The rollout a DaemonSet's annotations ask for (see the table in the module docstring)."""
+
+    staging: Staging
+    max_unavailable: Count | InvalidMaxUnavailable
+    progress_deadline: timedelta | Notice
+    max_failed: Count | Notice | None
+    ota_deadline: timedelta | Notice | None
+    prepull: bool | Notice
+
+
+def read_rollout_spec(annotations: Mapping[str, str]) -> RolloutSpec:
+    """Read the rollout annotations of one DaemonSet (user input never raises)."""
+    deadline = read_progress_deadline(annotations.get(PROGRESS_DEADLINE_ANNOTATION))
+    return RolloutSpec(
+        staging=read_staging(annotations),
+        max_unavailable=read_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION)),
+        progress_deadline=deadline if isinstance(deadline, Notice) else timedelta(seconds=deadline),
+        max_failed=read_max_failed(annotations.get(MAX_FAILED_ANNOTATION)),
+        ota_deadline=read_ota_deadline(annotations.get(OTA_DEADLINE_ANNOTATION)),
+        prepull=read_prepull(annotations.get(PREPULL_ANNOTATION)),
+    )
