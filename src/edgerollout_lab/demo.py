@@ -1,5 +1,5 @@
-"""`./dev demo` (`python -m edgerollout_lab demo`): seed 001's scenarios, played on a local lab and
-narrated step by step.
+"""`./dev demo` (`python -m edgerollout_lab demo`): the scenarios users run (design §11.5),
+played on a local lab and narrated step by step.
 
 1. The problem: a native RollingUpdate DaemonSet on 3 edge nodes, 2 of them disconnected, stalls.
 2. AdvancedRollingUpdate: the same change upgrades the connected node at once, skips the
@@ -262,7 +262,7 @@ class Demo:
 
 def run_demo(folder: Path | None, say: Say) -> None:
     say(
-        "edgerollout demo: seed scenarios on a local lab (etcd, kube-apiserver, "
+        "edgerollout demo: the scenarios users run, on a local lab (etcd, kube-apiserver, "
         "kube-controller-manager, kube-scheduler, KWOK)"
     )
     build.build_all(say)

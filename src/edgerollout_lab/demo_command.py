@@ -1,4 +1,4 @@
-"""`./dev demo` (`python -m edgerollout_lab demo`): the seed scenarios, played on the lab."""
+"""`./dev demo` (`python -m edgerollout_lab demo`): the scenarios users run (design §11.5), played on the lab."""
 
 from __future__ import annotations
 

@@ -8,9 +8,10 @@ filesystem) and pushes them with `skopeo`:
 - `toolbox:lab`, the pre-pull Jobs' toolbox: a static busybox at `/bin/busybox`;
 - `crashing:lab`, a broken revision: its container exits 1 at once, so the kubelet restarts it
   and backs off (`CrashLoopBackOff`), as a real bad release does;
-- the workload images `nginx:1.19.4`, `nginx:1.19.5`, ... named like the seed's: a static busybox
-  serving HTTP on port 80 (`/version` says which), stopping at once on SIGTERM, and a payload layer of random bytes of a chosen
-  size, different in every image, so that each pull downloads it.
+- the workload images `nginx:1.19.4`, `nginx:1.19.5`, ... named like those of the scenarios users
+  run (design §11.5): a static busybox serving HTTP on port 80 (`/version` says which), stopping
+  at once on SIGTERM, and a payload layer of random bytes of a chosen size, different in every
+  image, so that each pull downloads it.
 """
 
 from __future__ import annotations

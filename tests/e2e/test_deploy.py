@@ -27,7 +27,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import NodeName, PodUID
-from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.planning.prepull import PullJob
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     PAUSED_ANNOTATION,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from edgerollout.domain.label_selector import (
+from edgerollout.domain.spec.label_selector import (
     LabelSelector,
     LabelSelectorError,
     parse_label_selector,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerollout.domain.ota_requests import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
+from edgerollout.domain.planning.ota_requests import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
 from edgerollout.settings import AGENT
 
 _REFUSAL = {"$ref": "#/components/schemas/Refusal"}

@@ -19,8 +19,8 @@ running, but no upgrade happens until the rollout is resumed.
 from __future__ import annotations
 
 from edgerollout.domain.model import DaemonSetView
-from edgerollout.domain.ota_requests import Action, PodFacts, Refusal
-from edgerollout.domain.pause import read_pause
+from edgerollout.domain.planning.ota_requests import Action, PodFacts, Refusal
+from edgerollout.domain.spec.pause import read_pause
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION, ROLLOUT_PAUSED
 
 

@@ -42,9 +42,9 @@ from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.agent.pause_refusal import judge_pause
 from edgerollout.agent.scoping import NodeScoping
-from edgerollout.domain.conditions import plan_image_ready
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
-from edgerollout.domain.ota_requests import (
+from edgerollout.domain.planning.conditions import plan_image_ready
+from edgerollout.domain.planning.ota_requests import (
     Action,
     PodFacts,
     Refusal,
@@ -54,7 +54,7 @@ from edgerollout.domain.ota_requests import (
     newest_revision,
     not_ota,
 )
-from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import (
     NODE_SCOPING_NOT_ENFORCED,
     UPGRADE_IN_PROGRESS,

@@ -41,7 +41,7 @@ from edgerollout.cli.daemonset_command import (
     read_daemonset,
     run_daemonset_command,
 )
-from edgerollout.domain.pause import read_pause
+from edgerollout.domain.spec.pause import read_pause
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, JSON, MERGE, ApiError
 

@@ -19,10 +19,10 @@ import click
 from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
 from edgerollout.cli.rollout_read import read_rollout
-from edgerollout.domain.decision import Snapshot
-from edgerollout.domain.dry_run import node_plans
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.node_plans import node_plans
 from edgerollout.kube.api import Api
 
 

@@ -24,9 +24,9 @@ from typing import Any
 import orjson
 
 from edgerollout.cli.status_render import align
-from edgerollout.domain.decision import Plan
-from edgerollout.domain.dry_run import NodePlan
 from edgerollout.domain.model import DaemonSetView
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.reporting.node_plans import NodePlan
 from edgerollout.domain.timestamps import format_rfc3339
 
 

@@ -21,7 +21,7 @@ import click
 from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
 from edgerollout.cli.rollout_read import read_rollout
 from edgerollout.cli.status_render import render_json, render_table
-from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
+from edgerollout.domain.reporting.rollout_status import RolloutStatus, rollout_status
 from edgerollout.kube.api import Api
 from edgerollout.settings import STATUS
 

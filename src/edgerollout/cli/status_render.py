@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from edgerollout.domain.rollout_status import NodeRow, RolloutStatus, StrategyStatus
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.reporting.rollout_status import NodeRow, RolloutStatus, StrategyStatus
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.timestamps import format_rfc3339
 
 COLUMN_GAP = 3  # kubectl's tabwriter padding

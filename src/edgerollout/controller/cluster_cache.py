@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from edgerollout.domain.model import NodeName, NodeView
-from edgerollout.domain.prepull import JobView
+from edgerollout.domain.planning.prepull import JobView
 from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
 from edgerollout.kube.informer import Informer

@@ -26,12 +26,12 @@ from typing import TypeVar
 
 from edgerollout.controller import metrics
 from edgerollout.controller.rollout_state import RolloutState
-from edgerollout.domain.conditions import ConditionWrite
-from edgerollout.domain.decision import Plan
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
-from edgerollout.domain.planner import Deletion
-from edgerollout.domain.prepull import PrepullStep
+from edgerollout.domain.planning.conditions import ConditionWrite
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.prepull import PrepullStep
+from edgerollout.domain.planning.verdicts import Deletion
 from edgerollout.domain.vocabulary import FAILED_DELETE, PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, JOBS, MERGE, PODS, Api, ApiError
 from edgerollout.kube.manifests import condition_patch, pull_job_manifest

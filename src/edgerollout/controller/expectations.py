@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import InFlightDeletion, NodeName, PodUID, PodView
+from edgerollout.domain.planning.conditions import ConditionWrite
 
 Clock = Callable[[], float]
 

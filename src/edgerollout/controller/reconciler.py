@@ -19,10 +19,10 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
-from edgerollout.domain.decision import Plan
-from edgerollout.domain.dry_run import node_state_counts
 from edgerollout.domain.model import NodeName, NodeReadiness
-from edgerollout.domain.reconcile import plan
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.reporting.node_states import node_state_counts
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER, ControllerSettings

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from edgerollout.controller.expectations import Clock, ConditionWrites, Expectations
-from edgerollout.domain.dry_run import NodeState
 from edgerollout.domain.model import DaemonSetUID, NodeName
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.node_states import NodeState
 from edgerollout.settings import ReconcileSettings
 
 

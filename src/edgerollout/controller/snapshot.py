@@ -14,9 +14,9 @@ from datetime import datetime
 
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.rollout_state import RolloutState
-from edgerollout.domain.decision import Snapshot
 from edgerollout.domain.model import NodeName, NodeReadiness, NodeView, PodView
-from edgerollout.domain.prepull import JobView
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.prepull import JobView
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import CachedDaemonSet, CachedPod, object_key
 

@@ -115,7 +115,7 @@ HELD_BY_WAVE: Final = "HeldByWave"
 NOT_IN_WAVES: Final = "NotInWaves"
 HELD_BY_WINDOW: Final = "MaintenanceWindowClosed"
 
-# Edge safety (issue 21): when the controller may delete (maintenance windows), when it upgrades an
+# Edge safety (design §13): when the controller may delete (maintenance windows), when it upgrades an
 # OTA pod itself (OTA deadlines), when a node's new pod counts as broken (progress deadlines).
 MAINTENANCE_WINDOW_ANNOTATION: Final = "edgerollout.io/maintenance-window"
 OTA_DEADLINE_ANNOTATION: Final = "edgerollout.io/ota-deadline"

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import PodCondition
-from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.planning.conditions import ConditionWrite
+from edgerollout.domain.planning.prepull import PullJob
 from edgerollout.domain.vocabulary import PREPULL_LABEL, REVISION_ANNOTATION
 from edgerollout.settings import PULL_JOB
 

@@ -26,9 +26,9 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.ota_requests import PodFacts
-from edgerollout.domain.prepull import JobState, JobView, PullTemplate
-from edgerollout.domain.revisions import parse_template_generation
+from edgerollout.domain.planning.ota_requests import PodFacts
+from edgerollout.domain.planning.prepull import JobState, JobView, PullTemplate
+from edgerollout.domain.planning.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
     CONTAINERS_READY_CONDITION,
     CONTROLLER_REVISION_HASH_LABEL,

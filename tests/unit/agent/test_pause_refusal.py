@@ -6,7 +6,7 @@ import pytest
 
 from edgerollout.agent.pause_refusal import judge_pause
 from edgerollout.domain.model import DaemonSetUID, DaemonSetView
-from edgerollout.domain.ota_requests import Action, PodFacts, Refusal
+from edgerollout.domain.planning.ota_requests import Action, PodFacts, Refusal
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 
 POD = PodFacts(

@@ -3,11 +3,11 @@
 import json
 
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
-from edgerollout.domain.decision import Snapshot
-from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, NodeView, PodView
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.node_plans import node_plans
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     NODEPOOL_LABEL,

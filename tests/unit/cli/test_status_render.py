@@ -15,7 +15,7 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.rollout_status import RolloutStatus, rollout_status
+from edgerollout.domain.reporting.rollout_status import RolloutStatus, rollout_status
 from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, WAIT_PULL_IMAGE
 from tests.unit.domain.builders import NOW
 

@@ -14,9 +14,9 @@ import pytest
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
-from edgerollout.domain.decision import Snapshot
 from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
-from edgerollout.domain.prepull import JobState
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.prepull import JobState
 from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
 from edgerollout.settings import CONTROLLER

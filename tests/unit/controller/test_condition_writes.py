@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from edgerollout.controller.expectations import ConditionWrites
-from edgerollout.domain.conditions import ConditionWrite
 from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
+from edgerollout.domain.planning.conditions import ConditionWrite
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
 from .test_expectations import Clock

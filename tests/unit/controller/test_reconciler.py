@@ -20,7 +20,7 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
-from edgerollout.domain.prepull import job_name
+from edgerollout.domain.planning.prepull import job_name
 from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,

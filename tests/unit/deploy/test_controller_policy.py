@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from edgerollout.domain.model import NodeName, PodUID
-from edgerollout.domain.prepull import PullJob
+from edgerollout.domain.planning.prepull import PullJob
 from edgerollout.domain.vocabulary import (
     PAUSED_ANNOTATION,
     POD_IMAGE_READY,

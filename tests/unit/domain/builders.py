@@ -7,8 +7,6 @@ hour, that started without a hitch), so that each test spells out only what its 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable, read_max_unavailable
-from edgerollout.domain.decision import Snapshot
 from edgerollout.domain.model import (
     ContainerFailure,
     DaemonSetUID,
@@ -22,8 +20,14 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.prepull import JobView, PullTemplate
-from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.prepull import JobView, PullTemplate
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.spec.max_unavailable import (
+    InvalidMaxUnavailable,
+    MaxUnavailable,
+    read_max_unavailable,
+)
 from edgerollout.domain.vocabulary import ON_DELETE
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -1,16 +1,18 @@
 """The planner restated as one pass over every node: the oracle `RolloutBook` is checked against.
 
 The product plans with a `RolloutBook` only, which judges again only what changed; this function
-judges everything each time, the simplest reading of the rules in `edgerollout.domain.planner`'s
+judges everything each time, the simplest reading of the rules in `edgerollout.domain.planning.verdicts`'s
 docstring. `test_rollout_book` checks that both give the same plan over random histories.
 """
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from edgerollout.domain.health import Broken
 from edgerollout.domain.model import InFlightDeletion, NodeName, NodeReadiness, NodeView, PodView
-from edgerollout.domain.planner import (
+from edgerollout.domain.planning.health import Broken
+from edgerollout.domain.planning.holds import hold_nodes
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.verdicts import (
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
@@ -22,8 +24,7 @@ from edgerollout.domain.planner import (
     no_labels,
     shortfall,
 )
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.staging import NOT_STAGED, Staging, hold_nodes
+from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 
 
 def full_plan_deletions(

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from edgerollout.domain.model import InFlightDeletion, NodeName, NodeReadiness, NodeView, PodView
-from edgerollout.domain.planner import DeletionPlan, Labels, no_labels
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import NOT_STAGED, Staging
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionPlan, Labels, no_labels
+from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 
 
 def plan_deletions(

@@ -7,8 +7,8 @@ result is one of the documented outcomes and never an exception.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
-from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
+from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
 
 from .builders import max_unavailable

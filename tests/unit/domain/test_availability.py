@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from edgerollout.domain.availability import is_available
 from edgerollout.domain.model import ConditionStatus, NodeReadiness
+from edgerollout.domain.planning.availability import is_available
 from edgerollout.domain.timestamps import format_rfc3339, to_utc
 
 from .builders import NOW, pod

@@ -2,14 +2,14 @@
 
 from datetime import timedelta
 
-from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType
-from edgerollout.domain.health import next_clock_change
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
-from edgerollout.domain.planner import NodeVerdict
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.rollout_status import rollout_status
+from edgerollout.domain.planning.health import next_clock_change
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import NodeVerdict
+from edgerollout.domain.reporting.node_plans import node_plans
+from edgerollout.domain.reporting.rollout_status import rollout_status
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     PROGRESS_DEADLINE_ANNOTATION,

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
 from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
 
 from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot
 

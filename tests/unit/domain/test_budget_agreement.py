@@ -10,13 +10,13 @@ from an earlier plan, are the same number over the same base, and the base is th
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.budget import InvalidMaxUnavailable
-from edgerollout.domain.decision import Snapshot
 from edgerollout.domain.model import NodeReadiness, NodeView, PodView
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.rollout_status import rollout_status
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.rollout_status import rollout_status
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable
+from edgerollout.domain.spec.strategy import UpdateStrategy
 
 from .builders import NEW, NOW, OLD, daemonset, max_unavailable, node, pod, revision
 from .planner_oracle import oracle_budget_base

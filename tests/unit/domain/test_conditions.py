@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from edgerollout.domain.conditions import (
+from edgerollout.domain.model import ConditionStatus, PodCondition, PodView
+from edgerollout.domain.planning.conditions import (
     ConditionWrite,
     next_condition,
     plan_image_ready,
@@ -12,8 +13,7 @@ from edgerollout.domain.conditions import (
     revision_in_message,
     revision_message,
 )
-from edgerollout.domain.model import ConditionStatus, PodCondition, PodView
-from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.kube.manifests import status_patch
 
 from .builders import NEW, NOW, NOW_RFC3339, OLD, TARGET, old_pod, pod, uid

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.vocabulary import (
     INVALID_OTA_DEADLINE,
     INVALID_PROGRESS_DEADLINE,

@@ -6,15 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgerollout.domain.count import Count
-from edgerollout.domain.decision import Plan
-from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.failure_budget import failure_stop, read_max_failed
-from edgerollout.domain.health import Broken
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, PodView
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.planning.health import Broken
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.node_plans import node_plans
+from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.max_failed import read_max_failed
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.go_duration import (
+from edgerollout.domain.spec.go_duration import (
     LONGEST,
     DurationProblem,
     GoDurationError,

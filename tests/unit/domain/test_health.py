@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgerollout.domain.availability import is_available
-from edgerollout.domain.health import Broken, judge_health
 from edgerollout.domain.model import ContainerFailure, NodeName, PodUID, PodView
+from edgerollout.domain.planning.availability import is_available
+from edgerollout.domain.planning.health import Broken, judge_health
 from edgerollout.domain.vocabulary import (
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
     FAILING_WAITING_REASONS,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.label_selector import (
+from edgerollout.domain.spec.label_selector import (
     LabelSelector,
     LabelSelectorError,
     Operator,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.maintenance_window import (
+from edgerollout.domain.spec.maintenance_window import (
     MaintenanceWindow,
     MaintenanceWindows,
     read_maintenance_window,

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from edgerollout.domain.model import ConditionStatus, PodCondition
-from edgerollout.domain.ota_requests import (
+from edgerollout.domain.planning.ota_requests import (
     Action,
     PodFacts,
     Refusal,

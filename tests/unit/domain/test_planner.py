@@ -13,8 +13,8 @@ from edgerollout.domain.model import (
     NodeView,
     PodView,
 )
-from edgerollout.domain.planner import Deletion, DeletionPlan, DeletionReason, NodeVerdict
-from edgerollout.domain.revisions import TargetRevision
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan, DeletionReason, NodeVerdict
 
 from .builders import NOW, TARGET, in_flight, node, old_pod, pod, uid
 from .planning import plan_deletions

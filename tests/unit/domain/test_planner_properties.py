@@ -21,9 +21,9 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
-from edgerollout.domain.planner import DeletionPlan, DeletionReason
-from edgerollout.domain.reconcile import plan as plan_reconcile
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.reconcile import plan as plan_reconcile
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionPlan, DeletionReason
 
 from .builders import NEW, NOW, OLD, TARGET, daemonset, revision, snapshot
 from .planning import plan_deletions

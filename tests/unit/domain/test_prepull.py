@@ -3,7 +3,7 @@
 from typing import Any
 
 from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition
-from edgerollout.domain.prepull import (
+from edgerollout.domain.planning.prepull import (
     DAEMON_TOLERATIONS,
     JobState,
     JobView,

@@ -6,8 +6,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from edgerollout.domain.decision import Plan
-from edgerollout.domain.dry_run import node_plans
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -18,12 +16,15 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
-from edgerollout.domain.planner import DeletionReason
-from edgerollout.domain.prepull import JobState, JobView, PullTemplate, job_name
-from edgerollout.domain.prepull_first import NodePull, PullState, judge_pull, read_prepull
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.rollout_status import rollout_status
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.prepull import JobState, JobView, PullTemplate, job_name
+from edgerollout.domain.planning.prepull_first import NodePull, PullState, judge_pull
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionReason
+from edgerollout.domain.reporting.node_plans import node_plans
+from edgerollout.domain.reporting.rollout_status import rollout_status
+from edgerollout.domain.spec.prepull import read_prepull
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,

@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.decision import Plan
 from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import HoldReason
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.holds import HoldReason
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,

@@ -5,8 +5,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from edgerollout.domain.budget import MaxUnavailable
-from edgerollout.domain.decision import Plan, Recheck
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -18,11 +16,13 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.prepull import PullTemplate
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.planning.decision import Plan, Recheck
+from edgerollout.domain.planning.prepull import PullTemplate
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.spec.max_unavailable import MaxUnavailable
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.settings import ControllerSettings, PrepullSettings, ReconcileSettings
 
 from .builders import (

@@ -3,7 +3,7 @@
 import pytest
 
 from edgerollout.domain.model import RevisionView
-from edgerollout.domain.revisions import (
+from edgerollout.domain.planning.revisions import (
     TargetRevision,
     is_current,
     newest_revision,

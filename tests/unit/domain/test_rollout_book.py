@@ -13,9 +13,9 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
-from edgerollout.domain.planner import DeletionPlan, DeletionReason, NodeVerdict
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionPlan, DeletionReason, NodeVerdict
 
 from .builders import NEW, NOW, OLD, TARGET, daemonset, pod, snapshot, uid
 from .planner_oracle import full_plan_deletions, oracle_budget_base

@@ -14,13 +14,13 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
-from edgerollout.domain.rollout_status import (
+from edgerollout.domain.reporting.rollout_status import (
     PodState,
     PrepullState,
     RolloutStatus,
     rollout_status,
 )
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,

@@ -4,8 +4,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from edgerollout.domain.decision import Plan, Snapshot
-from edgerollout.domain.dry_run import Action, NodePlan, node_plans
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -16,10 +14,12 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
-from edgerollout.domain.planner import DeletionReason
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.rollout_status import PodState, rollout_status
+from edgerollout.domain.planning.decision import Plan, Snapshot
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionReason
+from edgerollout.domain.reporting.node_plans import Action, NodePlan, node_plans
+from edgerollout.domain.reporting.rollout_status import PodState, rollout_status
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,

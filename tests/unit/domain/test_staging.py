@@ -8,16 +8,15 @@ import pytest
 
 from edgerollout.domain.events import EventType
 from edgerollout.domain.model import NodeName
-from edgerollout.domain.staging import (
+from edgerollout.domain.planning.holds import (
     Hold,
     HoldReason,
     Holds,
-    Staging,
     WaveProgress,
     hold_nodes,
-    read_staging,
     wave_started_notice,
 )
+from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
-from edgerollout.domain.planner import DeletionPlan, NodeVerdict
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import HoldReason, Staging, read_staging
+from edgerollout.domain.planning.holds import HoldReason
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
+from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,

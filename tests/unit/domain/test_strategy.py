@@ -3,7 +3,7 @@
 import pytest
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.strategy import StrategyChoice, UpdateStrategy, choose_strategy
+from edgerollout.domain.spec.strategy import StrategyChoice, UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 
 

@@ -6,8 +6,6 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.decision import Plan
-from edgerollout.domain.maintenance_window import MaintenanceWindow
 from edgerollout.domain.model import (
     ConditionStatus,
     ContainerFailure,
@@ -16,8 +14,10 @@ from edgerollout.domain.model import (
     PodCondition,
     PodView,
 )
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.rollout_book import RolloutBook
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.spec.maintenance_window import MaintenanceWindow
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,

@@ -1,6 +1,6 @@
 """The pull Job manifest rendered from a `PullJob` decision."""
 
-from edgerollout.domain.prepull import DAEMON_TOLERATIONS, job_name, pull_job
+from edgerollout.domain.planning.prepull import DAEMON_TOLERATIONS, job_name, pull_job
 from edgerollout.kube.manifests import pull_job_manifest
 
 from ..domain.builders import NEW, OLD, pod, uid

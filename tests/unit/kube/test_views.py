@@ -20,7 +20,7 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.ota_requests import PodFacts
+from edgerollout.domain.planning.ota_requests import PodFacts
 from edgerollout.domain.vocabulary import FAILING_WAITING_REASONS, PREPULL_LABEL
 from edgerollout.kube.views import (
     CachedDaemonSet,

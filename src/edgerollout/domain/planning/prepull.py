@@ -27,8 +27,12 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from edgerollout.domain.conditions import ConditionWrite, plan_image_ready, revision_in_message
 from edgerollout.domain.model import ConditionStatus, NodeName, PodUID, PodView
+from edgerollout.domain.planning.conditions import (
+    ConditionWrite,
+    plan_image_ready,
+    revision_in_message,
+)
 from edgerollout.domain.vocabulary import (
     NOT_READY_TAINT,
     POD_IMAGE_READY,

@@ -1,4 +1,4 @@
-"""When the controller may start an upgrade: `edgerollout.io/maintenance-window` (issue 21).
+"""When the controller may start an upgrade: `edgerollout.io/maintenance-window` (design §13.2).
 
 Edge sites take their downtime at night or at weekends. With the annotation set, the controller
 starts AdvancedRollingUpdate deletions and OTA-deadline upgrades only while a window is open; an

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
-from edgerollout.domain.conditions import ConditionWrite, plan_image_ready, revision_in_message
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
@@ -55,15 +54,19 @@ from edgerollout.domain.model import (
     NodeReadiness,
     PodView,
 )
-from edgerollout.domain.planner import DeletionPlan, NodeVerdict
-from edgerollout.domain.prepull import JobView, PrepullStep, PullTemplate, plan_prepulls
-from edgerollout.domain.revisions import TargetRevision, is_current
-from edgerollout.domain.staging import HoldReason, Staging
+from edgerollout.domain.planning.conditions import (
+    ConditionWrite,
+    plan_image_ready,
+    revision_in_message,
+)
+from edgerollout.domain.planning.holds import HoldReason
+from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate, plan_prepulls
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
+from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
+from edgerollout.domain.spec.staging import Staging
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
-    INVALID_PREPULL,
     POD_IMAGE_READY,
-    PREPULL_ANNOTATION,
     PREPULL_FAILED,
     PULL_IMAGE_FAIL,
     WAIT_PULL_IMAGE,
@@ -223,26 +226,6 @@ PREPULL_OFF = PrepullFirst()
 def fallback_after(settings: PrepullSettings) -> timedelta:
     """How long a request may go without a result before its pod is deleted without its images."""
     return timedelta(seconds=settings.deadline_seconds + settings.fallback_margin_seconds)
-
-
-def read_prepull(raw: str | None) -> bool | Notice:
-    """Whether `edgerollout.io/prepull` asks for pre-pull before delete; a Warning when the
-    value is neither "true" nor "false" (compared without regard to case or surrounding
-    whitespace, as `edgerollout.io/paused`)."""
-    if raw is None:
-        return False
-    value = raw.strip().lower()
-    if value in ("true", "false"):
-        return value == "true"
-    return Notice(
-        type=EventType.WARNING,
-        reason=INVALID_PREPULL,
-        message=(
-            f'{PREPULL_ANNOTATION} is "{raw}", which is neither "true" nor "false"; '
-            "no node is upgraded until it is fixed"
-        ),
-        subject=raw,
-    )
 
 
 def prepull_first(

@@ -1,7 +1,6 @@
 """The planner's verdicts for one DaemonSet, kept from one reconcile to the next.
 
-`plan_deletions` judges every node holding a pod each time it is called: about 2 ms at 1,000 nodes,
-and a rollout of 1,000 nodes is planned some 450 times, mostly after one or two pods changed. A
+Judging every node holding a pod at each plan costs about 2 ms at 1,000 nodes, and a rollout of 1,000 nodes is planned some 450 times, mostly after one or two pods changed. A
 `RolloutBook` keeps each node's verdict and its share of the totals (nodes unavailable, nodes
 skipped, outdated pods waiting for budget), and at each plan judges again only
 
@@ -15,9 +14,12 @@ progress deadline, a node whose current pod is starting or failing is judged aga
 has come at which the clock alone may change its verdict (`health.next_clock_change`: a deadline
 passes, a restart is forgiven).
 
-A book's plans are `plan_deletions`'s for the same inputs, provided every node that changed since
-the previous plan is named in `changed`; `tests/unit/domain/test_rollout_book.py` checks this over
-random histories. The book holds no reference to the cluster: each `refresh` is handed what the
+A book's plans are those of the full planner (every node judged from nothing, the rules of
+`verdicts`) for the same inputs, provided every node that changed since the previous plan is
+named in `changed`; `tests/unit/domain/test_rollout_book.py` checks this over random histories
+against that planner restated as a test oracle. Both strategies plan with the book: an
+AdvancedRollingUpdate's deletions, and an OTA rollout's broken nodes, waves and deadline
+upgrades. The book holds no reference to the cluster: each `refresh` is handed what the
 caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only the nodes it judges.
 """
 
@@ -26,7 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from edgerollout.domain.health import Broken, next_clock_change
 from edgerollout.domain.model import (
     InFlightDeletion,
     NodeName,
@@ -34,7 +35,10 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
-from edgerollout.domain.planner import (
+from edgerollout.domain.planning.health import Broken, next_clock_change
+from edgerollout.domain.planning.holds import Holds, hold_nodes
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.verdicts import (
     CLOCK_DEPENDENT,
     HOLDING_AN_OLD_POD,
     Deletion,
@@ -47,8 +51,7 @@ from edgerollout.domain.planner import (
     no_labels,
     shortfall,
 )
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.staging import NOT_STAGED, Holds, Staging, hold_nodes
+from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from edgerollout.domain.conditions import revision_in_message
 from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.planning.conditions import revision_in_message
 from edgerollout.domain.vocabulary import (
     DAEMONSET_KIND,
     POD_IMAGE_READY,

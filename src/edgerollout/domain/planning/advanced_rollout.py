@@ -2,7 +2,7 @@
 
 Steps 4 and 5 of `reconcile` for this strategy: the budget is resolved over the rollout's base
 (`Snapshot.budget_base`); an unreadable one deletes nothing. Then the book (`rollout_book`) picks
-the deletions: held nodes never (`staging`, a closed maintenance window holding all of them);
+the deletions: held nodes never (`holds`, a closed maintenance window holding all of them);
 with pre-pull before delete, a node whose images are not there is held and the next nodes'
 pulls are asked for (`prepull_first`). More broken nodes than the failure budget tolerates
 (`failure_budget`): nothing is deleted, and the rollout is paused.
@@ -10,14 +10,15 @@ pulls are asked for (`prepull_first`). More broken nodes than the failure budget
 
 from dataclasses import replace
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
-from edgerollout.domain.decision import Plan, Recheck, RolloutReading, Snapshot
-from edgerollout.domain.failure_budget import failure_stop
 from edgerollout.domain.model import DaemonSetView
-from edgerollout.domain.planner import CLOCK_DEPENDENT, DeletionPlan, NodeVerdict
-from edgerollout.domain.prepull_first import prepull_first
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import Staging, wave_started_notice
+from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
+from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.planning.holds import wave_started_notice
+from edgerollout.domain.planning.prepull_first import prepull_first
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import CLOCK_DEPENDENT, DeletionPlan, NodeVerdict
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
+from edgerollout.domain.spec.staging import Staging
 from edgerollout.settings import ControllerSettings
 
 

@@ -8,12 +8,12 @@ does is the planner's business (`reconcile`): most hold the rollout (design §12
 
 | field               | annotation                                   | reader                      |
 |---------------------|----------------------------------------------|-----------------------------|
-| `staging`           | paused, node-selector, partition, waves, ... | `staging.read_staging`      |
-| `max_unavailable`   | `apps.openyurt.io/max-unavailable`           | `budget.read_max_unavailable` |
+| `staging`           | paused, node-selector, partition, waves, ... | `staging.read_staging`        |
+| `max_unavailable`   | `apps.openyurt.io/max-unavailable`           | `max_unavailable.read_max_unavailable` |
 | `progress_deadline` | `edgerollout.io/progress-deadline-seconds`   | `deadlines.read_progress_deadline` |
-| `max_failed`        | `edgerollout.io/max-failed`                  | `failure_budget.read_max_failed` |
+| `max_failed`        | `edgerollout.io/max-failed`                  | `max_failed.read_max_failed` |
 | `ota_deadline`      | `edgerollout.io/ota-deadline`                | `deadlines.read_ota_deadline` |
-| `prepull`           | `edgerollout.io/prepull`                     | `prepull_first.read_prepull` |
+| `prepull`           | `edgerollout.io/prepull`                     | `prepull.read_prepull` |
 
 The update strategy itself is chosen before (`strategy.choose_strategy`): a DaemonSet that is not
 ours has no rollout spec.
@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, read_max_unavailable
-from edgerollout.domain.count import Count
-from edgerollout.domain.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.events import Notice
-from edgerollout.domain.failure_budget import read_max_failed
-from edgerollout.domain.prepull_first import read_prepull
-from edgerollout.domain.staging import Staging, read_staging
+from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
+from edgerollout.domain.spec.max_failed import read_max_failed
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, read_max_unavailable
+from edgerollout.domain.spec.prepull import read_prepull
+from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,

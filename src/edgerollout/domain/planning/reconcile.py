@@ -26,37 +26,35 @@ The order of the steps is the order of the questions a user would ask:
    | runnable                     | kept          | kept                                      |
 
 2. What does it ask for? Every rollout annotation is read once, into a `RolloutSpec`
-   (`rollout_spec`); a progress deadline or a failure budget that cannot be read stops the plan
-   of either strategy with its Warning. The DaemonSet's nodes are judged once, by its book, for
-   either strategy.
-   Is the rollout staged? (`staging`, design §12) Paused, held to a node selector, a partition or
-   waves; a value that cannot be read holds every node, with a Warning. A pause or a resume is
-   told once by an Event (`pause.pause_notice`), a wave that starts too (`WaveStarted`).
-3. OTA: which pods need their `PodNeedUpgrade` condition written (a held node's pod is told
-   False; while paused, or while a staging value is invalid, nothing is written), and which image
-   pre-pulls are to start or to report? Nothing is ever deleted; max-unavailable means nothing
-   here.
-   (`ota_rollout`)
-4. AdvancedRollingUpdate: are max-unavailable, the progress deadline and the failure budget
-   valid? If not, a Warning and no deletion at all; the controller should wait for the DaemonSet
-   to change rather than retry.
-5. Which pods go now? (`advanced_rollout`) (`rollout_book`, `planner`; held nodes never; with pre-pull before delete,
-   a node whose images are not there is held, and the next nodes' pulls are asked for:
+   (`spec.rollout_spec`); a progress deadline or a failure budget that cannot be read stops the
+   plan of either strategy with its Warning. Is the rollout staged? (`spec.staging`, design §12)
+   Paused, held to a node selector, a partition or waves; a value that cannot be read holds every
+   node, with a Warning. A pause or a resume is told once by an Event (`spec.pause`), a wave that
+   starts too (`WaveStarted`, `holds`). The DaemonSet's nodes are then judged by its book
+   (`rollout_book`), the same for either strategy.
+3. OTA (`ota_rollout`): which pods need their `PodNeedUpgrade` condition written (a held node's
+   pod is told False; while paused, or while a staging value is invalid, nothing is written),
+   which image pre-pulls are to start or to report, and which pods past their OTA deadline the
+   controller upgrades itself, under max-unavailable.
+4. AdvancedRollingUpdate (`advanced_rollout`): is max-unavailable valid? If not, a Warning and no
+   deletion at all; the controller should wait for the DaemonSet to change rather than retry.
+5. Which pods go now? (`rollout_book`, `verdicts`; held nodes never; with pre-pull before
+   delete, a node whose images are not there is held, and the next nodes' pulls are asked for:
    `prepull_first`) Unless more nodes are broken than the failure budget tolerates: then none,
-   and the rollout is paused (`failure_budget`).
+   and the rollout is paused (`failure_stop`; for OTA, nothing more is offered).
 6. When to look again without an event (`Recheck`).
 """
 
-from edgerollout.domain.advanced_rollout import plan_advanced_rolling_update
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
-from edgerollout.domain.decision import Plan, RolloutReading, Snapshot, stopped_plan
 from edgerollout.domain.events import Notice
-from edgerollout.domain.ota_rollout import plan_ota
-from edgerollout.domain.pause import pause_notice
-from edgerollout.domain.revisions import target_revision
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.rollout_spec import RolloutSpec, read_rollout_spec
-from edgerollout.domain.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.planning.advanced_rollout import plan_advanced_rolling_update
+from edgerollout.domain.planning.decision import Plan, RolloutReading, Snapshot, stopped_plan
+from edgerollout.domain.planning.ota_rollout import plan_ota
+from edgerollout.domain.planning.revisions import target_revision
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
+from edgerollout.domain.spec.pause import pause_notice
+from edgerollout.domain.spec.rollout_spec import RolloutSpec, read_rollout_spec
+from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.settings import CONTROLLER, ControllerSettings
 

@@ -24,8 +24,8 @@ DaemonSet's `RolloutSpec`), then resolved against that reconcile's base (`MaxUna
 from dataclasses import dataclass
 from typing import Self
 
-from edgerollout.domain.count import Count, Rounding, read_count
 from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.spec.count import Count, Rounding, read_count
 from edgerollout.domain.vocabulary import (
     DEFAULT_MAX_UNAVAILABLE,
     INVALID_MAX_UNAVAILABLE,

@@ -10,11 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Self
 
-from edgerollout.domain.budget import MaxUnavailable
-from edgerollout.domain.conditions import ConditionWrite
-from edgerollout.domain.count import Count
 from edgerollout.domain.events import Notice
-from edgerollout.domain.health import Broken
 from edgerollout.domain.model import (
     DaemonSetView,
     InFlightDeletion,
@@ -24,12 +20,16 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.planner import Deletion, DeletionPlan
-from edgerollout.domain.prepull import JobView, PrepullStep, PullTemplate
-from edgerollout.domain.revisions import TargetRevision
-from edgerollout.domain.rollout_spec import RolloutSpec
-from edgerollout.domain.staging import NOTHING_HELD, Holds
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.planning.conditions import ConditionWrite
+from edgerollout.domain.planning.health import Broken
+from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
+from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate
+from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan
+from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.max_unavailable import MaxUnavailable
+from edgerollout.domain.spec.rollout_spec import RolloutSpec
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.settings import CONTROLLER, ControllerSettings
 
 

@@ -55,16 +55,16 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Self
 
-from edgerollout.domain.availability import is_available
 from edgerollout.domain.events import Notice, deletion_notice
-from edgerollout.domain.health import Broken, judge_health
 from edgerollout.domain.model import (
     NodeName,
     PodUID,
     PodView,
 )
-from edgerollout.domain.revisions import TargetRevision, is_current
-from edgerollout.domain.staging import NOTHING_HELD, Holds
+from edgerollout.domain.planning.availability import is_available
+from edgerollout.domain.planning.health import Broken, judge_health
+from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.vocabulary import OTA_DEADLINE_UPGRADE, SUCCESSFUL_DELETE
 
 Labels = Callable[[NodeName], Mapping[str, str]]
@@ -138,7 +138,7 @@ class DeletionPlan:
     - `skipped_nodes`: nodes holding a pod of the DaemonSet that are not Ready, in name order.
     - `newest_known`: False when there was no newest revision to compare pods with; then nothing
       is judged and nothing deleted.
-    - `holds`: the nodes a staged rollout holds back, and its wave (see `staging`).
+    - `holds`: the nodes a staged rollout holds back, and its wave (see `holds`).
     - `broken`: the Ready nodes whose current pod is failing, and why (verdict BROKEN).
     """
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
-from edgerollout.domain.revisions import TargetRevision, is_current
-from edgerollout.domain.staging import Hold
+from edgerollout.domain.planning.holds import Hold
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     POD_IMAGE_READY,

@@ -1,6 +1,6 @@
 """How long the controller waits: for a node to take an OTA upgrade, for a new pod to come up.
 
-Two DaemonSet annotations (issue 21):
+Two DaemonSet annotations (design §13.1, §13.3):
 
 | annotation                                 | value                  | unset                   |
 |--------------------------------------------|------------------------|-------------------------|
@@ -30,7 +30,7 @@ import re
 from datetime import timedelta
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.go_duration import GoDurationError, parse_go_duration
+from edgerollout.domain.spec.go_duration import GoDurationError, parse_go_duration
 from edgerollout.domain.vocabulary import (
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
     INVALID_OTA_DEADLINE,

@@ -30,11 +30,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from edgerollout.domain.decision import Plan
 from edgerollout.domain.model import ConditionStatus, NodeName, NodeReadiness, PodView
-from edgerollout.domain.planner import DeletionPlan, NodeVerdict
-from edgerollout.domain.revisions import TargetRevision, is_current
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
+from edgerollout.domain.planning.verdicts import NodeVerdict
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
@@ -127,45 +127,6 @@ def _action(
     if verdict is NodeVerdict.EMPTY:
         return Action.BEING_REPLACED, verdict.value
     return Action.LEFT_TO_NATIVE, verdict.value
-
-
-class NodeState(StrEnum):
-    """Where a node of an AdvancedRollingUpdate stands, for the `edgerollout_nodes` metric."""
-
-    UPDATED = "updated"
-    STARTING = "starting"
-    BROKEN = "broken"
-    OFFLINE = "offline"
-    HELD = "held"
-    OUTDATED = "outdated"
-    REPLACING = "replacing"
-
-
-def node_state_counts(rollout: DeletionPlan) -> dict[NodeState, int]:
-    """How many nodes of a plan stand where (every state present, 0 included): a broken upgrade
-    and an offline node are told apart (design §13)."""
-    counts = dict.fromkeys(NodeState, 0)
-    counts[NodeState.OFFLINE] = len(rollout.skipped_nodes)
-    held = rollout.holds.held
-    for node, verdict in rollout.verdicts.items():
-        if verdict is NodeVerdict.UP_TO_DATE:
-            counts[NodeState.UPDATED] += 1
-        elif verdict is NodeVerdict.STARTING:
-            counts[NodeState.STARTING] += 1
-        elif verdict is NodeVerdict.BROKEN:
-            counts[NodeState.BROKEN] += 1
-        elif node in held:
-            counts[NodeState.HELD] += 1
-        else:
-            counts[_STATE_OF.get(verdict, NodeState.OUTDATED)] += 1
-    return counts
-
-
-_STATE_OF = {
-    NodeVerdict.EMPTY: NodeState.REPLACING,
-    NodeVerdict.OLD_AND_NEW: NodeState.REPLACING,
-    NodeVerdict.EXCESS: NodeState.REPLACING,
-}
 
 
 def _ota_action(plan: Plan, node: NodeName, pods: Sequence[PodView]) -> tuple[Action, str]:

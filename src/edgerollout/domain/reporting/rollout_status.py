@@ -36,9 +36,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from edgerollout.domain.availability import is_available
-from edgerollout.domain.conditions import revision_in_message
-from edgerollout.domain.decision import Plan, Snapshot
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -48,11 +45,14 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.reconcile import plan
-from edgerollout.domain.revisions import is_current, target_revision
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import WaveProgress
-from edgerollout.domain.strategy import UpdateStrategy
+from edgerollout.domain.planning.availability import is_available
+from edgerollout.domain.planning.conditions import revision_in_message
+from edgerollout.domain.planning.decision import Plan, Snapshot
+from edgerollout.domain.planning.holds import WaveProgress
+from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.revisions import is_current, target_revision
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,

@@ -17,17 +17,22 @@ node — only those pods are offered to it (`Staging.only`).
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from edgerollout.domain.budget import InvalidMaxUnavailable, MaxUnavailable
-from edgerollout.domain.conditions import ConditionWrite, plan_need_upgrade, revision_in_message
-from edgerollout.domain.decision import Plan, Recheck, RolloutReading, Snapshot
 from edgerollout.domain.events import Notice
-from edgerollout.domain.failure_budget import failure_stop
 from edgerollout.domain.model import ConditionStatus, NodeName, PodView
-from edgerollout.domain.planner import DeletionPlan, DeletionReason
-from edgerollout.domain.prepull import PrepullStep, plan_prepulls
-from edgerollout.domain.revisions import TargetRevision, is_current
-from edgerollout.domain.rollout_book import RolloutBook
-from edgerollout.domain.staging import NOTHING_HELD, Staging, wave_started_notice
+from edgerollout.domain.planning.conditions import (
+    ConditionWrite,
+    plan_need_upgrade,
+    revision_in_message,
+)
+from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
+from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.planning.holds import NOTHING_HELD, wave_started_notice
+from edgerollout.domain.planning.prepull import PrepullStep, plan_prepulls
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
+from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.verdicts import DeletionPlan, DeletionReason
+from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
+from edgerollout.domain.spec.staging import Staging
 from edgerollout.domain.timestamps import parse_rfc3339
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 from edgerollout.settings import ControllerSettings

@@ -25,24 +25,15 @@ until it is fixed (design §12.5): a safety limit that was meant but cannot be r
 silently become no limit.
 """
 
-from collections.abc import Mapping
-
-from edgerollout.domain.count import Count, Rounding, read_count
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.health import Broken
-from edgerollout.domain.model import NodeName
-from edgerollout.domain.timestamps import format_rfc3339
+from edgerollout.domain.spec.count import Count, read_count
 from edgerollout.domain.vocabulary import (
     INVALID_MAX_FAILED,
     MAX_FAILED_ANNOTATION,
-    PAUSED_ANNOTATION,
-    ROLLOUT_FAILED,
 )
 
 # Kubernetes' int32 fields end here; a count beyond it is a typo, not a fleet.
 _LARGEST = 2**31 - 1
-# An Event's message is meant for a person; past this many nodes it says how many more.
-NAMED_NODES = 10
 
 
 def read_max_failed(raw: str | None) -> Count | Notice | None:
@@ -62,48 +53,3 @@ def read_max_failed(raw: str | None) -> Count | Notice | None:
         ),
         subject=raw,
     )
-
-
-def failure_stop(
-    broken: Mapping[NodeName, Broken],
-    *,
-    limit: Count | None,
-    nodes: int,
-    revision: str | None,
-    pause_changes: int,
-    paused: bool = False,
-) -> Notice | None:
-    """The Warning `RolloutFailed` when more nodes are `broken` than `limit` tolerates out of
-    `nodes` (None: within the budget, or no budget, or nothing to stop: the rollout is `paused`
-    already or has no newest `revision`).
-
-    The Event is told once per stop: its subject is the revision and how many changes of the
-    pause were seen before it, so a resume that is stopped again is told again."""
-    if limit is None or paused or revision is None:
-        return None
-    tolerated = limit.of(nodes, rounding=Rounding.DOWN)  # stop sooner, never later
-    if len(broken) <= tolerated:
-        return None
-    names = sorted(broken)
-    named = "; ".join(
-        f"{name}: {broken[name].reason} since {format_rfc3339(broken[name].since)}"
-        for name in names[:NAMED_NODES]
-    )
-    more = len(names) - NAMED_NODES
-    if more > 0:
-        named += f"; and {more} more"
-    return Notice(
-        type=EventType.WARNING,
-        reason=ROLLOUT_FAILED,
-        message=(
-            f"{_nodes(len(names))} broken on revision {revision}, more than "
-            f'{MAX_FAILED_ANNOTATION} "{limit.written}" tolerates ({tolerated}): {named}. '
-            f'The rollout is paused ({PAUSED_ANNOTATION}: "true") and deletes nothing more; '
-            "fix the revision, then resume it (edgerollout resume)"
-        ),
-        subject=f"{revision}/{pause_changes}",
-    )
-
-
-def _nodes(count: int) -> str:
-    return "1 node is" if count == 1 else f"{count} nodes are"

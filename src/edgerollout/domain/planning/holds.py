@@ -1,0 +1,240 @@
+"""Which nodes a staged rollout holds back, and in what order it takes the others.
+
+`hold_nodes` applies a DaemonSet's `Staging` (`spec.staging`, which says what the annotations
+ask for) to its nodes at one moment: paused, held to a node selector, a partition or waves, a
+closed maintenance window, waiting for a pre-pull, or (OTA deadlines) not among the nodes the
+controller may upgrade. The rules, and why, are in `spec.staging`'s docstring and design §12.
+"""
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.model import NodeName
+from edgerollout.domain.spec.count import Rounding
+from edgerollout.domain.spec.staging import Staging
+from edgerollout.domain.timestamps import format_rfc3339
+from edgerollout.domain.vocabulary import (
+    HELD_BY_INVALID_SETTING,
+    HELD_BY_NODE_SELECTOR,
+    HELD_BY_PARTITION,
+    HELD_BY_PAUSE,
+    HELD_BY_WAVE,
+    HELD_BY_WINDOW,
+    NOT_IN_WAVES,
+    WAVE_STARTED,
+)
+
+
+class HoldReason(StrEnum):
+    """Why a node is held; the value is how status and `plan` say it."""
+
+    PAUSED = "paused"
+    INVALID = "invalid setting"
+    SELECTOR = "node selector"
+    NOT_IN_WAVES = "in no wave"
+    PARTITION = "partition"
+    WAVE = "wave"
+    WINDOW = "maintenance window closed"
+    NODE_DECIDES = "OTA: the node decides"
+    PULLING = "waiting for its image pre-pull"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hold:
+    """A node held back, and why; `wave` names the wave it waits for (reason WAVE)."""
+
+    reason: HoldReason
+    wave: str | None = None
+    opens: datetime | None = None
+
+    def __str__(self) -> str:
+        if self.reason is HoldReason.WAVE and self.wave is not None:
+            return f"wave {self.wave}"
+        if self.reason is HoldReason.WINDOW and self.opens is not None:
+            return f"{self.reason}, opens {format_rfc3339(self.opens)}"
+        return str(self.reason)
+
+    @property
+    def condition_reason(self) -> str:
+        """The reason of `PodNeedUpgrade=False` on an outdated OTA pod held back so."""
+        return _CONDITION_REASONS[self.reason]
+
+
+_CONDITION_REASONS = {
+    HoldReason.PAUSED: HELD_BY_PAUSE,
+    HoldReason.INVALID: HELD_BY_INVALID_SETTING,
+    HoldReason.SELECTOR: HELD_BY_NODE_SELECTOR,
+    HoldReason.NOT_IN_WAVES: NOT_IN_WAVES,
+    HoldReason.PARTITION: HELD_BY_PARTITION,
+    HoldReason.WAVE: HELD_BY_WAVE,
+    HoldReason.WINDOW: HELD_BY_WINDOW,
+    HoldReason.NODE_DECIDES: "",
+    HoldReason.PULLING: "",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaveProgress:
+    """The wave a rollout is at: `index` (from 0) of `count`, named `name`; `pending` of its
+    Ready nodes still hold an old pod (0 once every wave is done, and while the pods of a new
+    DaemonSet, all of the newest revision, start)."""
+
+    index: int
+    count: int
+    name: str
+    pending: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.index + 1} of {self.count})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Holds:
+    """The nodes a staged rollout holds, its wave, and the order it takes the others in.
+
+    `rank` maps each node considered to its place in the rollout's order (a lower rank goes
+    first); a node without a rank goes after every ranked one, by name."""
+
+    held: Mapping[NodeName, Hold] = field(default_factory=dict)
+    rank: Mapping[NodeName, int] = field(default_factory=dict)
+    wave: WaveProgress | None = None
+    paused: bool = False
+    window_opens: datetime | None = None
+
+    def order(self, name: NodeName) -> tuple[int, NodeName]:
+        """The sort key of `name` in the rollout's order."""
+        return (self.rank.get(name, len(self.rank)), name)
+
+
+NOTHING_HELD = Holds()
+
+
+def hold_nodes(
+    staging: Staging,
+    *,
+    nodes: Collection[NodeName],
+    labels: Callable[[NodeName], Mapping[str, str]],
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+    outdated: Callable[[NodeName], bool],
+) -> Holds:
+    """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet, or
+    whose pod's deletion is in flight).
+
+    `labels(node)`: the node's labels (empty for a node not in the cache); `ready(node)`: whether
+    its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
+    is available; `outdated(node)`: whether a Ready node still holds an old pod. Depends only on
+    the arguments, not on the order of `nodes`."""
+    if not staging.active:
+        return NOTHING_HELD
+    waves = staging.waves
+    wave_of: dict[NodeName, int | None] = {}
+    if waves is not None:
+        wave_of = {name: waves.index_of(labels(name)) for name in nodes}
+    last = len(waves.names) if waves is not None else 0
+
+    def order(name: NodeName) -> tuple[int, NodeName]:
+        index = wave_of.get(name)
+        return (last if index is None else index, name)
+
+    ordered = sorted(nodes, key=order)
+    held: dict[NodeName, Hold] = {}
+    selector = staging.selector
+    if selector is not None:
+        for name in ordered:
+            if not selector.matches(labels(name)):
+                held[name] = Hold(reason=HoldReason.SELECTOR)
+    if waves is not None:
+        for name in ordered:
+            if wave_of[name] is None and name not in held:
+                held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
+    if staging.partition is not None:
+        covered = [name for name in ordered if name not in held]
+        # Rounds up (more nodes held, never fewer), at most every node covered.
+        count = min(staging.partition.of(len(covered), rounding=Rounding.UP), len(covered))
+        for name in covered[len(covered) - count :]:
+            held[name] = Hold(reason=HoldReason.PARTITION)
+    progress = None
+    if waves is not None:
+        current = _current_wave(ordered, wave_of, held, done=done, ready=ready, count=last)
+        pending = sum(
+            1
+            for name in ordered
+            if wave_of[name] == current and name not in held and ready(name) and outdated(name)
+        )
+        progress = WaveProgress(
+            index=current, count=last, name=waves.names[current], pending=pending
+        )
+        for name in ordered:
+            index = wave_of[name]
+            if index is not None and index > current and name not in held:
+                held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
+    if staging.only is not None:
+        for name in ordered:
+            if name not in staging.only and name not in held:
+                held[name] = Hold(reason=HoldReason.NODE_DECIDES)
+    if staging.paused or staging.invalid:
+        reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
+        held = {name: Hold(reason=reason) for name in ordered}
+    elif staging.window_opens is not None:
+        closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
+        held = {name: held.get(name, closed) for name in ordered}
+    else:  # the last word: a node held for any other reason says that one
+        for name in ordered:
+            if name in staging.pulling and name not in held:
+                held[name] = Hold(reason=HoldReason.PULLING)
+    return Holds(
+        held=held,
+        rank={name: place for place, name in enumerate(ordered)},
+        wave=progress,
+        paused=staging.paused,
+        window_opens=staging.window_opens,
+    )
+
+
+def _current_wave(
+    ordered: list[NodeName],
+    wave_of: Mapping[NodeName, int | None],
+    held: Mapping[NodeName, Hold],
+    *,
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+    count: int,
+) -> int:
+    """The last wave started: the first wave with a Ready node the rollout must still upgrade
+    (every wave before it is done), or the last wave when every wave is done."""
+    for name in ordered:  # by wave, so the first node not done names the current wave
+        index = wave_of[name]
+        if index is None or name in held:
+            continue
+        if ready(name) and not done(name):
+            return index
+    return count - 1
+
+
+def wave_started_notice(holds: Holds, *, revision: str | None) -> Notice | None:
+    """The Normal `WaveStarted` Event for the current wave of a rollout to `revision`, when the
+    wave has Ready nodes still to upgrade; once per wave and revision (None: no newest revision
+    known, nothing to start)."""
+    wave = holds.wave
+    if (
+        revision is None
+        or wave is None
+        or not wave.pending
+        or holds.paused
+        or holds.window_opens is not None
+    ):
+        return None
+    return Notice(
+        type=EventType.NORMAL,
+        reason=WAVE_STARTED,
+        message=(
+            f"wave {wave.name} ({wave.index + 1} of {wave.count}) started: its nodes are "
+            "upgraded now"
+            + ("" if wave.index == 0 else ", every Ready node of the waves before it being done")
+        ),
+        subject=f"{revision}/{wave.index}/{wave.name}",
+    )
