@@ -10,11 +10,9 @@ pulls are asked for (`prepull_first`). More broken nodes than the failure budget
 
 from dataclasses import replace
 
-from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
-from edgerollout.domain.planning.failure_stop import failure_stop
 from edgerollout.domain.planning.holds import wave_started_notice
-from edgerollout.domain.planning.prepull_first import prepull_first
+from edgerollout.domain.planning.prepull_first import PrepullSteps, prepull_first
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import CLOCK_DEPENDENT, DeletionPlan, NodeVerdict
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
@@ -26,7 +24,7 @@ def plan_advanced_rolling_update(
     snapshot: Snapshot, reading: RolloutReading, book: RolloutBook, settings: ControllerSettings
 ) -> Plan:
     """The plan of an AdvancedRollingUpdate whose book `reading` has just refreshed."""
-    daemonset, target, spec = snapshot.daemonset, reading.target, reading.spec
+    target, spec = reading.target, reading.spec
     staging = spec.staging
     if isinstance(spec.max_unavailable, InvalidMaxUnavailable):
         return reading.stopped(spec.max_unavailable.notice, settings=settings)
@@ -42,47 +40,26 @@ def plan_advanced_rolling_update(
     )
     deleting = pulls_first.gate(staging.for_deletions(snapshot.now))
 
-    def rollout_with(staging: Staging) -> DeletionPlan:
-        return book.plan(
-            max_unavailable=budget.value,
-            desired_nodes=daemonset.desired_nodes,
-            counted_while_not_ready=daemonset.counted_while_not_ready,
-            staging=staging,
-            labels=snapshot.labels_of,
-        )
-
-    rollout = rollout_with(deleting)
+    rollout = _deletions(snapshot, book, budget, deleting)
     notices = list(reading.notices)
-    failed = failure_stop(
-        rollout.broken,
-        limit=reading.max_failed,
-        paused=staging.paused,
-        revision=target.hash,
-        nodes=budget.base,
-        pause_changes=snapshot.pause_changes,
-    )
+    failed = reading.failure_stop(rollout.broken, snapshot, nodes=budget.base)
     if failed is not None:
         # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
         # deleted even before the pause is written, or if it cannot be.
         notices.append(failed)
-        rollout = rollout_with(replace(deleting, paused=True))
+        rollout = _deletions(snapshot, book, budget, replace(deleting, paused=True))
     wave = wave_started_notice(rollout.holds, revision=target.hash)
     if wave is not None:
         notices.append(wave)
     pulls = pulls_first.steps(
         rollout, jobs=snapshot.pull_jobs, template=snapshot.pull_template, now=snapshot.now
     )
-    recheck = replace(
-        Recheck.of(settings, starting=_starting(daemonset, rollout, settings)),
-        # Look again when a pre-pull passes its fallback: no event says so.
-        prepull_seconds=pulls.recheck_seconds,
-    )
     return Plan(
         strategy=reading.strategy,
         notices=(*notices, *pulls.notices),
         condition_writes=pulls.requests,
         prepulls=pulls.prepulls,
-        recheck=recheck.until_window_opens(reading.window_opens, snapshot.now),
+        recheck=_recheck(snapshot, reading, rollout, pulls, settings),
         paused=staging.paused,
         pause_rollout=failed is not None,
         broken=rollout.broken,
@@ -94,15 +71,39 @@ def plan_advanced_rolling_update(
     )
 
 
-def _starting(
-    daemonset: DaemonSetView, rollout: DeletionPlan, settings: ControllerSettings
-) -> float | None:
-    """When a starting or failing node's verdict may change on the clock alone: minReadySeconds
-    (a Ready pod becomes available), and the health recheck (a deadline passes)."""
+def _deletions(
+    snapshot: Snapshot, book: RolloutBook, budget: MaxUnavailable, staging: Staging
+) -> DeletionPlan:
+    """The book's deletions under `budget`, with the nodes `staging` holds held."""
+    daemonset = snapshot.daemonset
+    return book.plan(
+        max_unavailable=budget.value,
+        desired_nodes=daemonset.desired_nodes,
+        counted_while_not_ready=daemonset.counted_while_not_ready,
+        staging=staging,
+        labels=snapshot.labels_of,
+    )
+
+
+def _recheck(
+    snapshot: Snapshot,
+    reading: RolloutReading,
+    rollout: DeletionPlan,
+    pulls: PrepullSteps,
+    settings: ControllerSettings,
+) -> Recheck:
+    """When to look again without an event: a starting or failing node's verdict may change on
+    the clock alone (minReadySeconds, the health recheck), a pre-pull passes its fallback, a
+    closed maintenance window opens."""
     timed = {verdict for verdict in rollout.verdicts.values() if verdict in CLOCK_DEPENDENT}
-    if not timed:
-        return None
-    waits = [settings.reconcile.health_recheck]
-    if daemonset.min_ready_seconds > 0 and NodeVerdict.STARTING in timed:
-        waits.append(float(daemonset.min_ready_seconds))
-    return min(waits)
+    starting: float | None = None
+    if timed:
+        waits = [settings.reconcile.health_recheck]
+        min_ready = snapshot.daemonset.min_ready_seconds
+        if min_ready > 0 and NodeVerdict.STARTING in timed:
+            waits.append(float(min_ready))
+        starting = min(waits)
+    recheck = replace(
+        Recheck.of(settings, starting=starting), prepull_seconds=pulls.recheck_seconds
+    )
+    return recheck.until_window_opens(reading.window_opens, snapshot.now)

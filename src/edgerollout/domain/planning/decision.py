@@ -21,6 +21,7 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.planning.conditions import ConditionWrite
+from edgerollout.domain.planning.failure_stop import failure_stop
 from edgerollout.domain.planning.health import Broken
 from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
 from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate
@@ -242,6 +243,20 @@ class RolloutReading:
     max_failed: Count | None
     window_opens: datetime | None
     """When the maintenance window, closed now, opens (None: open, or none)."""
+
+    def failure_stop(
+        self, broken: Mapping[NodeName, Broken], snapshot: Snapshot, *, nodes: int
+    ) -> Notice | None:
+        """The Warning `RolloutFailed` when `broken` holds more nodes than the failure budget
+        tolerates out of `nodes` (None: within it, no budget, or paused already)."""
+        return failure_stop(
+            broken,
+            limit=self.max_failed,
+            paused=self.spec.staging.paused,
+            revision=self.target.hash,
+            nodes=nodes,
+            pause_changes=snapshot.pause_changes,
+        )
 
     def stopped(self, *unreadable: Notice, settings: ControllerSettings) -> Plan:
         """The plan that decides nothing because a value cannot be read (see `stopped_plan`)."""

@@ -6,7 +6,7 @@ closed maintenance window, waiting for a pre-pull, or (OTA deadlines) not among 
 controller may upgrade. The rules, and why, are in `spec.staging`'s docstring and design §12.
 """
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -14,7 +14,7 @@ from enum import StrEnum
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.spec.count import Rounding
-from edgerollout.domain.spec.staging import Staging
+from edgerollout.domain.spec.staging import Staging, Waves
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     HELD_BY_INVALID_SETTING,
@@ -143,14 +143,11 @@ def hold_nodes(
     ordered = sorted(nodes, key=order)
     held: dict[NodeName, Hold] = {}
     selector = staging.selector
-    if selector is not None:
-        for name in ordered:
-            if not selector.matches(labels(name)):
-                held[name] = Hold(reason=HoldReason.SELECTOR)
-    if waves is not None:
-        for name in ordered:
-            if wave_of[name] is None and name not in held:
-                held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
+    for name in ordered:
+        if selector is not None and not selector.matches(labels(name)):
+            held[name] = Hold(reason=HoldReason.SELECTOR)
+        elif waves is not None and wave_of[name] is None:
+            held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
     if staging.partition is not None:
         covered = [name for name in ordered if name not in held]
         # Rounds up (more nodes held, never fewer), at most every node covered.
@@ -159,33 +156,14 @@ def hold_nodes(
             held[name] = Hold(reason=HoldReason.PARTITION)
     progress = None
     if waves is not None:
-        current = _current_wave(ordered, wave_of, held, done=done, ready=ready, count=last)
-        pending = sum(
-            1
-            for name in ordered
-            if wave_of[name] == current and name not in held and ready(name) and outdated(name)
+        progress = _hold_later_waves(
+            waves, ordered, wave_of, held, done=done, ready=ready, outdated=outdated
         )
-        progress = WaveProgress(
-            index=current, count=last, name=waves.names[current], pending=pending
-        )
-        for name in ordered:
-            index = wave_of[name]
-            if index is not None and index > current and name not in held:
-                held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
     if staging.only is not None:
         for name in ordered:
             if name not in staging.only and name not in held:
                 held[name] = Hold(reason=HoldReason.NODE_DECIDES)
-    if staging.paused or staging.invalid:
-        reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
-        held = {name: Hold(reason=reason) for name in ordered}
-    elif staging.window_opens is not None:
-        closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
-        held = {name: held.get(name, closed) for name in ordered}
-    else:  # the last word: a node held for any other reason says that one
-        for name in ordered:
-            if name in staging.pulling and name not in held:
-                held[name] = Hold(reason=HoldReason.PULLING)
+    held = _overriding_holds(staging, ordered, held)
     return Holds(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},
@@ -195,8 +173,51 @@ def hold_nodes(
     )
 
 
+def _hold_later_waves(
+    waves: Waves,
+    ordered: Sequence[NodeName],
+    wave_of: Mapping[NodeName, int | None],
+    held: dict[NodeName, Hold],
+    *,
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+    outdated: Callable[[NodeName], bool],
+) -> WaveProgress:
+    """Hold the nodes of the waves after the current one (in `held`), and say where it is."""
+    last = len(waves.names)
+    current = _current_wave(ordered, wave_of, held, done=done, ready=ready, count=last)
+    pending = sum(
+        1
+        for name in ordered
+        if wave_of[name] == current and name not in held and ready(name) and outdated(name)
+    )
+    for name in ordered:
+        index = wave_of[name]
+        if index is not None and index > current and name not in held:
+            held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
+    return WaveProgress(index=current, count=last, name=waves.names[current], pending=pending)
+
+
+def _overriding_holds(
+    staging: Staging, ordered: Sequence[NodeName], held: dict[NodeName, Hold]
+) -> dict[NodeName, Hold]:
+    """The holds once what overrides the others is applied: a pause or an invalid value holds
+    every node for that reason; a closed window every node not held for another; a pre-pull
+    waited for is the last word (a node held for any other reason says that one)."""
+    if staging.paused or staging.invalid:
+        reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
+        return {name: Hold(reason=reason) for name in ordered}
+    if staging.window_opens is not None:
+        closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
+        return {name: held.get(name, closed) for name in ordered}
+    for name in ordered:
+        if name in staging.pulling and name not in held:
+            held[name] = Hold(reason=HoldReason.PULLING)
+    return held
+
+
 def _current_wave(
-    ordered: list[NodeName],
+    ordered: Sequence[NodeName],
     wave_of: Mapping[NodeName, int | None],
     held: Mapping[NodeName, Hold],
     *,

@@ -14,7 +14,7 @@ pods, under max-unavailable over the same base, inside a maintenance window, nev
 node — only those pods are offered to it (`Staging.only`).
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from edgerollout.domain.events import Notice
@@ -25,7 +25,6 @@ from edgerollout.domain.planning.conditions import (
     revision_in_message,
 )
 from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
-from edgerollout.domain.planning.failure_stop import failure_stop
 from edgerollout.domain.planning.holds import NOTHING_HELD, wave_started_notice
 from edgerollout.domain.planning.prepull import PrepullStep, plan_prepulls
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
@@ -45,14 +44,7 @@ def plan_ota(
     target, staging = reading.target, reading.spec.staging
     notices = list(reading.notices)
     base = snapshot.budget_base()
-    failed = failure_stop(
-        book.broken,
-        limit=reading.max_failed,
-        paused=staging.paused,
-        revision=target.hash,
-        nodes=base,
-        pause_changes=snapshot.pause_changes,
-    )
+    failed = reading.failure_stop(book.broken, snapshot, nodes=base)
     if failed is not None:
         # Too many nodes upgraded themselves into a failing revision (design §13.4): offer it to
         # no one more, as a pause would.
@@ -67,44 +59,72 @@ def plan_ota(
     wave = wave_started_notice(holds, revision=target.hash)
     if wave is not None:
         notices.append(wave)
-    deadline = reading.spec.ota_deadline
-    upgrades: DeletionPlan | None = None
-    budget: MaxUnavailable | None = None
-    due: float | None = None
-    if isinstance(deadline, Notice):
-        notices.append(deadline)
-    elif (
-        deadline is not None and not (staging.paused or staging.invalid) and target.hash is not None
-    ):
-        overdue, due = _overdue(snapshot, target, deadline)
-        count = reading.spec.max_unavailable
-        if overdue and isinstance(count, InvalidMaxUnavailable):
-            notices.append(count.notice)
-        elif overdue and not isinstance(count, InvalidMaxUnavailable):
-            budget = MaxUnavailable.of(count, base=base)
-            upgrades = _upgrades(snapshot, book, budget, staging, overdue)
-    recheck = Recheck.of(settings)
-    if due is not None:
-        # Look again when the next marked pod passes its OTA deadline: no event says so.
-        recheck = replace(recheck, ota_deadline_seconds=max(due, 0.0))
-    if budget is not None:
-        # Pods past their OTA deadline wait for the window: look again when it opens.
-        recheck = recheck.until_window_opens(reading.window_opens, snapshot.now)
+    upgrades = _deadline_upgrades(snapshot, reading, book, staging, base=base)
+    notices.extend(upgrades.notices)
     return Plan(
         strategy=reading.strategy,
         notices=tuple(notices),
         condition_writes=writes,
         prepulls=_prepulls(snapshot, target, settings),
-        recheck=recheck,
+        recheck=upgrades.recheck(settings, reading.window_opens, snapshot.now),
         paused=reading.spec.staging.paused,
         pause_rollout=failed is not None,
         broken=book.broken,
         window_opens=reading.window_opens,
         holds=holds,
         target=target,
-        budget=budget,
-        rollout=upgrades,
+        budget=upgrades.budget,
+        rollout=upgrades.rollout,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _DeadlineUpgrades:
+    """The pods past their OTA deadline the controller upgrades now (`rollout`), under `budget`;
+    the Warnings of a deadline or a budget that cannot be read; the seconds until the next
+    marked pod passes its deadline (`due`)."""
+
+    rollout: DeletionPlan | None = None
+    budget: MaxUnavailable | None = None
+    due: float | None = None
+    notices: tuple[Notice, ...] = ()
+
+    def recheck(
+        self, settings: ControllerSettings, window_opens: datetime | None, now: datetime
+    ) -> Recheck:
+        """When to look again: when the next marked pod passes its deadline, and when a closed
+        window opens for pods past it; no event says either."""
+        recheck = Recheck.of(settings)
+        if self.due is not None:
+            recheck = replace(recheck, ota_deadline_seconds=max(self.due, 0.0))
+        if self.budget is not None:
+            recheck = recheck.until_window_opens(window_opens, now)
+        return recheck
+
+
+def _deadline_upgrades(
+    snapshot: Snapshot,
+    reading: RolloutReading,
+    book: RolloutBook,
+    staging: Staging,
+    *,
+    base: int,
+) -> _DeadlineUpgrades:
+    """With `edgerollout.io/ota-deadline`, the pods past it that go now (see the docstring)."""
+    deadline, target = reading.spec.ota_deadline, reading.target
+    if isinstance(deadline, Notice):
+        return _DeadlineUpgrades(notices=(deadline,))
+    if deadline is None or staging.paused or staging.invalid or target.hash is None:
+        return _DeadlineUpgrades()
+    overdue, due = _overdue(snapshot, target, deadline)
+    count = reading.spec.max_unavailable
+    if not overdue:
+        return _DeadlineUpgrades(due=due)
+    if isinstance(count, InvalidMaxUnavailable):
+        return _DeadlineUpgrades(due=due, notices=(count.notice,))
+    budget = MaxUnavailable.of(count, base=base)
+    rollout = _upgrades(snapshot, book, budget, staging, overdue)
+    return _DeadlineUpgrades(rollout=rollout, budget=budget, due=due)
 
 
 def _prepulls(

@@ -31,7 +31,7 @@ nodes hold a pod as the native controller wants (`status.desiredNumberScheduled`
 should hold a pod but do not cannot be named from these views; they are only counted.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -50,7 +50,7 @@ from edgerollout.domain.planning.conditions import revision_in_message
 from edgerollout.domain.planning.decision import Plan, Snapshot
 from edgerollout.domain.planning.holds import WaveProgress
 from edgerollout.domain.planning.reconcile import plan
-from edgerollout.domain.planning.revisions import is_current, target_revision
+from edgerollout.domain.planning.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
@@ -173,43 +173,10 @@ def rollout_status(
     decided = _controller_plan(daemonset, revisions, pods, nodes, now)
     strategy = _strategy_status(daemonset, decided)
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
-    held = decided.holds.held
-    broken = decided.broken
-    rows = []
-    for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name)):
-        node_readiness = (
-            None if pod.node_name is None else readiness.get(pod.node_name, NodeReadiness.MISSING)
-        )
-        current = is_current(pod, target)
-        state = _pod_state(
-            pod,
-            current=current,
-            node_readiness=node_readiness,
-            strategy=strategy.strategy,
-            available=is_available(pod, min_ready_seconds=daemonset.min_ready_seconds, now=now),
-        )
-        hold = held.get(pod.node_name) if pod.node_name is not None else None
-        if hold is not None and state in (PodState.OLD, PodState.OTA_UPGRADE_AVAILABLE):
-            state = PodState.HELD
-        failing = broken.get(pod.node_name) if pod.node_name is not None and current else None
-        if failing is not None and not pod.deleting:
-            state = PodState.BROKEN
-        prepull = (
-            _prepull_state(pod, target.hash) if state is PodState.OTA_UPGRADE_AVAILABLE else None
-        )
-        rows.append(
-            NodeRow(
-                node=pod.node_name,
-                node_readiness=node_readiness,
-                pod=pod.name,
-                revision=pod.revision_hash,
-                current=current,
-                state=state,
-                prepull=prepull,
-                hold=str(hold) if state is PodState.HELD else None,
-                broken=failing.reason if state is PodState.BROKEN and failing else None,
-            )
-        )
+    rows = [
+        _row(pod, decided, daemonset=daemonset, readiness=readiness, target=target, now=now)
+        for pod in sorted(pods, key=lambda p: (p.node_name is None, p.node_name or "", p.name))
+    ]
     nodes_with_pods = len({row.node for row in rows if row.node is not None})
     total = max(nodes_with_pods, daemonset.desired_nodes or 0)
     complete = (
@@ -239,6 +206,46 @@ def rollout_status(
         wave=decided.holds.wave,
         staging=_staging_in_force(daemonset),
         window_opens=decided.window_opens,
+    )
+
+
+def _row(
+    pod: PodView,
+    decided: Plan,
+    *,
+    daemonset: DaemonSetView,
+    readiness: Mapping[NodeName, NodeReadiness],
+    target: TargetRevision,
+    now: datetime,
+) -> NodeRow:
+    """The row of one pod: its state, as the controller's plan `decided` sees its node."""
+    node = pod.node_name
+    node_readiness = None if node is None else readiness.get(node, NodeReadiness.MISSING)
+    current = is_current(pod, target)
+    state = _pod_state(
+        pod,
+        current=current,
+        node_readiness=node_readiness,
+        strategy=decided.strategy,
+        available=is_available(pod, min_ready_seconds=daemonset.min_ready_seconds, now=now),
+    )
+    hold = decided.holds.held.get(node) if node is not None else None
+    if hold is not None and state in (PodState.OLD, PodState.OTA_UPGRADE_AVAILABLE):
+        state = PodState.HELD
+    failing = decided.broken.get(node) if node is not None and current else None
+    if failing is not None and not pod.deleting:
+        state = PodState.BROKEN
+    prepull = _prepull_state(pod, target.hash) if state is PodState.OTA_UPGRADE_AVAILABLE else None
+    return NodeRow(
+        node=node,
+        node_readiness=node_readiness,
+        pod=pod.name,
+        revision=pod.revision_hash,
+        current=current,
+        state=state,
+        prepull=prepull,
+        hold=str(hold) if state is PodState.HELD else None,
+        broken=failing.reason if state is PodState.BROKEN and failing else None,
     )
 
 
