@@ -61,6 +61,7 @@ class Informer(Generic[T]):
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0
+        self._retry_delay = WATCH.first_retry_delay
         self._handlers: list[Handler[T]] = []
         # Told each time the API server answered (a list, a watch event), and each time it did not.
         self.on_contact: Callable[[], None] = lambda: None
@@ -146,27 +147,14 @@ class Informer(Generic[T]):
 
     async def run(self) -> None:
         """List, then watch forever; cancel the task to stop."""
-        delay = WATCH.first_retry_delay
+        self._retry_delay = WATCH.first_retry_delay
         need_list = True
         while True:
             try:
                 if need_list:
                     await self._list()
                     need_list = False
-                # Spread re-watches out so many caches do not reconnect in lockstep.
-                timeout = random.randint(  # noqa: S311 - jitter, not security
-                    WATCH.rewatch_min_seconds, WATCH.rewatch_max_seconds
-                )
-                async for event in self.api.watch(
-                    self.resource,
-                    resource_version=self.resource_version,
-                    namespace=self.namespace,
-                    field_selector=self.field_selector,
-                    timeout_seconds=timeout,
-                ):
-                    self._apply(event)
-                    self.on_contact()
-                    delay = WATCH.first_retry_delay
+                await self._watch()
             except ApiError as error:
                 self.on_lost(error)
                 if error.gone:
@@ -177,26 +165,14 @@ class Informer(Generic[T]):
                     )
                     need_list = True
                     continue
-                log.warning(
-                    "list/watch failed; retrying",
-                    extra=LogFields(
-                        resource=self.resource.plural, error=str(error), retry_after=delay
-                    ),
-                )
+                self._log_retry("list/watch failed; retrying", str(error))
                 need_list = need_list or self.relist_after_failure
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+                await self._back_off()
             except (OSError, TimeoutError, ValueError) as error:
                 self.on_lost(error)
-                log.warning(
-                    "watch broke; retrying",
-                    extra=LogFields(
-                        resource=self.resource.plural, error=repr(error), retry_after=delay
-                    ),
-                )
+                self._log_retry("watch broke; retrying", repr(error))
                 need_list = need_list or self.relist_after_failure
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+                await self._back_off()
             except Exception as error:
                 # An object we could not read (or a bug): never let the cache die silently.
                 # Listing again rebuilds it from what the API server says now.
@@ -205,8 +181,38 @@ class Informer(Generic[T]):
                     "cache failed; listing again", extra=LogFields(resource=self.resource.plural)
                 )
                 need_list = True
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+                await self._back_off()
+
+    async def _watch(self) -> None:
+        """Watch from the cache's resourceVersion until the server ends the watch; every event
+        received resets the retry delay."""
+        # Spread re-watches out so many caches do not reconnect in lockstep.
+        timeout = random.randint(  # noqa: S311 - jitter, not security
+            WATCH.rewatch_min_seconds, WATCH.rewatch_max_seconds
+        )
+        async for event in self.api.watch(
+            self.resource,
+            resource_version=self.resource_version,
+            namespace=self.namespace,
+            field_selector=self.field_selector,
+            timeout_seconds=timeout,
+        ):
+            self._apply(event)
+            self.on_contact()
+            self._retry_delay = WATCH.first_retry_delay
+
+    def _log_retry(self, message: str, error: str) -> None:
+        log.warning(
+            message,
+            extra=LogFields(
+                resource=self.resource.plural, error=error, retry_after=self._retry_delay
+            ),
+        )
+
+    async def _back_off(self) -> None:
+        """Wait the retry delay, then double it up to `max_backoff`."""
+        await asyncio.sleep(self._retry_delay)
+        self._retry_delay = min(self._retry_delay * 2, self.max_backoff)
 
 
 async def run_all(informers: list[Informer[Any]]) -> None:

@@ -83,25 +83,7 @@ class LeaderElector:
         except ApiError as error:
             if not error.not_found:
                 raise
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": {
-                    "holderIdentity": self.identity,
-                    "leaseDurationSeconds": max(1, round(self.lease_duration)),
-                    "acquireTime": now,
-                    "renewTime": now,
-                    "leaseTransitions": 0,
-                },
-            }
-            try:
-                self._lease = await self.api.create(LEASES, body, namespace=self.namespace)
-            except ApiError as create_error:
-                if create_error.conflict:  # someone else created it first
-                    return False
-                raise
-            return True
+            return await self._create(now)
 
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
@@ -134,6 +116,28 @@ class LeaderElector:
             self._lease = await self.api.replace(LEASES, self.name, lease, namespace=self.namespace)
         except ApiError as error:
             if error.conflict:
+                return False
+            raise
+        return True
+
+    async def _create(self, now: str) -> bool:
+        """Create the Lease, held by this replica; False when another created it first."""
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": max(1, round(self.lease_duration)),
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            self._lease = await self.api.create(LEASES, body, namespace=self.namespace)
+        except ApiError as error:
+            if error.conflict:  # someone else created it first
                 return False
             raise
         return True
