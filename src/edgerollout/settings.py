@@ -5,13 +5,16 @@ defaults from `CONTROLLER` and `AGENT` below, the Helm chart's values and the ma
 `deploy/base` are checked against them by a unit test, and the code that uses a value reads it from
 here rather than spelling the number again. A flag builds a changed copy (`dataclasses.replace`);
 the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says;
-`edgerollout status` polls as `STATUS` says.
+`edgerollout status` polls as `STATUS` says. A server's address is an `Address`, which its flag
+parses from `HOST:PORT` before anything starts.
 
 This module imports nothing from the project, so every layer (domain included) may read it.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -21,6 +24,81 @@ AgentAuth = Literal["token", "none"]
 AGENT_AUTH_MODES: Final[tuple[AgentAuth, ...]] = ("token", "none")
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("text", "json")
 LOG_LEVELS: Final[tuple[LogLevel, ...]] = ("debug", "info", "warning", "error")
+
+# What an address flag expects, as its errors say it.
+ADDRESS_FORM: Final = "HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+# A host name as DNS spells it (RFC 1123 labels, dot-separated); an IPv4 address is one too.
+_HOST_NAME: Final = re.compile(
+    r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?"
+)
+# TCP's largest port. The smallest, 0, asks the kernel for any free one: every address flag is an
+# address to serve on, where that means something (a test's server), so 0 is valid.
+MAX_PORT: Final = 65535
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a server listens: a host (a name, an IPv4 address, or an IPv6 address without its
+    brackets) and a port. Written `HOST:PORT`, an IPv6 host in brackets: `[::1]:8080`."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @classmethod
+    def parse(cls, text: str) -> Address:
+        """The address `text` writes, or ValueError naming `text`, what is wrong with it and the
+        form expected."""
+        host, port = _host_and_port(text)
+        if host.startswith("["):
+            host = host[1:-1]
+            if not _is_ipv6(host):
+                raise _not_an_address(text, f"{host!r} is not an IPv6 address")
+        elif _is_ipv6(host):
+            raise _not_an_address(text, f"an IPv6 host goes in brackets ([{host}]:{port})")
+        elif not _HOST_NAME.fullmatch(host):
+            raise _not_an_address(text, f"{host!r} is not a host name or an IP address")
+        if not (port.isascii() and port.isdigit()):
+            raise _not_an_address(text, f"the port {port!r} is not a number")
+        if int(port) > MAX_PORT:
+            raise _not_an_address(text, f"the port {int(port)} is above {MAX_PORT}")
+        return cls(host, int(port))
+
+
+def _host_and_port(text: str) -> tuple[str, str]:
+    """`text`'s host (an IPv6 one still in its brackets) and port, neither empty."""
+    if not text:
+        raise _not_an_address(text, "empty")
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise _not_an_address(text, "the IPv6 host's bracket is not closed")
+        host, rest = text[: end + 1], text[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise _not_an_address(text, f"{rest!r} after the host is not :PORT")
+        port = rest[1:]
+    else:
+        host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    if not port:
+        raise _not_an_address(text, "no port")
+    if host in ("", "[]"):
+        raise _not_an_address(text, f"no host (0.0.0.0:{port} serves on every interface)")
+    return host, port
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _not_an_address(text: str, why: str) -> ValueError:
+    return ValueError(f"{text!r}: {why}; expected {ADDRESS_FORM}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,8 +271,8 @@ class ControllerSettings:
     workers: int = 4
     # Loopback by default: a controller run by hand exposes nothing; the manifests and the chart
     # bind all interfaces for Prometheus and the kubelet's probes.
-    metrics_address: str = "127.0.0.1:8080"
-    health_address: str = "127.0.0.1:8081"
+    metrics_address: Address = Address("127.0.0.1", 8080)
+    health_address: Address = Address("127.0.0.1", 8081)
     # On shutdown, the Events of deletions already made are sent before the Lease is released;
     # each is one request, so 5 s is ample and a stuck API server cannot hold the exit.
     shutdown_report_grace: float = 5.0
@@ -210,7 +288,7 @@ class ControllerSettings:
 class AgentSettings:
     # The address OpenYurt's YurtHub and ACK Edge's edge-hub serve, which node-side scripts call;
     # loopback, so only the node itself can reach it.
-    listen: str = "127.0.0.1:10267"
+    listen: Address = Address("127.0.0.1", 10267)
     # An upgrade or pre-pull request that cannot reach the API server is answered 503
     # CloudUnreachable within 2 s, so a node-side script learns at once that the link is down.
     cloud_timeout: float = 2.0

@@ -51,7 +51,7 @@ def caller_token(options: AgentOptions) -> str | None:
     if options.settings.auth == "none":
         log.warning(
             "authentication is off (--auth=none): any process on this node may upgrade its pods",
-            extra=LogFields(node=options.node_name, address=options.settings.listen),
+            extra=LogFields(node=options.node_name, address=str(options.settings.listen)),
         )
         return None
     return read_token(options.token_file)
@@ -69,7 +69,6 @@ async def run_agent(options: AgentOptions) -> None:
     pods = NodePods(
         api, node_name=options.node_name, cache_dir=options.cache_dir, settings=settings
     )
-    host, _, port = settings.listen.rpartition(":")
     scoping = NodeScoping()
     probe = ScopingProbe(api, scoping, node_name=options.node_name)
     agent = Agent(
@@ -77,7 +76,7 @@ async def run_agent(options: AgentOptions) -> None:
             node_name=options.node_name,
             token=token,
             cloud_timeout=settings.cloud_timeout,
-            listen_host=host,
+            listen_host=settings.listen.host,
             max_in_flight=settings.max_in_flight_requests,
         ),
         api,
@@ -86,9 +85,11 @@ async def run_agent(options: AgentOptions) -> None:
     )
     runner = app_runner(agent, settings)
     await runner.setup()
-    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+    site = web.TCPSite(runner, settings.listen.host, settings.listen.port)
     await site.start()
-    log.info("agent listening", extra=LogFields(node=options.node_name, address=settings.listen))
+    log.info(
+        "agent listening", extra=LogFields(node=options.node_name, address=str(settings.listen))
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -111,4 +112,6 @@ async def run_agent(options: AgentOptions) -> None:
                 await task
         await runner.cleanup()
         await api.close()
-        log.info("agent stopped", extra=LogFields(node=options.node_name, address=settings.listen))
+        log.info(
+            "agent stopped", extra=LogFields(node=options.node_name, address=str(settings.listen))
+        )

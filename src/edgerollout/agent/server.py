@@ -137,7 +137,7 @@ class AgentConfig:
     token: str | None = None
     cloud_timeout: float = AGENT.cloud_timeout
     # The host of the listen address, accepted in `Host` headers besides the loopback names.
-    listen_host: str = AGENT.listen.rpartition(":")[0]
+    listen_host: str = AGENT.listen.host
     max_in_flight: int = AGENT.max_in_flight_requests
 
 

@@ -10,11 +10,13 @@ import uvloop
 
 from edgerollout.agent.runner import AgentOptions, run_agent
 from edgerollout.cli import logging_setup
+from edgerollout.cli.param_types import ADDRESS
 from edgerollout.settings import (
     AGENT,
     AGENT_AUTH_MODES,
     LOG_FORMATS,
     LOG_LEVELS,
+    Address,
     AgentAuth,
     LogFormat,
     LogLevel,
@@ -30,7 +32,9 @@ from edgerollout.settings import (
     default=None,
     help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
 )
-@click.option("--listen", default=AGENT.listen, show_default=True, help="Address to serve on.")
+@click.option(
+    "--listen", type=ADDRESS, default=AGENT.listen, show_default=True, help="Address to serve on."
+)
 @click.option(
     "--auth",
     type=click.Choice(AGENT_AUTH_MODES),
@@ -69,7 +73,7 @@ from edgerollout.settings import (
 def agent(
     node_name: str,
     kubeconfig: str | None,
-    listen: str,
+    listen: Address,
     auth: AgentAuth,
     token_file: Path,
     scoping_check_interval: float,
@@ -79,9 +83,6 @@ def agent(
 ) -> None:
     """Serve the OTA API for one node: list its pods, pre-pull images, upgrade a pod."""
     logging_setup.configure(log_format, level=log_level)
-    host, _, port = listen.rpartition(":")
-    if not host or not port.isdigit():
-        raise click.BadParameter(f"expected HOST:PORT, got {listen!r}", param_hint="--listen")
     options = AgentOptions(
         node_name=node_name,
         kubeconfig=kubeconfig,

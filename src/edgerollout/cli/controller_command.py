@@ -9,6 +9,7 @@ import click
 import uvloop
 
 from edgerollout.cli import logging_setup
+from edgerollout.cli.param_types import ADDRESS
 from edgerollout.controller.manager import ControllerOptions, run_controller
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.logfields import LogFields
@@ -16,6 +17,7 @@ from edgerollout.settings import (
     CONTROLLER,
     LOG_FORMATS,
     LOG_LEVELS,
+    Address,
     LeaderElectionSettings,
     LogFormat,
     LogLevel,
@@ -60,8 +62,12 @@ ELECTION = CONTROLLER.leader_election
     default=ELECTION.retry_period,
     show_default=True,
 )
-@click.option("--metrics-address", default=CONTROLLER.metrics_address, show_default=True)
-@click.option("--health-address", default=CONTROLLER.health_address, show_default=True)
+@click.option(
+    "--metrics-address", type=ADDRESS, default=CONTROLLER.metrics_address, show_default=True
+)
+@click.option(
+    "--health-address", type=ADDRESS, default=CONTROLLER.health_address, show_default=True
+)
 @click.option(
     "--workers", type=click.IntRange(min=1), default=CONTROLLER.workers, show_default=True
 )
@@ -105,8 +111,8 @@ def controller(
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
-    metrics_address: str,
-    health_address: str,
+    metrics_address: Address,
+    health_address: Address,
     workers: int,
     identity: str,
     prepull_toolbox_image: str,

@@ -55,11 +55,6 @@ class ControllerOptions:
     settings: ControllerSettings = CONTROLLER
 
 
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all interfaces
-
-
 def default_identity() -> str:
     """This process's Lease holder name: the host (the pod's name in a pod) and a random UUID."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -208,8 +203,7 @@ class Controller:
         for app, address in served:
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            host, port = _host_port(address)
-            await web.TCPSite(runner, host, port).start()
+            await web.TCPSite(runner, address.host, address.port).start()
             runners.append(runner)
         return runners
 

@@ -16,6 +16,7 @@ from edgerollout.controller.manager import ControllerOptions
 from edgerollout.settings import (
     AGENT,
     CONTROLLER,
+    Address,
     ControllerSettings,
     LeaderElectionSettings,
     LogSettings,
@@ -138,7 +139,8 @@ def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) ->
     assert ran == [
         ("text", "info"),
         AgentOptions(
-            node_name="edge-1", settings=dataclasses.replace(AGENT, listen="0.0.0.0:9000")
+            node_name="edge-1",
+            settings=dataclasses.replace(AGENT, listen=Address("0.0.0.0", 9000)),  # noqa: S104
         ),
     ]
 
@@ -187,3 +189,64 @@ def test_controller_refuses_leader_election_timings_that_cannot_work(
     assert result.exit_code == 2
     assert f"Error: {refusal}" in result.output
     assert ran == []
+
+
+@pytest.mark.parametrize(
+    ("command", "required", "flag"),
+    [
+        (controller_command.controller, [], "--metrics-address"),
+        (controller_command.controller, [], "--health-address"),
+        (agent_command.agent, ["--node-name=edge-1"], "--listen"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "empty"),
+        ("localhost", "no port"),
+        (":80", "no host (0.0.0.0:80 serves on every interface)"),
+        ("host:99999", "the port 99999 is above 65535"),
+        ("host:abc", "the port 'abc' is not a number"),
+        ("[::1]", "no port"),
+    ],
+)
+def test_a_bad_address_stops_the_command_naming_the_flag_the_value_and_the_form(
+    ran: list[object],
+    command: click.Command,
+    required: list[str],
+    flag: str,
+    value: str,
+    why: str,
+) -> None:
+    result = CliRunner().invoke(command, [*required, f"{flag}={value}"])
+
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '{flag}': {value!r}: {why}; "
+        "expected HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+    )
+    assert ran == []
+
+
+def test_address_flags_take_an_ipv6_host_in_brackets(ran: list[object]) -> None:
+    controller = CliRunner().invoke(
+        controller_command.controller,
+        ["--metrics-address=[::1]:9090", "--health-address=[::]:9091"],
+    )
+    agent = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1", "--listen=[::1]:0"])
+
+    assert (controller.exit_code, agent.exit_code) == (0, 0), controller.output + agent.output
+    assert ran == [
+        ("text", "info"),
+        ControllerOptions(
+            settings=dataclasses.replace(
+                CONTROLLER,
+                metrics_address=Address("::1", 9090),
+                health_address=Address("::", 9091),
+            )
+        ),
+        ("text", "info"),
+        AgentOptions(
+            node_name="edge-1", settings=dataclasses.replace(AGENT, listen=Address("::1", 0))
+        ),
+    ]
