@@ -24,6 +24,7 @@ from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.reconcile import Plan, PlanSettings, plan
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
+from edgerollout.settings import CONTROLLER, ControllerSettings
 
 __all__ = ["NotLeader", "Outcome", "Reconciler"]
 
@@ -49,14 +50,14 @@ class Reconciler:
         executors: Executors,
         recorder: EventRecorder,
         clock: Callable[[], datetime.datetime] | None = None,
-        settings: PlanSettings | None = None,
+        settings: ControllerSettings = CONTROLLER,
     ) -> None:
         self.cache = cache
         self.states = states
         self.executors = executors
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self.settings = settings or PlanSettings()
+        self.plan_settings = PlanSettings.of(settings)
 
     def _drop(self, key: str, *, keep_notices: bool = False) -> None:
         """Forget everything remembered about a DaemonSet's rollout: the one place it ends.
@@ -88,7 +89,7 @@ class Reconciler:
         state = self.states.of(key, ds.uid)
 
         snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
-        decided = plan(snapshot, state.book, self.settings)
+        decided = plan(snapshot, state.book, self.plan_settings)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
 
         if decided.ends_rollout:

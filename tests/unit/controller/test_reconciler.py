@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.prepull import job_name
-from edgerollout.domain.reconcile import PlanSettings
 from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
@@ -35,7 +35,7 @@ from edgerollout.kube.api import (
     Resource,
 )
 from edgerollout.kube.recorder import EventRecorder
-from edgerollout.settings import CONTROLLER, PrepullSettings
+from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 from ..domain.builders import NOW
 from ..kube.fake_api import JSON, FakeApi
@@ -110,7 +110,7 @@ async def controller(
     *,
     update_strategy: str = "OnDelete",
     may_write: Callable[[], bool] = lambda: True,
-    settings: PlanSettings | None = None,
+    settings: ControllerSettings = CONTROLLER,
 ) -> AsyncIterator[Controller]:
     api = FakeApi()
     api.put(
@@ -501,7 +501,7 @@ async def test_pull_jobs_follow_the_controllers_prepull_settings() -> None:
     async with controller(
         {STRATEGY: "OTA"},
         [waiting_for_pull("web-a", "edge-1")],
-        settings=PlanSettings(prepull=prepull),
+        settings=dataclasses.replace(CONTROLLER, prepull=prepull),
     ) as c:
         await c.reconcile()
 

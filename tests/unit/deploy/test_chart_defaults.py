@@ -58,7 +58,7 @@ def test_chart_watches_every_namespace_by_default_as_the_controller_does() -> No
 
 
 def test_chart_logs_at_the_commands_default_level() -> None:
-    assert _values()["logLevel"] == CONTROLLER.log.level == AGENT.log.level
+    assert _values()["logLevel"] == CONTROLLER.log_level == AGENT.log_level
 
 
 def test_chart_schema_accepts_exactly_the_log_formats_and_levels_of_the_commands() -> None:
@@ -81,7 +81,7 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
         "metrics-address": f"0.0.0.0:{metrics}",
         "health-address": f"0.0.0.0:{health}",
         "log-format": "json",
-        "log-level": CONTROLLER.log.level,
+        "log-level": CONTROLLER.log_level,
     }
     assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
         "metrics": metrics,
@@ -89,7 +89,7 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
     }
     (role,) = (doc for doc in _documents(BASE / "controller-rbac.yaml") if doc["kind"] == "Role")
     lease_rules = [rule for rule in role["rules"] if "resourceNames" in rule]
-    assert [rule["resourceNames"] for rule in lease_rules] == [[CONTROLLER.leader_election.name]]
+    assert [rule["resourceNames"] for rule in lease_rules] == [[CONTROLLER.leader_election_name]]
 
 
 def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
@@ -99,10 +99,10 @@ def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
         "node-name": "$(NODE_NAME)",
         "listen": str(AGENT.listen),
         "auth": AGENT.auth,
-        "token-file": AGENT.token_file,
+        "token-file": str(AGENT.token_file),
         "cache-dir": _values()["agent"]["cacheDir"],
         "log-format": "json",
-        "log-level": AGENT.log.level,
+        "log-level": AGENT.log_level,
     }
     for probe in ("livenessProbe", "readinessProbe"):
         get = container[probe]["httpGet"]
