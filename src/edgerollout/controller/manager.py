@@ -24,7 +24,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
@@ -74,13 +73,9 @@ class Controller:
         self.reconciler = Reconciler(
             cache=self.cache,
             states=self.states,
-            executors=Executors(
-                api=api,
-                recorder=recorder,
-                may_write=self.may_write,
-                write_concurrency=settings.reconcile.write_concurrency,
-            ),
+            api=api,
             recorder=recorder,
+            may_write=self.may_write,
             settings=settings,
         )
         self.leading = False

@@ -18,7 +18,6 @@ import pytest
 
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.prepull import job_name
@@ -129,8 +128,9 @@ async def controller(
     reconciler = Reconciler(
         cache=cache,
         states=states,
-        executors=Executors(api=api, recorder=recorder, may_write=may_write, write_concurrency=100),
+        api=api,
         recorder=recorder,
+        may_write=may_write,
         clock=lambda: NOW,
         settings=settings,
     )
