@@ -1,18 +1,24 @@
 """Every default and tuning constant of edgerollout, each named once with its reason.
 
-Like controller-runtime's `Options` or kopf's `OperatorSettings`: the command-line flags take their
-defaults from `CONTROLLER` and `AGENT` below, the Helm chart's values and the manifests in
-`deploy/base` are checked against them by a unit test, and the code that uses a value reads it from
-here rather than spelling the number again. A flag builds a changed copy (`dataclasses.replace`);
-the defaults themselves are frozen. Both processes talk to the API server as `KUBE_CLIENT` says;
-`edgerollout status` polls as `STATUS` says.
+Like controller-runtime's `Options` or kopf's `OperatorSettings`: each process runs with one
+settings object, `ControllerSettings` or `AgentSettings`, whose fields are named as its flags are.
+The command line builds it once, a changed copy of the defaults `CONTROLLER` or `AGENT`
+(`dataclasses.replace`), and passes it down; the defaults themselves are frozen. The flags take
+their defaults from here, the Helm chart's values and the manifests in `deploy/base` are checked
+against them by a unit test, and the code that uses a value reads it from its process's settings
+rather than spelling the number again. Both processes talk to the API server as `KUBE_CLIENT`
+says; `edgerollout status` polls as `STATUS` says. A server's address is an `Address`, which its
+flag parses from `HOST:PORT` before anything starts.
 
 This module imports nothing from the project, so every layer (domain included) may read it.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final, Literal
 
 LogFormat = Literal["text", "json"]
@@ -22,45 +28,89 @@ AGENT_AUTH_MODES: Final[tuple[AgentAuth, ...]] = ("token", "none")
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("text", "json")
 LOG_LEVELS: Final[tuple[LogLevel, ...]] = ("debug", "info", "warning", "error")
 
+# What an address flag expects, as its errors say it.
+ADDRESS_FORM: Final = "HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+# A host name as DNS spells it (RFC 1123 labels, dot-separated); an IPv4 address is one too.
+_HOST_NAME: Final = re.compile(
+    r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?"
+)
+# TCP's largest port. The smallest, 0, asks the kernel for any free one: every address flag is an
+# address to serve on, where that means something (a test's server), so 0 is valid.
+MAX_PORT: Final = 65535
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogSettings:
-    # Text for a person at a terminal; the chart and the manifests choose json for log pipelines.
-    format: LogFormat = "text"
-    # Info shows what changed without a line per watch event: the controller logs one line per
-    # reconcile that had something to do; per-pod and per-node decisions, and the summary of a
-    # reconcile that changed nothing, are at debug.
-    level: LogLevel = "info"
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a server listens: a host (a name, an IPv4 address, or an IPv6 address without its
+    brackets) and a port. Written `HOST:PORT`, an IPv6 host in brackets: `[::1]:8080`."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @classmethod
+    def parse(cls, text: str) -> Address:
+        """The address `text` writes, or ValueError naming `text`, what is wrong with it and the
+        form expected."""
+        host, port = _host_and_port(text)
+        if host.startswith("["):
+            host = host[1:-1]
+            if not _is_ipv6(host):
+                raise _not_an_address(text, f"{host!r} is not an IPv6 address")
+        elif _is_ipv6(host):
+            raise _not_an_address(text, f"an IPv6 host goes in brackets ([{host}]:{port})")
+        elif not _HOST_NAME.fullmatch(host):
+            raise _not_an_address(text, f"{host!r} is not a host name or an IP address")
+        if not (port.isascii() and port.isdigit()):
+            raise _not_an_address(text, f"the port {port!r} is not a number")
+        if int(port) > MAX_PORT:
+            raise _not_an_address(text, f"the port {int(port)} is above {MAX_PORT}")
+        return cls(host, int(port))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderElectionSettings:
-    # Where kube-controller-manager keeps its own Leases; the chart puts it in its own namespace.
-    namespace: str = "kube-system"
-    # The controller's RBAC Role grants get/update on this one Lease name only.
-    name: str = "edgerollout-controller"
-    # client-go's and kube-controller-manager's defaults (15 s / 10 s / 2 s): a standby takes over
-    # within a lease duration of the leader's last renewal, and a leader that could not renew for
-    # the renew deadline stops writing before anyone else may start.
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+def _host_and_port(text: str) -> tuple[str, str]:
+    """`text`'s host (an IPv6 one still in its brackets) and port, neither empty."""
+    if not text:
+        raise _not_an_address(text, "empty")
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise _not_an_address(text, "the IPv6 host's bracket is not closed")
+        host, rest = text[: end + 1], text[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise _not_an_address(text, f"{rest!r} after the host is not :PORT")
+        port = rest[1:]
+    else:
+        host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    if not port:
+        raise _not_an_address(text, "no port")
+    if host in ("", "[]"):
+        raise _not_an_address(text, f"no host (0.0.0.0:{port} serves on every interface)")
+    return host, port
 
-    def problem(self) -> str | None:
-        """Why these timings cannot work together, or None. A standby must not take the Lease
-        while the leader may still be writing (lease duration above the renew deadline), and one
-        attempt, which may take two retry periods, must end before the renew deadline."""
-        if self.lease_duration <= self.renew_deadline:
-            return (
-                f"--lease-duration ({self.lease_duration:g}) must be greater than "
-                f"--renew-deadline ({self.renew_deadline:g})"
-            )
-        if self.renew_deadline <= 2 * self.retry_period:
-            return (
-                f"--renew-deadline ({self.renew_deadline:g}) must be greater than twice "
-                f"--retry-period ({self.retry_period:g}): one attempt may take two retry periods"
-            )
-        return None
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _not_an_address(text: str, why: str) -> ValueError:
+    return ValueError(f"{text!r}: {why}; expected {ADDRESS_FORM}")
+
+
+# Both processes log as text for a person at a terminal; the chart and the manifests choose json for
+# log pipelines.
+DEFAULT_LOG_FORMAT: Final[LogFormat] = "text"
+# Info shows what changed without a line per watch event: the controller logs one line per
+# reconcile that had something to do; per-pod and per-node decisions, and the summary of a
+# reconcile that changed nothing, are at debug.
+DEFAULT_LOG_LEVEL: Final[LogLevel] = "info"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,29 +238,98 @@ class EventSettings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerSettings:
+    """Everything one controller process runs with, built once from its flags.
+
+    Each flag of `edgerollout controller` sets the field of its name (`--metrics-address` sets
+    `metrics_address`), but for the two that set `prepull`'s fields: `--prepull-toolbox-image`
+    (`prepull.toolbox_image`) and `--prepull-deadline` (`prepull.deadline_seconds`). No flag sets
+    the others."""
+
+    # None: in-cluster credentials, then ~/.kube/config, as kubectl finds them.
+    kubeconfig: str | None = None
+    # None: the DaemonSets of every namespace, as the chart's default watchNamespace asks too.
+    namespace: str | None = None
+    # Off for a controller run by hand, which needs no Lease; the manifests and the chart run two
+    # replicas with it on.
+    leader_elect: bool = False
+    # Where kube-controller-manager keeps its own Leases; the chart puts it in its own namespace.
+    leader_election_namespace: str = "kube-system"
+    # The controller's RBAC Role grants get/update on this one Lease name only.
+    leader_election_name: str = "edgerollout-controller"
+    # client-go's and kube-controller-manager's defaults (15 s / 10 s / 2 s): a standby takes over
+    # within a lease duration of the leader's last renewal, and a leader that could not renew for
+    # the renew deadline stops writing before anyone else may start.
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    # The Lease holder's name. Empty: HOST_UUID, new for each process as client-go's is (a
+    # host_pid would be the same for a container restarted in its pod: it would take its dead
+    # predecessor's Lease at once instead of waiting for it to expire).
+    identity: str = ""
     # Four DaemonSets reconciled at once: a reconcile mostly waits on the API server, and one key
     # is never worked on by two workers, so more workers only help with many DaemonSets.
     workers: int = 4
     # Loopback by default: a controller run by hand exposes nothing; the manifests and the chart
     # bind all interfaces for Prometheus and the kubelet's probes.
-    metrics_address: str = "127.0.0.1:8080"
-    health_address: str = "127.0.0.1:8081"
+    metrics_address: Address = Address("127.0.0.1", 8080)
+    health_address: Address = Address("127.0.0.1", 8081)
+    log_format: LogFormat = DEFAULT_LOG_FORMAT
+    log_level: LogLevel = DEFAULT_LOG_LEVEL
+    prepull: PrepullSettings = field(default_factory=PrepullSettings)
     # On shutdown, the Events of deletions already made are sent before the Lease is released;
     # each is one request, so 5 s is ample and a stuck API server cannot hold the exit.
     shutdown_report_grace: float = 5.0
-    log: LogSettings = field(default_factory=LogSettings)
-    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
-    prepull: PrepullSettings = field(default_factory=PrepullSettings)
     queue: WorkQueueSettings = field(default_factory=WorkQueueSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     events: EventSettings = field(default_factory=EventSettings)
 
+    def leader_election_problem(self) -> str | None:
+        """Why the Lease's timings cannot work together, or None. A standby must not take the
+        Lease while the leader may still be writing (lease duration above the renew deadline),
+        and one attempt, which may take two retry periods, must end before the renew deadline."""
+        if self.lease_duration <= self.renew_deadline:
+            return (
+                f"--lease-duration ({self.lease_duration:g}) must be greater than "
+                f"--renew-deadline ({self.renew_deadline:g})"
+            )
+        if self.renew_deadline <= 2 * self.retry_period:
+            return (
+                f"--renew-deadline ({self.renew_deadline:g}) must be greater than twice "
+                f"--retry-period ({self.retry_period:g}): one attempt may take two retry periods"
+            )
+        return None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings:
+    """Everything one agent process runs with, built once from its flags: each flag of
+    `edgerollout agent` sets the field of its name (`--token-file` sets `token_file`). No flag
+    sets the fields after `log_level`."""
+
+    # No default: --node-name is required (the manifests pass the pod's spec.nodeName). Empty
+    # only in `AGENT`, which holds the other fields' defaults.
+    node_name: str = ""
+    # None: in-cluster credentials, then ~/.kube/config, as kubectl finds them.
+    kubeconfig: str | None = None
     # The address OpenYurt's YurtHub and ACK Edge's edge-hub serve, which node-side scripts call;
     # loopback, so only the node itself can reach it.
-    listen: str = "127.0.0.1:10267"
+    listen: Address = Address("127.0.0.1", 10267)
+    # Callers must present the node's token: any process on the node, any hostNetwork pod and any
+    # web page open in a browser on the node reach loopback too. "none" is OpenYurt's behaviour,
+    # for a drop-in migration only; it is logged and shown in /metrics.
+    auth: AgentAuth = "token"
+    # Where the install's init container writes the token (0600, in a 0700 directory) and where
+    # node-side scripts read it: one path for the agent, `init-agent-token`, the manifests, the
+    # chart and the docs.
+    token_file: Path = Path("/var/lib/edgerollout/agent-token")
+    # How often the agent proves again that the API server confines it to its node (the
+    # admission policy could be deleted at any time); a mutating route stays refused until then.
+    scoping_check_interval: float = 30.0
+    # None: the pods are kept in memory only, so GET /pods answers after a restart only once the
+    # API server has; the manifests and the chart keep them in a directory on the node.
+    cache_dir: Path | None = None
+    log_format: LogFormat = DEFAULT_LOG_FORMAT
+    log_level: LogLevel = DEFAULT_LOG_LEVEL
     # An upgrade or pre-pull request that cannot reach the API server is answered 503
     # CloudUnreachable within 2 s, so a node-side script learns at once that the link is down.
     cloud_timeout: float = 2.0
@@ -223,26 +342,15 @@ class AgentSettings:
     # The pod cache is written to disk at most once a second: fresh enough to serve after a
     # restart, without a write per pod event.
     cache_save_interval: float = 1.0
-    # Callers must present the node's token: any process on the node, any hostNetwork pod and any
-    # web page open in a browser on the node reach loopback too. "none" is OpenYurt's behaviour,
-    # for a drop-in migration only; it is logged and shown in /metrics.
-    auth: AgentAuth = "token"
-    # Where the install's init container writes the token (0600, in a 0700 directory) and where
-    # node-side scripts read it: one path for the agent, the manifests, the chart and the docs.
-    token_file: str = "/var/lib/edgerollout/agent-token"  # noqa: S105 - a path, not a secret
     # Browsers and scripts reuse a connection for a while; 15 s keeps that, while an idle
     # connection cannot hold one of the agent's slots for aiohttp's default hour.
     keepalive_timeout: float = 15.0
     # Requests served at once; beyond it 503. A node's scripts make a handful at a time, and a
     # runaway local client must not exhaust the agent's memory or the API server's patience.
     max_in_flight_requests: int = 64
-    # How often the agent proves again that the API server confines it to its node (the
-    # admission policy could be deleted at any time); a mutating route stays refused until then.
-    scoping_check_interval: float = 30.0
     # Without a verdict (no pod in the cache yet, the API server not answering) the probe is
     # tried again after 2 s: the agent refuses every change meanwhile, so it should not wait 30.
     scoping_retry_without_verdict: float = 2.0
-    log: LogSettings = field(default_factory=LogSettings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,30 +6,18 @@ import asyncio
 import contextlib
 import logging
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
 
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.scoping import NodeScoping, ScopingProbe
-from edgerollout.agent.server import Agent, AgentConfig
+from edgerollout.agent.server import Agent
 from edgerollout.kube.api import KubeApi
 from edgerollout.logfields import LogFields
-from edgerollout.settings import AGENT, AgentSettings
+from edgerollout.settings import AgentSettings
 
 log = logging.getLogger("edgerollout.agent")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentOptions:
-    """One run of the agent: its node, where the cluster is, its credentials and its settings."""
-
-    node_name: str
-    kubeconfig: str | None = None
-    token_file: Path = Path(AGENT.token_file)
-    cache_dir: Path | None = None
-    settings: AgentSettings = AGENT
 
 
 def read_token(path: Path) -> str:
@@ -47,14 +35,14 @@ def read_token(path: Path) -> str:
     return token
 
 
-def caller_token(options: AgentOptions) -> str | None:
-    if options.settings.auth == "none":
+def caller_token(settings: AgentSettings) -> str | None:
+    if settings.auth == "none":
         log.warning(
             "authentication is off (--auth=none): any process on this node may upgrade its pods",
-            extra=LogFields(node=options.node_name, address=options.settings.listen),
+            extra=LogFields(node=settings.node_name, address=str(settings.listen)),
         )
         return None
-    return read_token(options.token_file)
+    return read_token(settings.token_file)
 
 
 def app_runner(agent: Agent, settings: AgentSettings) -> web.AppRunner:
@@ -62,33 +50,22 @@ def app_runner(agent: Agent, settings: AgentSettings) -> web.AppRunner:
     return web.AppRunner(agent.app(), access_log=None, keepalive_timeout=settings.keepalive_timeout)
 
 
-async def run_agent(options: AgentOptions) -> None:
-    token = caller_token(options)
-    api = await KubeApi.connect(options.kubeconfig)
-    settings = options.settings
+async def run_agent(settings: AgentSettings) -> None:
+    token = caller_token(settings)
+    api = await KubeApi.connect(settings.kubeconfig)
     pods = NodePods(
-        api, node_name=options.node_name, cache_dir=options.cache_dir, settings=settings
+        api, node_name=settings.node_name, cache_dir=settings.cache_dir, settings=settings
     )
-    host, _, port = settings.listen.rpartition(":")
     scoping = NodeScoping()
-    probe = ScopingProbe(api, scoping, node_name=options.node_name)
-    agent = Agent(
-        AgentConfig(
-            node_name=options.node_name,
-            token=token,
-            cloud_timeout=settings.cloud_timeout,
-            listen_host=host,
-            max_in_flight=settings.max_in_flight_requests,
-        ),
-        api,
-        pods,
-        scoping,
-    )
+    probe = ScopingProbe(api, scoping, node_name=settings.node_name)
+    agent = Agent(settings, api, pods, scoping, token=token)
     runner = app_runner(agent, settings)
     await runner.setup()
-    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+    site = web.TCPSite(runner, settings.listen.host, settings.listen.port)
     await site.start()
-    log.info("agent listening", extra=LogFields(node=options.node_name, address=settings.listen))
+    log.info(
+        "agent listening", extra=LogFields(node=settings.node_name, address=str(settings.listen))
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -111,4 +88,6 @@ async def run_agent(options: AgentOptions) -> None:
                 await task
         await runner.cleanup()
         await api.close()
-        log.info("agent stopped", extra=LogFields(node=options.node_name, address=settings.listen))
+        log.info(
+            "agent stopped", extra=LogFields(node=settings.node_name, address=str(settings.listen))
+        )

@@ -31,7 +31,6 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -64,11 +63,10 @@ from edgerollout.kube.api import DAEMONSETS, PODS, Api, ApiError
 from edgerollout.kube.manifests import condition_patch
 from edgerollout.kube.views import daemonset_from_api, object_uid, pod_facts_from_api
 from edgerollout.logfields import LogFields
-from edgerollout.settings import AGENT
+from edgerollout.settings import AgentSettings
 
 JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
-MAX_BODY = AGENT.max_body_bytes
 POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
 
 REQUESTS = Counter(
@@ -130,29 +128,27 @@ def host_name(header: str) -> str:
     return name.lower().rstrip(".")
 
 
-@dataclass
-class AgentConfig:
-    node_name: str
-    # None: --auth=none, every caller is served without a token.
-    token: str | None = None
-    cloud_timeout: float = AGENT.cloud_timeout
-    # The host of the listen address, accepted in `Host` headers besides the loopback names.
-    listen_host: str = AGENT.listen.rpartition(":")[0]
-    max_in_flight: int = AGENT.max_in_flight_requests
-
-
 class Agent:
     def __init__(
-        self, config: AgentConfig, api: Api, pods: NodePods, scoping: NodeScoping | None = None
+        self,
+        settings: AgentSettings,
+        api: Api,
+        pods: NodePods,
+        scoping: NodeScoping | None = None,
+        *,
+        token: str | None,
     ) -> None:
-        self.config = config
+        self.settings = settings
+        # None: --auth=none, every caller is served without a token.
+        self.token = token
         self.api = api
         self.pods = pods
         self.scoping = scoping if scoping is not None else NodeScoping()
-        self.allowed_hosts = LOOPBACK_HOSTS | {host_name(config.listen_host)}
+        # The listen address's host is accepted in `Host` headers besides the loopback names.
+        self.allowed_hosts = LOOPBACK_HOSTS | {host_name(settings.listen.host)}
         self.in_flight = 0
         self.upgrading: set[tuple[str, str]] = set()
-        AUTH_DISABLED.set(1 if config.token is None else 0)
+        AUTH_DISABLED.set(1 if token is None else 0)
 
     # --- middleware: auth, JSON errors, metrics ---------------------------------------------
 
@@ -161,7 +157,7 @@ class Agent:
         route = request.match_info.route.resource
         template = route.canonical if route is not None else "unmatched"
         started = time.monotonic()
-        if self.in_flight >= self.config.max_in_flight:
+        if self.in_flight >= self.settings.max_in_flight_requests:
             log.warning(
                 "refused a request: too many in flight",
                 extra=LogFields(method=request.method, path=request.path, count=self.in_flight),
@@ -209,16 +205,17 @@ class Agent:
             elif error.status == 404:
                 message = f"no such route: {request.path}"
             elif error.status == 413:
-                message = f"bodies are limited to {MAX_BODY} bytes"
+                message = f"bodies are limited to {self.settings.max_body_bytes} bytes"
             return refusal_response(Refusal(error.status, reason, message), headers)
 
     def _admit(self, request: web.Request) -> None:
         """Refuse a request before it is handled: with a body too large (known from its headers,
         before anything else is read), from a browser, to a foreign host name, or without
         credentials."""
-        if request.content_length is not None and request.content_length > MAX_BODY:
+        limit = self.settings.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
             raise Refused(
-                Refusal(413, "RequestEntityTooLarge", f"bodies are limited to {MAX_BODY} bytes")
+                Refusal(413, "RequestEntityTooLarge", f"bodies are limited to {limit} bytes")
             )
         self._refuse_browsers(request)
         if request.path not in HEALTH_PROBES:
@@ -245,10 +242,10 @@ class Agent:
             raise Refused(FORBIDDEN)
 
     def _authorize(self, request: web.Request) -> None:
-        if self.config.token is None:
+        if self.token is None:
             return
         given = request.headers.get("Authorization", "")
-        expected = f"Bearer {self.config.token}"
+        expected = f"Bearer {self.token}"
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Refused(
                 Refusal(
@@ -318,7 +315,7 @@ class Agent:
                 ) from None
             raise
         facts = pod_facts_from_api(pod)
-        refusal = judge_pod(facts, node_name=self.config.node_name)
+        refusal = judge_pod(facts, node_name=self.settings.node_name)
         if refusal is not None:
             raise Refused(refusal)
         assert facts.owner_name is not None
@@ -348,7 +345,7 @@ class Agent:
         """Run `work` within the cloud timeout; it names the write it starts in `sent`."""
         sent: list[str] = []
         try:
-            async with asyncio.timeout(self.config.cloud_timeout):
+            async with asyncio.timeout(self.settings.cloud_timeout):
                 return await work(sent)
         except TimeoutError:
             raise Refused(self._unreachable("did not answer in time", sent)) from None
@@ -360,7 +357,7 @@ class Agent:
                 extra=LogFields(code=error.status, reason=error.reason, error=error.message),
             )
             # Only a caller who proved it holds the node's token learns what the server said.
-            detail = error.message if self.config.token is not None else "see the agent's log"
+            detail = error.message if self.token is not None else "see the agent's log"
             raise Refused(
                 Refusal(
                     error.status if error.status in (403, 404, 409) else 502,
@@ -370,10 +367,10 @@ class Agent:
             ) from None
 
     def _unreachable(self, detail: str, sent: list[str]) -> Refusal:
-        if self.config.token is None:
+        if self.token is None:
             log.warning(
                 "the API server cannot be reached",
-                extra=LogFields(node=self.config.node_name, error=detail),
+                extra=LogFields(node=self.settings.node_name, error=detail),
             )
             detail = "see the agent's log"
         if sent:
@@ -387,7 +384,7 @@ class Agent:
         return Refusal(
             503,
             "CloudUnreachable",
-            f"the API server cannot be reached from node {self.config.node_name} ({detail}); "
+            f"the API server cannot be reached from node {self.settings.node_name} ({detail}); "
             f"{outcome}",
         )
 
@@ -479,7 +476,9 @@ class Agent:
         return await self._with_cloud(work)
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY)
+        app = web.Application(
+            middlewares=[self.middleware], client_max_size=self.settings.max_body_bytes
+        )
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/metrics", self.metrics)

@@ -8,17 +8,18 @@ from pathlib import Path
 import click
 import uvloop
 
-from edgerollout.agent.runner import AgentOptions, run_agent
+from edgerollout.agent.runner import run_agent
 from edgerollout.cli import logging_setup
+from edgerollout.cli.param_types import ADDRESS
 from edgerollout.settings import (
     AGENT,
     AGENT_AUTH_MODES,
     LOG_FORMATS,
     LOG_LEVELS,
+    Address,
     AgentAuth,
     LogFormat,
     LogLevel,
-    LogSettings,
 )
 
 
@@ -27,10 +28,12 @@ from edgerollout.settings import (
 @click.option(
     "--kubeconfig",
     type=click.Path(exists=True, dir_okay=False),
-    default=None,
+    default=AGENT.kubeconfig,
     help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
 )
-@click.option("--listen", default=AGENT.listen, show_default=True, help="Address to serve on.")
+@click.option(
+    "--listen", type=ADDRESS, default=AGENT.listen, show_default=True, help="Address to serve on."
+)
 @click.option(
     "--auth",
     type=click.Choice(AGENT_AUTH_MODES),
@@ -42,7 +45,7 @@ from edgerollout.settings import (
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path(AGENT.token_file),
+    default=AGENT.token_file,
     show_default=True,
     help="The bearer token callers must present (with --auth=token); the agent does not start "
     "without it.",
@@ -57,19 +60,19 @@ from edgerollout.settings import (
 @click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
+    default=AGENT.cache_dir,
     help="Keep the node's pods here, to answer GET /pods across restarts while disconnected.",
 )
 @click.option(
-    "--log-format", type=click.Choice(LOG_FORMATS), default=AGENT.log.format, show_default=True
+    "--log-format", type=click.Choice(LOG_FORMATS), default=AGENT.log_format, show_default=True
 )
 @click.option(
-    "--log-level", type=click.Choice(LOG_LEVELS), default=AGENT.log.level, show_default=True
+    "--log-level", type=click.Choice(LOG_LEVELS), default=AGENT.log_level, show_default=True
 )
 def agent(
     node_name: str,
     kubeconfig: str | None,
-    listen: str,
+    listen: Address,
     auth: AgentAuth,
     token_file: Path,
     scoping_check_interval: float,
@@ -78,24 +81,20 @@ def agent(
     log_level: LogLevel,
 ) -> None:
     """Serve the OTA API for one node: list its pods, pre-pull images, upgrade a pod."""
-    logging_setup.configure(log_format, level=log_level)
-    host, _, port = listen.rpartition(":")
-    if not host or not port.isdigit():
-        raise click.BadParameter(f"expected HOST:PORT, got {listen!r}", param_hint="--listen")
-    options = AgentOptions(
+    settings = dataclasses.replace(
+        AGENT,
         node_name=node_name,
         kubeconfig=kubeconfig,
+        listen=listen,
+        auth=auth,
         token_file=token_file,
+        scoping_check_interval=scoping_check_interval,
         cache_dir=cache_dir,
-        settings=dataclasses.replace(
-            AGENT,
-            listen=listen,
-            auth=auth,
-            scoping_check_interval=scoping_check_interval,
-            log=LogSettings(format=log_format, level=log_level),
-        ),
+        log_format=log_format,
+        log_level=log_level,
     )
+    logging_setup.configure(settings.log_format, level=settings.log_level)
     try:
-        uvloop.run(run_agent(options))
+        uvloop.run(run_agent(settings))
     except ValueError as error:
         raise click.ClickException(str(error)) from error

@@ -14,7 +14,7 @@ from edgerollout.settings import AGENT
 @click.option(
     "--path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path(AGENT.token_file),
+    default=AGENT.token_file,
     show_default=True,
     help="Where the agent reads its token (its --token-file).",
 )

@@ -9,65 +9,72 @@ import click
 import uvloop
 
 from edgerollout.cli import logging_setup
-from edgerollout.controller.manager import ControllerOptions, run_controller
+from edgerollout.cli.param_types import ADDRESS
+from edgerollout.controller.manager import run_controller
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.logfields import LogFields
 from edgerollout.settings import (
     CONTROLLER,
     LOG_FORMATS,
     LOG_LEVELS,
-    LeaderElectionSettings,
+    Address,
     LogFormat,
     LogLevel,
-    LogSettings,
-    PrepullSettings,
 )
-
-ELECTION = CONTROLLER.leader_election
 
 
 @click.command()
 @click.option(
     "--kubeconfig",
     type=click.Path(exists=True, dir_okay=False),
-    default=None,
+    default=CONTROLLER.kubeconfig,
     help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
 )
-@click.option("--namespace", default=None, help="Only manage DaemonSets in this namespace.")
+@click.option(
+    "--namespace",
+    default=CONTROLLER.namespace,
+    help="Only manage DaemonSets in this namespace.",
+)
 @click.option(
     "--leader-elect/--no-leader-elect",
-    default=False,
+    default=CONTROLLER.leader_elect,
     show_default=True,
     help="Hold a Lease before writing (run 2 replicas with this on).",
 )
-@click.option("--leader-election-namespace", default=ELECTION.namespace, show_default=True)
-@click.option("--leader-election-name", default=ELECTION.name, show_default=True)
+@click.option(
+    "--leader-election-namespace", default=CONTROLLER.leader_election_namespace, show_default=True
+)
+@click.option("--leader-election-name", default=CONTROLLER.leader_election_name, show_default=True)
 @click.option(
     "--lease-duration",
     type=click.FloatRange(min=1),
-    default=ELECTION.lease_duration,
+    default=CONTROLLER.lease_duration,
     show_default=True,
 )
 @click.option(
     "--renew-deadline",
     type=click.FloatRange(min=0.5),
-    default=ELECTION.renew_deadline,
+    default=CONTROLLER.renew_deadline,
     show_default=True,
 )
 @click.option(
     "--retry-period",
     type=click.FloatRange(min=0.1),
-    default=ELECTION.retry_period,
+    default=CONTROLLER.retry_period,
     show_default=True,
 )
-@click.option("--metrics-address", default=CONTROLLER.metrics_address, show_default=True)
-@click.option("--health-address", default=CONTROLLER.health_address, show_default=True)
+@click.option(
+    "--metrics-address", type=ADDRESS, default=CONTROLLER.metrics_address, show_default=True
+)
+@click.option(
+    "--health-address", type=ADDRESS, default=CONTROLLER.health_address, show_default=True
+)
 @click.option(
     "--workers", type=click.IntRange(min=1), default=CONTROLLER.workers, show_default=True
 )
 @click.option(
     "--identity",
-    default="",
+    default=CONTROLLER.identity,
     help="Leader election identity (default: HOST_UUID, new for each process).",
 )
 @click.option(
@@ -86,13 +93,13 @@ ELECTION = CONTROLLER.leader_election
 @click.option(
     "--log-format",
     type=click.Choice(LOG_FORMATS),
-    default=CONTROLLER.log.format,
+    default=CONTROLLER.log_format,
     show_default=True,
 )
 @click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS),
-    default=CONTROLLER.log.level,
+    default=CONTROLLER.log_level,
     show_default=True,
     help="debug adds a line per pod decision to the summary line per reconcile.",
 )
@@ -105,8 +112,8 @@ def controller(
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
-    metrics_address: str,
-    health_address: str,
+    metrics_address: Address,
+    health_address: Address,
     workers: int,
     identity: str,
     prepull_toolbox_image: str,
@@ -115,36 +122,33 @@ def controller(
     log_level: LogLevel,
 ) -> None:
     """Upgrade annotated DaemonSets: AdvancedRollingUpdate and OTA."""
-    election = LeaderElectionSettings(
-        namespace=leader_election_namespace,
-        name=leader_election_name,
-        lease_duration=lease_duration,
-        renew_deadline=renew_deadline,
-        retry_period=retry_period,
-    )
-    if (problem := election.problem()) is not None:
-        raise click.UsageError(problem)
-    logging_setup.configure(log_format, level=log_level)
     settings = dataclasses.replace(
         CONTROLLER,
-        workers=workers,
-        metrics_address=metrics_address,
-        health_address=health_address,
-        log=LogSettings(format=log_format, level=log_level),
-        leader_election=election,
-        prepull=PrepullSettings(
-            toolbox_image=prepull_toolbox_image, deadline_seconds=prepull_deadline
-        ),
-    )
-    options = ControllerOptions(
         kubeconfig=kubeconfig,
         namespace=namespace,
         leader_elect=leader_elect,
+        leader_election_namespace=leader_election_namespace,
+        leader_election_name=leader_election_name,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        metrics_address=metrics_address,
+        health_address=health_address,
+        workers=workers,
         identity=identity,
-        settings=settings,
+        log_format=log_format,
+        log_level=log_level,
+        prepull=dataclasses.replace(
+            CONTROLLER.prepull,
+            toolbox_image=prepull_toolbox_image,
+            deadline_seconds=prepull_deadline,
+        ),
     )
+    if (problem := settings.leader_election_problem()) is not None:
+        raise click.UsageError(problem)
+    logging_setup.configure(settings.log_format, level=settings.log_level)
     try:
-        uvloop.run(run_controller(options))
+        uvloop.run(run_controller(settings))
     except LeadershipLost as error:
         lost = error
     else:

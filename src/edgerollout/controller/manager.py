@@ -18,14 +18,12 @@ import signal
 import socket
 import time
 import uuid
-from dataclasses import dataclass
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
@@ -34,29 +32,9 @@ from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
-from edgerollout.settings import CONTROLLER, ControllerSettings
+from edgerollout.settings import ControllerSettings
 
 log = logging.getLogger("edgerollout.controller")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ControllerOptions:
-    """One run of the controller: where the cluster is, what it may touch, and its settings."""
-
-    kubeconfig: str | None = None
-    # Only DaemonSets in this namespace (None: every namespace).
-    namespace: str | None = None
-    leader_elect: bool = False
-    # The Lease holder's name (empty: HOST_UUID, unique per process as client-go's is; a
-    # host_pid would be the same for a container restarted in its pod: it would take its dead
-    # predecessor's Lease at once instead of waiting for it to expire).
-    identity: str = ""
-    settings: ControllerSettings = CONTROLLER
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all interfaces
 
 
 def default_identity() -> str:
@@ -65,11 +43,10 @@ def default_identity() -> str:
 
 
 class Controller:
-    def __init__(self, options: ControllerOptions, api: KubeApi) -> None:
-        self.options = options
-        self.settings = settings = options.settings
+    def __init__(self, settings: ControllerSettings, api: KubeApi) -> None:
+        self.settings = settings
         self.api = api
-        self.identity = options.identity or default_identity()
+        self.identity = settings.identity or default_identity()
         self.queue = WorkQueue(
             name=metrics.CONTROLLER,
             base_delay=settings.queue.base_delay,
@@ -77,39 +54,34 @@ class Controller:
         )
         self.states = RolloutStates(settings=settings.reconcile, clock=time.monotonic)
         self.cache = ClusterCache(
-            api, namespace=options.namespace, enqueue=self.queue.add, changes=self.states
+            api, namespace=settings.namespace, enqueue=self.queue.add, changes=self.states
         )
         self.elector: LeaderElector | None = None
-        election = settings.leader_election
-        if options.leader_elect:
+        if settings.leader_elect:
             self.elector = LeaderElector(
                 api,
-                namespace=election.namespace,
-                name=election.name,
+                namespace=settings.leader_election_namespace,
+                name=settings.leader_election_name,
                 identity=self.identity,
-                lease_duration=election.lease_duration,
-                renew_deadline=election.renew_deadline,
-                retry_period=election.retry_period,
+                lease_duration=settings.lease_duration,
+                renew_deadline=settings.renew_deadline,
+                retry_period=settings.retry_period,
                 on_change=self._on_leadership,
             )
-        metrics.LEADER.labels(name=election.name).set(0)
+        metrics.LEADER.labels(name=settings.leader_election_name).set(0)
         recorder = EventRecorder(api, instance=self.identity)
         self.reconciler = Reconciler(
             cache=self.cache,
             states=self.states,
-            executors=Executors(
-                api=api,
-                recorder=recorder,
-                may_write=self.may_write,
-                write_concurrency=settings.reconcile.write_concurrency,
-            ),
+            api=api,
             recorder=recorder,
+            may_write=self.may_write,
             settings=settings,
         )
         self.leading = False
 
     def _on_leadership(self, leading: bool) -> None:
-        metrics.LEADER.labels(name=self.settings.leader_election.name).set(1 if leading else 0)
+        metrics.LEADER.labels(name=self.settings.leader_election_name).set(1 if leading else 0)
         if leading:
             return
         lease = LogFields(lease=self.elector.lease_key) if self.elector is not None else None
@@ -207,8 +179,7 @@ class Controller:
         for app, address in served:
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            host, port = _host_port(address)
-            await web.TCPSite(runner, host, port).start()
+            await web.TCPSite(runner, address.host, address.port).start()
             runners.append(runner)
         return runners
 
@@ -258,12 +229,12 @@ class Controller:
             log.info("controller stopped", extra=LogFields(identity=self.identity))
 
 
-async def run_controller(options: ControllerOptions) -> None:
+async def run_controller(settings: ControllerSettings) -> None:
     host = ""
 
     def observe(method: str, code: str) -> None:
         metrics.REST_CLIENT_REQUESTS.labels(code=code, method=method, host=host).inc()
 
-    api = await KubeApi.connect(options.kubeconfig, observe=observe)
+    api = await KubeApi.connect(settings.kubeconfig, observe=observe)
     host = api.host
-    await Controller(options, api).run()
+    await Controller(settings, api).run()

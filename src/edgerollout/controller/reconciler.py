@@ -2,7 +2,7 @@
 
 `reconcile(key)` takes a `Snapshot` of what the caches show of the DaemonSet together with what its
 `RolloutState` remembers, asks the pure `domain.reconcile.plan` for every decision, and hands each
-kind of decision to its executor (`executors`). It decides nothing itself: the strategy, the
+kind of decision to its writer (`controller/writes/`). It decides nothing itself: the strategy, the
 deletions, the condition writes, the pre-pulls, when to look again and whether the rollout's
 state ends all come from the plan.
 """
@@ -16,13 +16,19 @@ from dataclasses import dataclass
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.executors import Executors, NotLeader
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.snapshot import take_snapshot
+from edgerollout.controller.writes.conditions import ConditionWriter
+from edgerollout.controller.writes.deletions import PodDeleter
+from edgerollout.controller.writes.events import EventWriter
+from edgerollout.controller.writes.guard import NotLeader, WriteGuard
+from edgerollout.controller.writes.pause import RolloutPauser
+from edgerollout.controller.writes.pull_jobs import PullJobRunner
 from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.reporting.node_states import node_state_counts
+from edgerollout.kube.api import Api
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER, ControllerSettings
@@ -48,15 +54,22 @@ class Reconciler:
         *,
         cache: ClusterCache,
         states: RolloutStates,
-        executors: Executors,
+        api: Api,
         recorder: EventRecorder,
+        may_write: Callable[[], bool],
         clock: Callable[[], datetime.datetime] | None = None,
         settings: ControllerSettings = CONTROLLER,
     ) -> None:
         self.cache = cache
         self.states = states
-        self.executors = executors
         self.recorder = recorder
+        guard = WriteGuard(may_write)
+        at_once = settings.reconcile.write_concurrency
+        self.events = EventWriter(recorder, guard)
+        self.pauser = RolloutPauser(api, guard)
+        self.deleter = PodDeleter(api, guard, self.events, at_once=at_once)
+        self.conditions = ConditionWriter(api, guard, at_once=at_once)
+        self.pull_jobs = PullJobRunner(api, guard, self.conditions)
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.settings = settings
 
@@ -76,7 +89,7 @@ class Reconciler:
 
     async def reports_sent(self) -> None:
         """Wait until every Event reported so far has been sent (or dropped)."""
-        await self.executors.reports_sent()
+        await self.events.reports_sent()
 
     async def reconcile(self, key: str) -> Outcome:
         cached = self.cache.daemonsets.get(key)
@@ -98,9 +111,9 @@ class Reconciler:
         else:
             state.note_paused(decided.paused)
         for notice in decided.notices:
-            await self.executors.emit(ds, notice)
+            await self.events.emit(ds, notice)
         if decided.pause_rollout:
-            await self.executors.pause_rollout(ds)
+            await self.pauser.pause(ds)
         rollout = decided.rollout
         if rollout is not None:
             state.skipped_nodes = len(rollout.skipped_nodes)
@@ -109,9 +122,9 @@ class Reconciler:
         # The deletions first: they were decided on what the caches show, not on this plan's
         # other writes, and a condition patch or a pull Job the API server keeps refusing must
         # not hold the rollout back (the failure is still raised, and the key retried).
-        deleted = await self.executors.delete_pods(ds, decided, state)
-        written = await self.executors.write_conditions(ds, decided.condition_writes, state)
-        written += await self.executors.run_prepulls(ds, decided.prepulls)
+        deleted = await self.deleter.delete(ds, decided, state)
+        written = await self.conditions.write(ds, decided.condition_writes, state)
+        written += await self.pull_jobs.run(ds, decided.prepulls)
         requeue = None
         if decided.recheck is not None:
             requeue = decided.recheck.after(

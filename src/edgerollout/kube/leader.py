@@ -23,7 +23,6 @@ from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER
 
 log = logging.getLogger(__name__)
-ELECTION = CONTROLLER.leader_election
 
 
 class LeadershipLost(RuntimeError):
@@ -42,9 +41,9 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str,
-        lease_duration: float = ELECTION.lease_duration,
-        renew_deadline: float = ELECTION.renew_deadline,
-        retry_period: float = ELECTION.retry_period,
+        lease_duration: float = CONTROLLER.lease_duration,
+        renew_deadline: float = CONTROLLER.renew_deadline,
+        retry_period: float = CONTROLLER.retry_period,
         on_change: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = api

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
@@ -17,11 +18,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.scoping import NodeScoping
-from edgerollout.agent.server import Agent, AgentConfig
+from edgerollout.agent.server import Agent
 from edgerollout.domain import vocabulary
 from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, REVISION_MESSAGE_PREFIX
 from edgerollout.kube.api import DAEMONSETS, PODS, Resource
 from edgerollout.kube.views import object_key
+from edgerollout.settings import AGENT
 from tests.unit.kube.fake_api import FakeApi
 from tests.unit.kube.objects import NEW, STRATEGY, daemonset_json, pod_json
 
@@ -104,9 +106,9 @@ def agent(
     synced: bool = True,
 ) -> Agent:
     """The agent of `NODE`, with node scoping proven unless a test says otherwise."""
-    config = AgentConfig(node_name=NODE, token=token, cloud_timeout=cloud_timeout)
+    settings = dataclasses.replace(AGENT, node_name=NODE, cloud_timeout=cloud_timeout)
     scoping = NodeScoping(enforced=True, detail="proven by the test")
-    return Agent(config, api, node_pods(api, *cached, synced=synced), scoping)
+    return Agent(settings, api, node_pods(api, *cached, synced=synced), scoping, token=token)
 
 
 @contextlib.asynccontextmanager

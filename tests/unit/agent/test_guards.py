@@ -12,9 +12,9 @@ from aiohttp import web
 
 from edgerollout.agent.runner import app_runner
 from edgerollout.agent.scoping import NodeScoping
-from edgerollout.agent.server import Agent, AgentConfig, host_name
+from edgerollout.agent.server import Agent, host_name
 from edgerollout.kube.api import PODS, ApiError
-from edgerollout.settings import AGENT
+from edgerollout.settings import AGENT, Address
 from tests.unit.kube.fake_api import FakeApi
 
 from .harness import (
@@ -110,8 +110,10 @@ def test_host_name_drops_the_port_and_the_brackets(header: str, name: str) -> No
 
 async def test_the_listen_address_is_an_accepted_host() -> None:
     api = cluster(ota_pod())
-    config = AgentConfig(node_name=NODE, token=TOKEN, listen_host="10.0.0.7")
-    subject = Agent(config, api, node_pods(api, ota_pod()), NodeScoping(enforced=True))
+    settings = dataclasses.replace(AGENT, node_name=NODE, listen=Address("10.0.0.7", 10267))
+    subject = Agent(
+        settings, api, node_pods(api, ota_pod()), NodeScoping(enforced=True), token=TOKEN
+    )
 
     async with serving(subject) as client:
         response = await client.post(UPGRADE, headers={**AUTHORIZED, "Host": "10.0.0.7:10267"})
@@ -191,7 +193,7 @@ async def test_a_second_upgrade_of_a_pod_being_upgraded_is_409_and_asks_nothing(
 async def test_requests_beyond_the_in_flight_cap_are_503() -> None:
     api = cluster(ota_pod(), api=HangingApi(hang=0.3))
     subject = agent(api, ota_pod(), token=TOKEN, cloud_timeout=5)
-    subject.config = dataclasses.replace(subject.config, max_in_flight=1)
+    subject.settings = dataclasses.replace(subject.settings, max_in_flight_requests=1)
 
     async with serving(subject) as client:
         first = asyncio.create_task(client.post(UPGRADE, headers=AUTHORIZED))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edgerollout.agent.runner import AgentOptions, caller_token, read_token
+from edgerollout.agent.runner import caller_token, read_token
 from edgerollout.agent.token_file import ensure_token
 from edgerollout.cli.main import cli
 from edgerollout.settings import AGENT
@@ -55,7 +55,7 @@ def test_a_missing_token_file_stops_the_agent_and_says_what_to_do(tmp_path: Path
     path = tmp_path / "agent-token"
 
     with pytest.raises(ValueError, match="token file") as caught:
-        caller_token(AgentOptions(node_name="edge-1", token_file=path))
+        caller_token(dataclasses.replace(AGENT, node_name="edge-1", token_file=path))
 
     assert str(caught.value) == (
         f"cannot read the token file {path} (No such file or directory); the install's init "
@@ -69,7 +69,7 @@ def test_an_empty_token_file_stops_the_agent(tmp_path: Path) -> None:
     path.write_text("\n")
 
     with pytest.raises(ValueError, match="token file") as caught:
-        caller_token(AgentOptions(node_name="edge-1", token_file=path))
+        caller_token(dataclasses.replace(AGENT, node_name="edge-1", token_file=path))
 
     assert str(caught.value) == (
         f"the token file {path} is empty; expected a token on its first line"
@@ -79,14 +79,12 @@ def test_an_empty_token_file_stops_the_agent(tmp_path: Path) -> None:
 def test_auth_none_needs_no_token_file_and_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    options = AgentOptions(
-        node_name="edge-1",
-        token_file=tmp_path / "absent",
-        settings=dataclasses.replace(AGENT, auth="none"),
+    settings = dataclasses.replace(
+        AGENT, node_name="edge-1", token_file=tmp_path / "absent", auth="none"
     )
 
     with caplog.at_level(logging.WARNING, logger="edgerollout.agent"):
-        assert caller_token(options) is None
+        assert caller_token(settings) is None
 
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (

@@ -1,4 +1,5 @@
-"""The `controller` and `agent` commands take every default from `edgerollout.settings`."""
+"""The `controller` and `agent` commands take every default from `edgerollout.settings`, and each
+builds its process's one settings object from its flags, every flag setting the field of its name."""
 
 from __future__ import annotations
 
@@ -10,19 +11,15 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from edgerollout.agent.runner import AgentOptions
 from edgerollout.cli import agent_command, controller_command
-from edgerollout.controller.manager import ControllerOptions
 from edgerollout.settings import (
     AGENT,
     CONTROLLER,
+    Address,
+    AgentSettings,
     ControllerSettings,
-    LeaderElectionSettings,
-    LogSettings,
     PrepullSettings,
 )
-
-ELECTION = CONTROLLER.leader_election
 
 
 def _defaults(command: click.Command) -> dict[str, Any]:
@@ -35,19 +32,19 @@ def test_each_controller_flag_defaults_to_its_settings_field() -> None:
         "kubeconfig": None,
         "namespace": None,
         "leader_elect": False,
-        "leader_election_namespace": ELECTION.namespace,
-        "leader_election_name": ELECTION.name,
-        "lease_duration": ELECTION.lease_duration,
-        "renew_deadline": ELECTION.renew_deadline,
-        "retry_period": ELECTION.retry_period,
+        "leader_election_namespace": CONTROLLER.leader_election_namespace,
+        "leader_election_name": CONTROLLER.leader_election_name,
+        "lease_duration": CONTROLLER.lease_duration,
+        "renew_deadline": CONTROLLER.renew_deadline,
+        "retry_period": CONTROLLER.retry_period,
         "metrics_address": CONTROLLER.metrics_address,
         "health_address": CONTROLLER.health_address,
         "workers": CONTROLLER.workers,
         "identity": "",
         "prepull_toolbox_image": CONTROLLER.prepull.toolbox_image,
         "prepull_deadline": CONTROLLER.prepull.deadline_seconds,
-        "log_format": CONTROLLER.log.format,
-        "log_level": CONTROLLER.log.level,
+        "log_format": CONTROLLER.log_format,
+        "log_level": CONTROLLER.log_level,
     }
 
 
@@ -56,12 +53,32 @@ def test_each_agent_flag_defaults_to_its_settings_field() -> None:
         "kubeconfig": None,
         "listen": AGENT.listen,
         "auth": AGENT.auth,
-        "token_file": Path(AGENT.token_file),
+        "token_file": AGENT.token_file,
         "scoping_check_interval": AGENT.scoping_check_interval,
         "cache_dir": None,
-        "log_format": AGENT.log.format,
-        "log_level": AGENT.log.level,
+        "log_format": AGENT.log_format,
+        "log_level": AGENT.log_level,
     }
+
+
+def _flag_names(command: click.Command) -> set[str]:
+    return {param.name for param in command.params if param.name is not None}
+
+
+def _field_names(settings: type[ControllerSettings | AgentSettings]) -> set[str]:
+    return {field.name for field in dataclasses.fields(settings)}
+
+
+def test_each_controller_flag_is_named_as_the_settings_field_it_sets() -> None:
+    # But the two that set the fields of `prepull`, which the plan reads as one group.
+    assert _flag_names(controller_command.controller) - _field_names(ControllerSettings) == {
+        "prepull_toolbox_image",
+        "prepull_deadline",
+    }
+
+
+def test_each_agent_flag_is_named_as_the_settings_field_it_sets() -> None:
+    assert _flag_names(agent_command.agent) - _field_names(AgentSettings) == set()
 
 
 @pytest.fixture
@@ -86,8 +103,8 @@ def test_controller_without_flags_runs_with_the_default_settings(ran: list[objec
     result = CliRunner().invoke(controller_command.controller, [])
 
     assert result.exit_code == 0, result.output
-    assert ran == [("text", "info"), ControllerOptions()]
-    assert ControllerOptions().settings == ControllerSettings()
+    assert ran == [("text", "info"), CONTROLLER]
+    assert ControllerSettings() == CONTROLLER
 
 
 def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -> None:
@@ -108,16 +125,16 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
     assert result.exit_code == 0, result.output
     assert ran == [
         ("json", "debug"),
-        ControllerOptions(
+        dataclasses.replace(
+            CONTROLLER,
             namespace="shop-17",
             leader_elect=True,
-            settings=dataclasses.replace(
-                CONTROLLER,
-                workers=8,
-                log=LogSettings(format="json", level="debug"),
-                leader_election=LeaderElectionSettings(namespace="edge-ops", lease_duration=30.0),
-                prepull=PrepullSettings(deadline_seconds=120),
-            ),
+            workers=8,
+            log_format="json",
+            log_level="debug",
+            leader_election_namespace="edge-ops",
+            lease_duration=30.0,
+            prepull=PrepullSettings(deadline_seconds=120),
         ),
     ]
 
@@ -126,7 +143,7 @@ def test_agent_without_flags_runs_with_the_default_settings(ran: list[object]) -
     result = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1"])
 
     assert result.exit_code == 0, result.output
-    assert ran == [("text", "info"), AgentOptions(node_name="edge-1")]
+    assert ran == [("text", "info"), dataclasses.replace(AGENT, node_name="edge-1")]
 
 
 def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) -> None:
@@ -137,9 +154,7 @@ def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) ->
     assert result.exit_code == 0, result.output
     assert ran == [
         ("text", "info"),
-        AgentOptions(
-            node_name="edge-1", settings=dataclasses.replace(AGENT, listen="0.0.0.0:9000")
-        ),
+        dataclasses.replace(AGENT, node_name="edge-1", listen=Address("0.0.0.0", 9000)),  # noqa: S104
     ]
 
 
@@ -157,10 +172,12 @@ def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: lis
     assert result.exit_code == 0, result.output
     assert ran == [
         ("text", "info"),
-        AgentOptions(
+        dataclasses.replace(
+            AGENT,
             node_name="edge-1",
             token_file=Path("/etc/agent-token"),
-            settings=dataclasses.replace(AGENT, auth="none", scoping_check_interval=0.5),
+            auth="none",
+            scoping_check_interval=0.5,
         ),
     ]
 
@@ -187,3 +204,145 @@ def test_controller_refuses_leader_election_timings_that_cannot_work(
     assert result.exit_code == 2
     assert f"Error: {refusal}" in result.output
     assert ran == []
+
+
+@pytest.mark.parametrize(
+    ("command", "required", "flag"),
+    [
+        (controller_command.controller, [], "--metrics-address"),
+        (controller_command.controller, [], "--health-address"),
+        (agent_command.agent, ["--node-name=edge-1"], "--listen"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "empty"),
+        ("localhost", "no port"),
+        (":80", "no host (0.0.0.0:80 serves on every interface)"),
+        ("host:99999", "the port 99999 is above 65535"),
+        ("host:abc", "the port 'abc' is not a number"),
+        ("[::1]", "no port"),
+    ],
+)
+def test_a_bad_address_stops_the_command_naming_the_flag_the_value_and_the_form(
+    ran: list[object],
+    command: click.Command,
+    required: list[str],
+    flag: str,
+    value: str,
+    why: str,
+) -> None:
+    result = CliRunner().invoke(command, [*required, f"{flag}={value}"])
+
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '{flag}': {value!r}: {why}; "
+        "expected HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+    )
+    assert ran == []
+
+
+def test_address_flags_take_an_ipv6_host_in_brackets(ran: list[object]) -> None:
+    controller = CliRunner().invoke(
+        controller_command.controller,
+        ["--metrics-address=[::1]:9090", "--health-address=[::]:9091"],
+    )
+    agent = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1", "--listen=[::1]:0"])
+
+    assert (controller.exit_code, agent.exit_code) == (0, 0), controller.output + agent.output
+    assert ran == [
+        ("text", "info"),
+        dataclasses.replace(
+            CONTROLLER, metrics_address=Address("::1", 9090), health_address=Address("::", 9091)
+        ),
+        ("text", "info"),
+        dataclasses.replace(AGENT, node_name="edge-1", listen=Address("::1", 0)),
+    ]
+
+
+def test_every_controller_flag_reaches_its_settings_field(
+    ran: list[object], tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+
+    result = CliRunner().invoke(
+        controller_command.controller,
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--namespace=shop-17",
+            "--leader-elect",
+            "--leader-election-namespace=edge-ops",
+            "--leader-election-name=rollouts",
+            "--lease-duration=30",
+            "--renew-deadline=20",
+            "--retry-period=5",
+            "--metrics-address=10.0.0.7:9090",
+            "--health-address=10.0.0.7:9091",
+            "--workers=8",
+            "--identity=replica-a",
+            "--prepull-toolbox-image=tools:1",
+            "--prepull-deadline=120",
+            "--log-format=json",
+            "--log-level=debug",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [
+        ("json", "debug"),
+        ControllerSettings(
+            kubeconfig=str(kubeconfig),
+            namespace="shop-17",
+            leader_elect=True,
+            leader_election_namespace="edge-ops",
+            leader_election_name="rollouts",
+            lease_duration=30.0,
+            renew_deadline=20.0,
+            retry_period=5.0,
+            metrics_address=Address("10.0.0.7", 9090),
+            health_address=Address("10.0.0.7", 9091),
+            workers=8,
+            identity="replica-a",
+            prepull=PrepullSettings(toolbox_image="tools:1", deadline_seconds=120),
+            log_format="json",
+            log_level="debug",
+        ),
+    ]
+
+
+def test_every_agent_flag_reaches_its_settings_field(ran: list[object], tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+
+    result = CliRunner().invoke(
+        agent_command.agent,
+        [
+            "--node-name=edge-1",
+            f"--kubeconfig={kubeconfig}",
+            "--listen=10.0.0.7:9000",
+            "--auth=none",
+            "--token-file=/etc/agent-token",
+            "--scoping-check-interval=0.5",
+            f"--cache-dir={tmp_path / 'pods'}",
+            "--log-format=json",
+            "--log-level=warning",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [
+        ("json", "warning"),
+        AgentSettings(
+            node_name="edge-1",
+            kubeconfig=str(kubeconfig),
+            listen=Address("10.0.0.7", 9000),
+            auth="none",
+            token_file=Path("/etc/agent-token"),
+            scoping_check_interval=0.5,
+            cache_dir=tmp_path / "pods",
+            log_format="json",
+            log_level="warning",
+        ),
+    ]

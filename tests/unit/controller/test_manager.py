@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from edgerollout.cli.logging_setup import structured_fields
-from edgerollout.controller.manager import Controller, ControllerOptions, default_identity
+from edgerollout.controller.manager import Controller, default_identity
 from edgerollout.controller.reconciler import NotLeader, Outcome
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.settings import ControllerSettings
@@ -21,8 +21,7 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
     # Every worker that meets NotLeader stops; once all have, nothing reconciles any more. The
     # process must then exit as on a lost Lease (code 3, restarted as a standby), not return as
     # if it had been asked to stop (code 0, nothing in the log saying why).
-    options = ControllerOptions(settings=ControllerSettings(workers=2))
-    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
+    controller = Controller(ControllerSettings(workers=2), FakeApi())  # type: ignore[arg-type]
     for informer in controller.cache.informers:
         informer.synced.set()
     reconciled: list[str] = []
@@ -43,8 +42,7 @@ async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_leas
 async def test_what_the_caches_listed_is_kept_out_of_the_garbage_collectors_scans(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    options = ControllerOptions(settings=ControllerSettings(workers=1))
-    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
+    controller = Controller(ControllerSettings(workers=1), FakeApi())  # type: ignore[arg-type]
     frozen_when_synced: list[bool] = []
     monkeypatch.setattr(
         "edgerollout.controller.manager.gc.freeze",
@@ -71,8 +69,7 @@ async def test_a_failed_reconcile_is_logged_with_its_daemonset_error_and_retry_d
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr("edgerollout.controller.manager.gc.freeze", lambda: None)
-    options = ControllerOptions(settings=ControllerSettings(workers=1))
-    controller = Controller(options, FakeApi())  # type: ignore[arg-type]
+    controller = Controller(ControllerSettings(workers=1), FakeApi())  # type: ignore[arg-type]
     for informer in controller.cache.informers:
         informer.synced.set()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -17,7 +18,6 @@ import pytest
 
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.cluster_cache import ClusterCache
-from edgerollout.controller.executors import Executors
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.planning.prepull import job_name
@@ -128,8 +128,9 @@ async def controller(
     reconciler = Reconciler(
         cache=cache,
         states=states,
-        executors=Executors(api=api, recorder=recorder, may_write=may_write, write_concurrency=100),
+        api=api,
         recorder=recorder,
+        may_write=may_write,
         clock=lambda: NOW,
         settings=settings,
     )
@@ -500,7 +501,7 @@ async def test_pull_jobs_follow_the_controllers_prepull_settings() -> None:
     async with controller(
         {STRATEGY: "OTA"},
         [waiting_for_pull("web-a", "edge-1")],
-        settings=ControllerSettings(prepull=prepull),
+        settings=dataclasses.replace(CONTROLLER, prepull=prepull),
     ) as c:
         await c.reconcile()
 

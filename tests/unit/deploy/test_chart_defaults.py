@@ -42,10 +42,6 @@ def _flags(container: dict[str, Any]) -> dict[str, str]:
     return flags
 
 
-def _port(address: str) -> int:
-    return int(address.rpartition(":")[2])
-
-
 def _values() -> dict[str, Any]:
     values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
     return values
@@ -62,7 +58,7 @@ def test_chart_watches_every_namespace_by_default_as_the_controller_does() -> No
 
 
 def test_chart_logs_at_the_commands_default_level() -> None:
-    assert _values()["logLevel"] == CONTROLLER.log.level == AGENT.log.level
+    assert _values()["logLevel"] == CONTROLLER.log_level == AGENT.log_level
 
 
 def test_chart_schema_accepts_exactly_the_log_formats_and_levels_of_the_commands() -> None:
@@ -76,7 +72,7 @@ def test_chart_schema_accepts_exactly_the_log_formats_and_levels_of_the_commands
 
 def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings_lease() -> None:
     container = _container(BASE / "controller.yaml", "Deployment")
-    metrics, health = _port(CONTROLLER.metrics_address), _port(CONTROLLER.health_address)
+    metrics, health = CONTROLLER.metrics_address.port, CONTROLLER.health_address.port
 
     # All interfaces instead of the settings' loopback, for Prometheus and the kubelet's probes.
     assert _flags(container) == {
@@ -85,7 +81,7 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
         "metrics-address": f"0.0.0.0:{metrics}",
         "health-address": f"0.0.0.0:{health}",
         "log-format": "json",
-        "log-level": CONTROLLER.log.level,
+        "log-level": CONTROLLER.log_level,
     }
     assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
         "metrics": metrics,
@@ -93,35 +89,34 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
     }
     (role,) = (doc for doc in _documents(BASE / "controller-rbac.yaml") if doc["kind"] == "Role")
     lease_rules = [rule for rule in role["rules"] if "resourceNames" in rule]
-    assert [rule["resourceNames"] for rule in lease_rules] == [[CONTROLLER.leader_election.name]]
+    assert [rule["resourceNames"] for rule in lease_rules] == [[CONTROLLER.leader_election_name]]
 
 
 def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
     container = _container(BASE / "agent.yaml", "DaemonSet")
-    host, _, port = AGENT.listen.rpartition(":")
 
     assert _flags(container) == {
         "node-name": "$(NODE_NAME)",
-        "listen": AGENT.listen,
+        "listen": str(AGENT.listen),
         "auth": AGENT.auth,
-        "token-file": AGENT.token_file,
+        "token-file": str(AGENT.token_file),
         "cache-dir": _values()["agent"]["cacheDir"],
         "log-format": "json",
-        "log-level": AGENT.log.level,
+        "log-level": AGENT.log_level,
     }
     for probe in ("livenessProbe", "readinessProbe"):
         get = container[probe]["httpGet"]
-        assert (get["host"], get["port"]) == (host, int(port)), probe
+        assert (get["host"], get["port"]) == (AGENT.listen.host, AGENT.listen.port), probe
 
 
 def test_chart_templates_pass_the_same_fixed_flags_as_deploy_base() -> None:
     controller = (CHART / "templates" / "controller.yaml").read_text()
     agent = (CHART / "templates" / "agent.yaml").read_text()
 
-    assert f"- --metrics-address=0.0.0.0:{_port(CONTROLLER.metrics_address)}\n" in controller
-    assert f"- --health-address=0.0.0.0:{_port(CONTROLLER.health_address)}\n" in controller
+    assert f"- --metrics-address=0.0.0.0:{CONTROLLER.metrics_address.port}\n" in controller
+    assert f"- --health-address=0.0.0.0:{CONTROLLER.health_address.port}\n" in controller
     assert f"- --listen={AGENT.listen}\n" in agent
-    assert f"port: {_port(AGENT.listen)}\n" in agent
+    assert f"port: {AGENT.listen.port}\n" in agent
     assert f"- --token-file={AGENT.token_file}\n" in agent
 
 
