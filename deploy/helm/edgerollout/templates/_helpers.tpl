@@ -93,3 +93,67 @@ in-cluster clients read these two variables. HOST_IP comes first so that "$(HOST
   value: {{ $.Values.apiServer.port | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+Fixed facts the templates share, each spelled once: no value sets them. The commands' defaults in
+src/edgerollout/settings.py say the same, which tests/unit/deploy holds them to.
+*/}}
+
+{{/* The image's non-root user, and its group (USER in deploy/Dockerfile). */}}
+{{- define "edgerollout.uid" -}}
+65532
+{{- end }}
+
+{{/*
+The agent's bearer token on each node (design §8.3): the folder, a hostPath of its own, and the
+file in it that the install writes and node-side callers read (the agent's --token-file).
+*/}}
+{{- define "edgerollout.agentTokenDir" -}}
+/var/lib/edgerollout
+{{- end }}
+
+{{- define "edgerollout.agentTokenFile" -}}
+{{ include "edgerollout.agentTokenDir" . }}/agent-token
+{{- end }}
+
+{{/* Where the agent serves the OTA API: every node's loopback, on OpenYurt's port. */}}
+{{- define "edgerollout.agentHost" -}}
+127.0.0.1
+{{- end }}
+
+{{- define "edgerollout.agentPort" -}}
+10267
+{{- end }}
+
+{{/* The controller's ports: metrics (Prometheus, the Service) and health (the kubelet's probes). */}}
+{{- define "edgerollout.metricsPort" -}}
+8080
+{{- end }}
+
+{{- define "edgerollout.healthPort" -}}
+8081
+{{- end }}
+
+{{/*
+A container's securityContext as the image's user: non-root, no escalation, no capability, a
+read-only root filesystem (the agent's containers but the chown).
+*/}}
+{{- define "edgerollout.nonRootContainer" -}}
+runAsNonRoot: true
+runAsUser: {{ include "edgerollout.uid" . }}
+runAsGroup: {{ include "edgerollout.uid" . }}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}
+
+{{/*
+The matchCondition of each of the controller's admission policies: the ServiceAccount
+edgerollout-controller of any namespace.
+*/}}
+{{- define "edgerollout.isTheController" -}}
+- name: is-the-controller
+  expression: >-
+    request.userInfo.username.matches('^system:serviceaccount:[a-z0-9.-]+:edgerollout-controller$')
+{{- end }}
