@@ -1,10 +1,10 @@
 """The Helm chart and deploy/base say nothing about a default that `edgerollout.settings` does not.
 
 Either a value defers to the settings (empty: the flag is not passed, the command's default
-applies), or it is the settings' value, or it differs on purpose and the test says why. The chart
-renders exactly deploy/base with its default values (tests/e2e/test_deploy.py), so checking the
-base's flags checks the chart's too; the flags no value sets are checked here in a rendering with
-every value that could move them changed, and the chart spells each fixed fact once.
+applies), or it is the settings' value, or it differs on purpose and the test says why. deploy/base
+is the chart rendered with its default values but Helm's labels (test_rendered_manifests.py), so
+checking the base's flags checks the chart's too; the flags no value sets are checked here in a
+rendering with every value that could move them changed, and the chart spells each fixed fact once.
 """
 
 from __future__ import annotations

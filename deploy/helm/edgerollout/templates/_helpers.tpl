@@ -1,8 +1,25 @@
 {{/*
-The labels Helm charts carry by convention, on every object's metadata. Selectors and pod
-templates carry only app.kubernetes.io/name, as in deploy/base, so that both install methods
-select the same pods.
+An object's labels, the whole `labels:` key at the top level's indentation (metadata of a
+manifest), or nothing: called with (dict "root" $ "name" NAME) for an object that carries
+app.kubernetes.io/name NAME (and part-of edgerollout), (dict "root" $) for one that carries only
+Helm's. Selectors and pod templates carry only app.kubernetes.io/name, so that an install with and
+one without Helm's labels select the same pods.
 */}}
+{{- define "edgerollout.labels" -}}
+{{- $helm := .root.Values.helmLabels -}}
+{{- if or .name $helm }}
+  labels:
+  {{- with .name }}
+    app.kubernetes.io/name: {{ . }}
+    app.kubernetes.io/part-of: edgerollout
+  {{- end }}
+  {{- if $helm }}
+    {{- include "edgerollout.helmLabels" .root | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The labels Helm charts carry by convention (helmLabels: false leaves them out). */}}
 {{- define "edgerollout.helmLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -33,7 +50,7 @@ imagePullSecrets:
 
 {{/*
 What the controller does in the namespaces it watches: a ClusterRole's rules without
-controller.watchNamespace, a Role's in that namespace with it (the same rules as deploy/base).
+controller.watchNamespace, a Role's in that namespace with it.
 */}}
 {{- define "edgerollout.controllerNamespacedRules" -}}
 # The DaemonSet cache (list, then watch): which DaemonSets opted in, their template generation
