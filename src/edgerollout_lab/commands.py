@@ -1,5 +1,5 @@
 """`python -m edgerollout_lab ...` (`./dev lab ...`): build, start, cut, restore and stop the local
-real control plane, and play the demo on it."""
+real control plane, play the demo on it, and render deploy/base from the Helm chart."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from edgerollout_lab import build, cluster, images, link, packages, product_image
+from edgerollout_lab import build, chart, cluster, images, link, packages, product_image
 from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
@@ -236,6 +236,27 @@ def image_command(tag: str | None, folder: Path) -> None:
     except (images.ImageError, packages.PackageError) as error:
         raise _fail(error) from error
     click.echo(reference)
+
+
+@lab.command("render-base")
+def render_base_command() -> None:
+    """Render deploy/base and the package's agent identity from the Helm chart (run from the
+    repository; uses the lab's helm, built once)."""
+    root = Path.cwd()
+    if not (root / chart.CHART).is_dir():
+        raise click.ClickException(f"no {chart.CHART} here: run from the repository")
+    try:
+        files = chart.render(root, build.binary("helm"))
+    except (BuildError, chart.RenderError) as error:
+        raise _fail(error) from error
+    changed = chart.write(root, files)
+    for path in files:
+        _say(f"{'rendered' if path in changed else 'unchanged'} {path}")
+    strays = chart.strays(root, files)
+    if strays:
+        raise click.ClickException(
+            f"not rendered from the chart, remove: {', '.join(map(str, strays))}"
+        )
 
 
 lab.add_command(demo)

@@ -2,9 +2,9 @@
 
 The lab's nodes are simulated, so the image never runs here: what is proven is that the API server
 accepts every object, that each ServiceAccount can do exactly what the code needs and a
-representative set of what it must not (the same table for both install methods), that the
-workloads are shaped as documented, and that the chart cannot drift from the kustomize base: with
-default values it renders the same objects, save the labels every Helm chart adds.
+representative set of what it must not (the same table for both install methods), and that the
+workloads are shaped as documented. deploy/base is the chart rendered, which
+tests/unit/deploy/test_rendered_manifests.py holds it to.
 """
 
 from __future__ import annotations
@@ -51,13 +51,6 @@ RELEASE = "edgerollout"
 # Where the release record lives; the chart creates (and owns) edgerollout-system itself.
 RELEASE_NAMESPACE = "default"
 VERSION = metadata.version("edgerollout")
-# The labels a Helm chart puts on its objects by convention: the only difference from deploy/base.
-HELM_LABELS = {
-    "helm.sh/chart": f"edgerollout-{VERSION}",
-    "app.kubernetes.io/managed-by": "Helm",
-    "app.kubernetes.io/instance": RELEASE,
-    "app.kubernetes.io/version": VERSION,
-}
 SCHEMA_ERROR = "values don't meet the specifications of the schema(s) in the following chart(s):"
 
 
@@ -102,12 +95,6 @@ def _charted(*args: str) -> list[dict[str, Any]]:
 def _key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     meta = obj["metadata"]
     return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
-
-
-def _without_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
-    labels = {k: v for k, v in obj["metadata"].get("labels", {}).items() if k not in HELM_LABELS}
-    meta = {k: v for k, v in obj["metadata"].items() if k != "labels"}
-    return {**obj, "metadata": {**meta, **({"labels": labels} if labels else {})}}
 
 
 @dataclass(frozen=True)
@@ -907,7 +894,8 @@ def test_agent_daemonset_serves_loopback_on_every_node_with_a_pod_bound_token(
     assert mounts["api-credentials"] == "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-# The chart without a lab: lint, one source of truth with deploy/base, values, schema.
+# The chart without a lab: lint, values, schema (deploy/base is the chart rendered:
+# tests/unit/deploy/test_rendered_manifests.py).
 
 
 def test_chart_passes_helm_lint_strict() -> None:
@@ -920,20 +908,6 @@ def test_chart_passes_helm_lint_strict() -> None:
         "",
         "1 chart(s) linted, 0 chart(s) failed",
     ]
-
-
-def test_chart_with_default_values_renders_exactly_the_kustomize_base() -> None:
-    charted = _charted()
-    kustomized = {_key(obj): obj for obj in _kustomized()}
-
-    assert [obj["metadata"]["labels"] for obj in charted] == [
-        {**obj["metadata"]["labels"], **HELM_LABELS} for obj in charted
-    ]
-    stripped = {_key(obj): _without_helm_labels(obj) for obj in charted}
-    assert len(stripped) == len(charted)
-    assert sorted(stripped) == sorted(kustomized)
-    for key, obj in kustomized.items():
-        assert stripped[key] == obj, key
 
 
 def test_chart_and_kustomize_image_follow_the_package_version() -> None:

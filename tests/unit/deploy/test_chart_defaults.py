@@ -1,17 +1,21 @@
 """The Helm chart and deploy/base say nothing about a default that `edgerollout.settings` does not.
 
 Either a value defers to the settings (empty: the flag is not passed, the command's default
-applies), or it is the settings' value, or it differs on purpose and the test says why. The chart
-renders exactly deploy/base with its default values (tests/e2e/test_deploy.py), so checking the
-base's flags checks the chart's too; the templates' fixed flags are checked here as text.
+applies), or it is the settings' value, or it differs on purpose and the test says why. deploy/base
+is the chart rendered with its default values but Helm's labels (test_rendered_manifests.py), so
+checking the base's flags checks the chart's too; the flags no value sets are checked here in a
+rendering with every value that could move them changed, and the chart spells each fixed fact once.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from edgerollout.settings import AGENT, CONTROLLER, LOG_FORMATS, LOG_LEVELS
@@ -109,15 +113,90 @@ def test_agent_manifest_listens_and_is_probed_on_the_settings_address() -> None:
         assert (get["host"], get["port"]) == (AGENT.listen.host, AGENT.listen.port), probe
 
 
-def test_chart_templates_pass_the_same_fixed_flags_as_deploy_base() -> None:
-    controller = (CHART / "templates" / "controller.yaml").read_text()
-    agent = (CHART / "templates" / "agent.yaml").read_text()
+# Every value that places or configures the workloads, none of them the default.
+OTHER_VALUES = {
+    "namespace": {"name": "edge-ops"},
+    "logFormat": "text",
+    "logLevel": "debug",
+    "apiServer": {"host": "$(HOST_IP)", "port": 6443},
+    "controller": {"watchNamespace": "shop-17", "prepull": {"deadlineSeconds": 120}},
+    "agent": {"auth": "none", "cacheDir": "/var/lib/edge-cache"},
+}
 
-    assert f"- --metrics-address=0.0.0.0:{CONTROLLER.metrics_address.port}\n" in controller
-    assert f"- --health-address=0.0.0.0:{CONTROLLER.health_address.port}\n" in controller
-    assert f"- --listen={AGENT.listen}\n" in agent
-    assert f"port: {AGENT.listen.port}\n" in agent
-    assert f"- --token-file={AGENT.token_file}\n" in agent
+
+def _rendered(helm: Path, tmp_path: Path) -> list[dict[str, Any]]:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(OTHER_VALUES))
+    result = subprocess.run(
+        [str(helm), "template", "edgerollout", str(CHART), "--values", str(values)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def _pod(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (workload,) = (doc for doc in objects if doc["kind"] == kind)
+    pod: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return pod
+
+
+def test_chart_passes_the_same_fixed_flags_as_deploy_base_whatever_the_values(
+    helm: Path, tmp_path: Path
+) -> None:
+    objects = _rendered(helm, tmp_path)
+    (controller,) = _pod(objects, "Deployment")["containers"]
+    agent_pod = _pod(objects, "DaemonSet")
+    (agent,) = agent_pod["containers"]
+    host, port = AGENT.listen.host, AGENT.listen.port
+
+    assert f"--metrics-address=0.0.0.0:{CONTROLLER.metrics_address.port}" in controller["args"]
+    assert f"--health-address=0.0.0.0:{CONTROLLER.health_address.port}" in controller["args"]
+    assert f"--listen={AGENT.listen}" in agent["args"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = agent[probe]["httpGet"]
+        assert (get["host"], get["port"]) == (host, port), probe
+    assert f"--token-file={AGENT.token_file}" in agent["args"]
+    init = {container["name"]: container for container in agent_pod["initContainers"]}
+    assert init["agent-token"]["args"] == ["init-agent-token", f"--path={AGENT.token_file}"]
+
+
+# The chart's fixed facts: the settings' token folder, the agent's address, the controller's
+# ports and the image's user (USER in deploy/Dockerfile).
+FIXED_FACTS = (
+    str(Path(AGENT.token_file).parent),
+    AGENT.listen.host,
+    str(AGENT.listen.port),
+    str(CONTROLLER.metrics_address.port),
+    str(CONTROLLER.health_address.port),
+    "65532",
+)
+
+
+def _template_code(path: Path) -> str:
+    """A template without its comments (YAML's and the template language's)."""
+    text = re.sub(r"\{\{-? */\*.*?\*/ *-?\}\}", "", path.read_text(), flags=re.DOTALL)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _spellings(fact: str, path: Path) -> int:
+    """How often a template's code spells `fact` whole (not as part of a longer word or path)."""
+    return len(re.findall(rf"(?<![\w.-]){re.escape(fact)}(?![\w-])", _template_code(path)))
+
+
+@pytest.mark.parametrize("fact", FIXED_FACTS)
+def test_chart_spells_each_fixed_fact_once_in_its_helpers(fact: str) -> None:
+    templates = sorted((CHART / "templates").iterdir())
+    found = {path.name: count for path in templates if (count := _spellings(fact, path))}
+
+    assert found == {"_helpers.tpl": 1}
+
+
+def test_image_runs_as_the_user_the_chart_names() -> None:
+    assert "USER 65532:65532\n" in (ROOT / "deploy" / "Dockerfile").read_text()
 
 
 def test_agent_install_writes_the_token_where_the_agent_reads_it_read_only() -> None:

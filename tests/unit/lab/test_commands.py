@@ -44,6 +44,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "down",
         "image",
         "link-rate",
+        "render-base",
         "restart",
         "status",
         "up",
@@ -60,6 +61,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
     assert _options(lab.commands["demo"]) == ["--dir"]
     assert _options(lab.commands["build"]) == ["--peer"]
     assert _options(lab.commands["image"]) == ["--dir", "--tag"]
+    assert _options(lab.commands["render-base"]) == []
 
 
 def test_lab_runs_as_a_module_and_its_help_says_so() -> None:

@@ -1,8 +1,25 @@
 {{/*
-The labels Helm charts carry by convention, on every object's metadata. Selectors and pod
-templates carry only app.kubernetes.io/name, as in deploy/base, so that both install methods
-select the same pods.
+An object's labels, the whole `labels:` key at the top level's indentation (metadata of a
+manifest), or nothing: called with (dict "root" $ "name" NAME) for an object that carries
+app.kubernetes.io/name NAME (and part-of edgerollout), (dict "root" $) for one that carries only
+Helm's. Selectors and pod templates carry only app.kubernetes.io/name, so that an install with and
+one without Helm's labels select the same pods.
 */}}
+{{- define "edgerollout.labels" -}}
+{{- $helm := .root.Values.helmLabels -}}
+{{- if or .name $helm }}
+  labels:
+  {{- with .name }}
+    app.kubernetes.io/name: {{ . }}
+    app.kubernetes.io/part-of: edgerollout
+  {{- end }}
+  {{- if $helm }}
+    {{- include "edgerollout.helmLabels" .root | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The labels Helm charts carry by convention (helmLabels: false leaves them out). */}}
 {{- define "edgerollout.helmLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -33,7 +50,7 @@ imagePullSecrets:
 
 {{/*
 What the controller does in the namespaces it watches: a ClusterRole's rules without
-controller.watchNamespace, a Role's in that namespace with it (the same rules as deploy/base).
+controller.watchNamespace, a Role's in that namespace with it.
 */}}
 {{- define "edgerollout.controllerNamespacedRules" -}}
 # The DaemonSet cache (list, then watch): which DaemonSets opted in, their template generation
@@ -92,4 +109,68 @@ in-cluster clients read these two variables. HOST_IP comes first so that "$(HOST
 - name: KUBERNETES_SERVICE_PORT
   value: {{ $.Values.apiServer.port | quote }}
 {{- end }}
+{{- end }}
+
+{{/*
+Fixed facts the templates share, each spelled once: no value sets them. The commands' defaults in
+src/edgerollout/settings.py say the same, which tests/unit/deploy holds them to.
+*/}}
+
+{{/* The image's non-root user, and its group (USER in deploy/Dockerfile). */}}
+{{- define "edgerollout.uid" -}}
+65532
+{{- end }}
+
+{{/*
+The agent's bearer token on each node (design §8.3): the folder, a hostPath of its own, and the
+file in it that the install writes and node-side callers read (the agent's --token-file).
+*/}}
+{{- define "edgerollout.agentTokenDir" -}}
+/var/lib/edgerollout
+{{- end }}
+
+{{- define "edgerollout.agentTokenFile" -}}
+{{ include "edgerollout.agentTokenDir" . }}/agent-token
+{{- end }}
+
+{{/* Where the agent serves the OTA API: every node's loopback, on OpenYurt's port. */}}
+{{- define "edgerollout.agentHost" -}}
+127.0.0.1
+{{- end }}
+
+{{- define "edgerollout.agentPort" -}}
+10267
+{{- end }}
+
+{{/* The controller's ports: metrics (Prometheus, the Service) and health (the kubelet's probes). */}}
+{{- define "edgerollout.metricsPort" -}}
+8080
+{{- end }}
+
+{{- define "edgerollout.healthPort" -}}
+8081
+{{- end }}
+
+{{/*
+A container's securityContext as the image's user: non-root, no escalation, no capability, a
+read-only root filesystem (the agent's containers but the chown).
+*/}}
+{{- define "edgerollout.nonRootContainer" -}}
+runAsNonRoot: true
+runAsUser: {{ include "edgerollout.uid" . }}
+runAsGroup: {{ include "edgerollout.uid" . }}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}
+
+{{/*
+The matchCondition of each of the controller's admission policies: the ServiceAccount
+edgerollout-controller of any namespace.
+*/}}
+{{- define "edgerollout.isTheController" -}}
+- name: is-the-controller
+  expression: >-
+    request.userInfo.username.matches('^system:serviceaccount:[a-z0-9.-]+:edgerollout-controller$')
 {{- end }}
