@@ -20,7 +20,6 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,8 +43,9 @@ SCOPING_CHECK_SECONDS = 2.0
 
 
 def identity_manifest() -> Path:
-    path = resources.files("edgerollout.manifests").joinpath("agent-identity.yaml")
-    return Path(str(path))
+    # The checkout's deploy/base, rendered from the chart (docs/manifests.md): the lab runs
+    # from the repository, and the product ships no manifest.
+    return Path(__file__).resolve().parents[2] / "deploy" / "base" / "agent-identity.yaml"
 
 
 def kubectl() -> str:

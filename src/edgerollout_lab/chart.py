@@ -1,9 +1,8 @@
 """The plain install manifests, rendered from the Helm chart (docs/manifests.md).
 
 The chart in `deploy/helm/edgerollout` is the one source of the objects an operator installs.
-`deploy/base` (what `kubectl apply -k` takes) and the agent's identity that the package ships
-(`src/edgerollout/manifests/agent-identity.yaml`: the lab applies it, and deploy/base includes it)
-are `helm template` of the chart with `deploy/base-values.yaml`: each document as Helm prints it,
+`deploy/base` (what `kubectl apply -k` takes; its `agent-identity.yaml`, the agent's identity, is
+also what the lab applies) is `helm template` of the chart with `deploy/base-values.yaml`: each document as Helm prints it,
 in Helm's order, in the file `TARGETS` names for its template, after a header saying so. They are
 committed, so that kustomize users need no Helm; a unit test renders them again and compares.
 """
@@ -18,7 +17,7 @@ RELEASE = "edgerollout"
 CHART = Path("deploy/helm/edgerollout")
 VALUES = Path("deploy/base-values.yaml")
 BASE = Path("deploy/base")
-IDENTITY = Path("src/edgerollout/manifests/agent-identity.yaml")
+IDENTITY = BASE / "agent-identity.yaml"
 COMMAND = "./dev run python -m edgerollout_lab render-base"
 # The file each of the chart's templates is rendered into. The Namespace goes with the agent's
 # identity, which the lab applies by itself.

@@ -84,12 +84,11 @@ def test_deploy_base_holds_only_the_rendered_files_and_the_kustomization_of_them
     kustomization = yaml.safe_load((ROOT / chart.BASE / "kustomization.yaml").read_text())
 
     assert chart.strays(ROOT, rendered) == []
-    # The identity as the package's kustomize base, then every file rendered into deploy/base.
-    first, *others = kustomization["resources"]
-    assert first == "../../src/edgerollout/manifests"
-    assert sorted(others) == sorted(path.name for path in rendered if path.parent == chart.BASE)
-    identity = yaml.safe_load((ROOT / chart.IDENTITY.parent / "kustomization.yaml").read_text())
-    assert identity["resources"] == [chart.IDENTITY.name]
+    # The identity first (the Namespace is in it), then every other file rendered there.
+    resources = kustomization["resources"]
+    assert resources[0] == chart.IDENTITY.name
+    assert sorted(resources) == sorted(path.name for path in rendered)
+    assert {path.parent for path in rendered} == {chart.BASE}
 
 
 def test_each_rendered_file_says_it_is_generated_and_by_what_command(

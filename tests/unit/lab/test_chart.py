@@ -64,8 +64,6 @@ def test_what_helm_template_does_not_print_is_refused(stream: str) -> None:
     assert str(refused.value) == "not the output of `helm template` of the chart edgerollout"
 
 
-def test_every_file_is_generated_under_deploy_base_or_as_the_packages_identity() -> None:
-    assert {path.parent for path in chart.TARGETS.values()} == {
-        chart.BASE,
-        Path("src/edgerollout/manifests"),
-    }
+def test_every_file_is_generated_under_deploy_base_the_identity_among_them() -> None:
+    assert {path.parent for path in chart.TARGETS.values()} == {chart.BASE}
+    assert chart.TARGETS["agent-identity.yaml"] == Path("deploy/base/agent-identity.yaml")

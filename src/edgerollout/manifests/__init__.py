@@ -1,1 +1,0 @@
-"""Kubernetes manifests shipped with edgerollout (read as package data)."""
