@@ -82,6 +82,8 @@ def _pod_action(summary: str, ok: str, example: str, *, conflicts: str) -> dict[
 
 
 def openapi_document() -> dict[str, Any]:
+    """The agent's OpenAPI 3 document (served at `/openapi.json`)."""
+    # One literal, kept whole: it reads as the document a client sees, route after route.
     plain_ok = {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}
     return {
         "openapi": "3.0.3",
