@@ -33,7 +33,7 @@ from edgerollout_lab.kwok_stages import (
     kwok_config,
     node_monitor_grace_seconds,
 )
-from edgerollout_lab.pki import Identity, create_pki, new_identity
+from edgerollout_lab.pki import Identity, PkiPaths, create_pki, new_identity
 
 LAB_FILE = "lab.json"
 STATE_FILE = "state.json"
@@ -146,6 +146,18 @@ def running_components(folder: Path) -> list[str]:
     return [name for name in processes.recorded_names(folder) if processes.is_running(folder, name)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What `lab up` was asked for, checked by `up` and carried unchanged into each attempt."""
+
+    nodes: int
+    agents: bool
+    lease_seconds: int
+    real_count: int
+    payload_bytes: int
+    link_rate: float | None
+
+
 def up(
     folder: Path,
     *,
@@ -162,13 +174,35 @@ def up(
 
     `node_lease_seconds` is the nodes' Lease duration (renewed every quarter of it); the node
     lifecycle controller's grace period follows it (see `node_monitor_grace_seconds`)."""
-    if nodes < 1:
-        raise LabError(f"--nodes must be at least 1 (got {nodes})")
-    if node_lease_seconds < MIN_NODE_LEASE_SECONDS:
+    request = _Request(
+        nodes=nodes,
+        agents=agents,
+        lease_seconds=node_lease_seconds,
+        real_count=real_nodes,
+        payload_bytes=payload_bytes,
+        link_rate=link_rate,
+    )
+    _check_request(request)
+    _check_built()
+    folder = folder.resolve()
+    _check_not_running(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if real_nodes:
+        _claim_for_real_nodes(folder, say)
+    return _up_again_if_a_port_is_taken(folder, request, say)
+
+
+def _check_request(request: _Request) -> None:
+    if request.nodes < 1:
+        raise LabError(f"--nodes must be at least 1 (got {request.nodes})")
+    if request.lease_seconds < MIN_NODE_LEASE_SECONDS:
         raise LabError(
             f"--node-lease-seconds must be at least {MIN_NODE_LEASE_SECONDS} "
-            f"(got {node_lease_seconds})"
+            f"(got {request.lease_seconds})"
         )
+
+
+def _check_built() -> None:
     missing = missing_components()
     if missing:
         raise LabError(
@@ -176,31 +210,31 @@ def up(
             + ", ".join(c.name for c in missing)
             + "); run `./dev lab build` first"
         )
-    folder = folder.resolve()
+
+
+def _check_not_running(folder: Path) -> None:
     if running_components(folder):
         raise LabError(
             f"a lab is already running in {folder} ({', '.join(running_components(folder))}); "
             "stop it with `lab down` first"
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    if real_nodes:
-        try:
-            real_nodes_module.ensure_packages(say)
-            real_nodes_module.claim(folder)
-        except real_nodes_module.RealNodeError as error:
-            raise LabError(str(error)) from None
+
+
+def _claim_for_real_nodes(folder: Path, say: Say) -> None:
+    """Install what real nodes need and make this lab the machine's one lab with real nodes."""
+    try:
+        real_nodes_module.ensure_packages(say)
+        real_nodes_module.claim(folder)
+    except real_nodes_module.RealNodeError as error:
+        raise LabError(str(error)) from None
+
+
+def _up_again_if_a_port_is_taken(folder: Path, request: _Request, say: Say) -> Lab:
+    """Start the lab; on any failure stop what was started, and when the failure was a port that
+    another program took meanwhile, start again (at most PORT_ATTEMPTS times in all)."""
     for attempt in range(1, PORT_ATTEMPTS + 1):
         try:
-            return _up(
-                folder,
-                nodes=nodes,
-                say=say,
-                agents=agents,
-                lease_seconds=node_lease_seconds,
-                real_count=real_nodes,
-                payload_bytes=payload_bytes,
-                link_rate=link_rate,
-            )
+            return _up(folder, request, say)
         except processes.ComponentError as error:
             down(folder, say=lambda _: None)
             if "address already in use" not in str(error) or attempt == PORT_ATTEMPTS:
@@ -213,58 +247,127 @@ def up(
     raise AssertionError("unreachable")
 
 
-def _up(
-    folder: Path,
-    *,
-    nodes: int,
-    say: Say,
-    agents: bool,
-    lease_seconds: int,
-    real_count: int,
-    payload_bytes: int,
-    link_rate: float | None,
-) -> Lab:
+def _up(folder: Path, request: _Request, say: Say) -> Lab:
+    """Start the lab's programs in order and describe it in lab.json (`up` stops them on failure)."""
     started = time.monotonic()
+    _clear_stale_state(folder)
+    simulated = node_names(request.nodes)
+    real = real_nodes_module.node_names(request.real_count)
+    names = [*simulated, *real]
+    identities = _Identities.new(names)
+    real_addresses = {name: real_nodes_module.real_node(folder, name).address for name in real}
+    pki = create_pki(
+        folder / "pki", identities.all(), server_addresses=tuple(real_addresses.values())
+    )
+    plane = _start_control_plane(folder, pki, identities.admin, say)
+    reals = (
+        _prepare_for_real_nodes(folder, real, real_addresses, request.payload_bytes, say)
+        if real
+        else None
+    )
+    link_ports = _start_links(plane, names, reals, request.link_rate, say)
+    _start_controllers_and_kwok(plane, identities, request.lease_seconds, say)
+    _register_simulated_nodes(plane, simulated, say)
+    node_kubeconfigs = _write_node_kubeconfigs(plane, identities.nodes, link_ports.api)
+    if reals is not None:
+        _start_real_nodes(
+            plane, reals, node_kubeconfigs, link_ports.pulls, request.lease_seconds, say
+        )
+    _wait_until_ready(plane, names, simulated_count=request.nodes)
+    agents_started: dict[str, StartedAgent] = {}
+    if request.agents:
+        agents_started = _start_node_agents(plane, names, link_ports.api, reals, request.nodes, say)
+    lab_nodes = [
+        _node_entry(folder, name, node_kubeconfigs[name], agents_started.get(name), real)
+        for name in names
+    ]
+    _describe_lab(plane, request.lease_seconds, lab_nodes, reals)
+    say(
+        f"lab ready in {time.monotonic() - started:.1f} s: {request.nodes} node(s), "
+        f"kubeconfig {plane.admin_kubeconfig}"
+    )
+    return Lab.load(folder)
+
+
+def _clear_stale_state(folder: Path) -> None:
+    """Remove what a previous lab in folder left: its store, pids, description, state, links."""
     for stale in ("etcd", "pids", LAB_FILE, STATE_FILE, link.PORTS_FILE, link.REGISTRY_PORTS_FILE):
         path = folder / stale
         if path.is_dir():
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
-    simulated = node_names(nodes)
-    real = real_nodes_module.node_names(real_count)
-    names = [*simulated, *real]
-    admin = new_identity(ADMIN_USER, "system:masters")
-    controller_manager = new_identity("system:kube-controller-manager")
-    scheduler = new_identity("system:kube-scheduler")
-    kwok = new_identity(api.KWOK_USER, "system:masters")
-    node_ids: dict[str, Identity] = {
-        name: new_identity(f"system:node:{name}", "system:nodes") for name in names
-    }
-    real_addresses = {name: real_nodes_module.real_node(folder, name).address for name in real}
-    pki = create_pki(
-        folder / "pki",
-        [admin, controller_manager, scheduler, kwok, *node_ids.values()],
-        server_addresses=tuple(real_addresses.values()),
-    )
-    ports = Ports.allocate()
-    server = f"https://127.0.0.1:{ports.apiserver}"
-    kubeconfigs = folder / "kubeconfigs"
 
-    def kubeconfig(name: str, identity: Identity, url: str = server) -> Path:
-        return write_kubeconfig(
-            kubeconfigs / f"{name}.kubeconfig",
-            server=url,
-            ca_file=pki.ca_cert,
-            user=identity.user,
-            token=identity.token,
+
+@dataclass(frozen=True, slots=True)
+class _Identities:
+    """Who uses the lab's API server: its admin, the control plane, KWOK and each node."""
+
+    admin: Identity
+    controller_manager: Identity
+    scheduler: Identity
+    kwok: Identity
+    nodes: dict[str, Identity]
+
+    @staticmethod
+    def new(names: list[str]) -> _Identities:
+        return _Identities(
+            admin=new_identity(ADMIN_USER, "system:masters"),
+            controller_manager=new_identity("system:kube-controller-manager"),
+            scheduler=new_identity("system:kube-scheduler"),
+            kwok=new_identity(api.KWOK_USER, "system:masters"),
+            nodes={name: new_identity(f"system:node:{name}", "system:nodes") for name in names},
         )
 
-    admin_kubeconfig = kubeconfig("admin", admin)
-    _write_json(
-        folder / STATE_FILE,
-        {"ports": asdict(ports)},
+    def all(self) -> list[Identity]:
+        return [
+            self.admin,
+            self.controller_manager,
+            self.scheduler,
+            self.kwok,
+            *self.nodes.values(),
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _ControlPlane:
+    """The running API server as the lab's other programs reach it, and every component's port."""
+
+    folder: Path
+    ports: Ports
+    pki: PkiPaths
+    admin_kubeconfig: Path
+
+    @property
+    def server(self) -> str:
+        return _server(self.ports)
+
+    def kubeconfig(self, name: str, identity: Identity, url: str | None = None) -> Path:
+        """Write `identity`'s kubeconfig, reaching the API server at url (by default directly)."""
+        return _write_kubeconfig(self.folder, self.pki, name, identity, url or self.server)
+
+
+def _server(ports: Ports) -> str:
+    return f"https://127.0.0.1:{ports.apiserver}"
+
+
+def _write_kubeconfig(folder: Path, pki: PkiPaths, name: str, identity: Identity, url: str) -> Path:
+    return write_kubeconfig(
+        folder / "kubeconfigs" / f"{name}.kubeconfig",
+        server=url,
+        ca_file=pki.ca_cert,
+        user=identity.user,
+        token=identity.token,
     )
+
+
+def _start_control_plane(folder: Path, pki: PkiPaths, admin: Identity, say: Say) -> _ControlPlane:
+    """etcd and the API server on free ports (kept in state.json), then the cut-links policy."""
+    ports = Ports.allocate()
+    plane = _ControlPlane(
+        folder, ports, pki, _write_kubeconfig(folder, pki, "admin", admin, _server(ports))
+    )
+    _write_json(folder / STATE_FILE, {"ports": asdict(ports)})
 
     say(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
     processes.start(folder, "etcd", control_plane.etcd_argv(folder, ports))
@@ -272,7 +375,7 @@ def _up(
         folder, "etcd", lambda: control_plane.etcd_healthy(ports), timeout=30, what="healthy"
     )
 
-    say(f"starting kube-apiserver on {server}")
+    say(f"starting kube-apiserver on {plane.server}")
     processes.start(folder, "kube-apiserver", control_plane.apiserver_argv(folder, ports, pki))
     processes.wait_until(
         folder,
@@ -282,144 +385,33 @@ def _up(
         what="ready",
     )
 
-    asyncio.run(api.install_cut_links_policy(admin_kubeconfig))
+    asyncio.run(api.install_cut_links_policy(plane.admin_kubeconfig))
+    return plane
 
-    registry: images.Registry | None = None
-    workload_images: list[str] = []
-    if real:
-        registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
-    pod_api_port = control_plane.free_port() if real else None
+
+@dataclass(frozen=True, slots=True)
+class _RealNodes:
+    """The lab's real nodes and what they need beside them: their addresses, the registry they
+    pull from and the images it holds, and the port where their pods reach the API server."""
+
+    names: list[str]
+    addresses: dict[str, str]
+    registry: images.Registry
+    workload_images: list[str]
+    pod_api_port: int
+
+
+def _prepare_for_real_nodes(
+    folder: Path, real: list[str], addresses: dict[str, str], payload_bytes: int, say: Say
+) -> _RealNodes:
+    """The registry holding the lab's images, a port for the nodes' pods, each node's folder and
+    address: what real nodes need before the links start."""
+    registry, workload_images = _start_registry(folder, say, payload_bytes=payload_bytes)
+    pod_api_port = control_plane.free_port()
     for name in real:
         # Before the link starts: it listens on these addresses for the nodes' pods.
         real_nodes_module.prepare(folder, real_nodes_module.real_node(folder, name))
-    say(f"starting one network link per node ({len(names)})")
-    link.write_wanted(
-        folder,
-        host="127.0.0.1",
-        port=ports.apiserver,
-        links=dict.fromkeys(names, True),
-        registry=registry.host_and_port if registry else None,
-        pulls=real,
-        rate=link_rate,
-        pod_api=(pod_api_port, real_addresses) if pod_api_port else None,
-    )
-    processes.start(folder, "link", [sys.executable, "-m", "edgerollout_lab.link", str(folder)])
-    processes.wait_until(
-        folder, "link", lambda: (folder / link.PORTS_FILE).exists(), timeout=30, what="listening"
-    )
-    link_ports: dict[str, int] = json.loads((folder / link.PORTS_FILE).read_text())
-    pull_ports: dict[str, int] = json.loads((folder / link.REGISTRY_PORTS_FILE).read_text())
-
-    say("starting kube-controller-manager and kube-scheduler")
-    kcm_kubeconfig = kubeconfig("kube-controller-manager", controller_manager)
-    processes.start(
-        folder,
-        "kube-controller-manager",
-        control_plane.controller_manager_argv(
-            folder,
-            ports,
-            pki,
-            kcm_kubeconfig,
-            node_monitor_grace=node_monitor_grace_seconds(lease_seconds),
-        ),
-    )
-    processes.start(
-        folder,
-        "kube-scheduler",
-        control_plane.scheduler_argv(folder, ports, kubeconfig("kube-scheduler", scheduler)),
-    )
-    kwok_config_path = folder / "kwok.yaml"
-    kwok_config_path.write_text(kwok_config(lease_seconds))
-    say("starting kwok (the nodes' simulated kubelets)")
-    processes.start(
-        folder,
-        "kwok",
-        control_plane.kwok_argv(ports, kubeconfig("kwok", kwok), kwok_config_path),
-    )
-    for name, port, https in (
-        ("kube-controller-manager", ports.controller_manager, True),
-        ("kube-scheduler", ports.scheduler, True),
-        ("kwok", ports.kwok, False),
-    ):
-        processes.wait_until(
-            folder,
-            name,
-            functools.partial(control_plane.component_healthy, port, https=https),
-            timeout=60,
-            what="healthy",
-        )
-
-    say(
-        f"registering {nodes} node(s): {simulated[0]}{' ... ' + simulated[-1] if nodes > 1 else ''}"
-    )
-    asyncio.run(api.create_nodes(admin_kubeconfig, simulated))
-    node_kubeconfigs = {
-        name: kubeconfig(f"node-{name}", node_ids[name], f"https://127.0.0.1:{link_ports[name]}")
-        for name in names
-    }
-    if registry is not None:
-        say(f"starting {len(real)} real node(s) (containerd and a kubelet each): {', '.join(real)}")
-        for name in real:
-            real_nodes_module.start(
-                folder,
-                real_nodes_module.real_node(folder, name),
-                kubeconfig=node_kubeconfigs[name],
-                registry=registry.address,
-                pull_port=pull_ports[name],
-                kubelet_port=control_plane.free_port(),
-                healthz_port=control_plane.free_port(),
-                lease_seconds=lease_seconds,
-                client_ca=pki.ca_cert,
-            )
-    node_timeout = 60 + nodes * 0.2
-    asyncio.run(api.wait_nodes(admin_kubeconfig, names, status="True", timeout=node_timeout))
-    asyncio.run(api.wait_default_service_account(admin_kubeconfig, timeout=60))
-
-    agents_started: dict[str, StartedAgent] = {}
-    if agents:
-        say(f"starting {nodes} agent(s), each behind its node's link")
-        agents_started = start_agents(
-            folder,
-            admin_kubeconfig=admin_kubeconfig,
-            ca_file=pki.ca_cert,
-            link_ports=link_ports,
-            nodes=names,
-            stand_in_image=(registry.reference(images.PAUSE_IMAGE) if registry else STAND_IN_IMAGE),
-        )
-    lab_nodes: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "kubeconfig": str(node_kubeconfigs[name]),
-            "agent_url": agents_started[name].url if name in agents_started else None,
-            "agent_token_file": str(agents_started[name].token_file)
-            if name in agents_started
-            else None,
-        }
-        for name in names
-    ]
-    for entry in lab_nodes:
-        if entry["name"] in real:
-            node = real_nodes_module.real_node(folder, entry["name"])
-            entry.update(real=True, runtime_endpoint=node.runtime_endpoint)
-    described: dict[str, Any] = {
-        "kubeconfig": str(admin_kubeconfig),
-        "server": server,
-        "node_lease_seconds": lease_seconds,
-        "nodes": lab_nodes,
-    }
-    if registry is not None:
-        described.update(
-            registry=registry.address,
-            images=workload_images,
-            toolbox_image=registry.reference(images.TOOLBOX_IMAGE),
-            crashing_image=registry.reference(images.CRASHING_IMAGE),
-            pod_api_port=pod_api_port,
-        )
-    _write_json(folder / LAB_FILE, described)
-    say(
-        f"lab ready in {time.monotonic() - started:.1f} s: {nodes} node(s), kubeconfig {admin_kubeconfig}"
-    )
-    return Lab.load(folder)
+    return _RealNodes(real, addresses, registry, workload_images, pod_api_port)
 
 
 def _start_registry(
@@ -442,6 +434,199 @@ def _start_registry(
     except images.ImageError as error:
         raise LabError(str(error)) from None
     return registry, references
+
+
+@dataclass(frozen=True, slots=True)
+class _LinkPorts:
+    """Where each node's link listens: towards the API server and, for real nodes, the registry."""
+
+    api: dict[str, int]
+    pulls: dict[str, int]
+
+
+def _start_links(
+    plane: _ControlPlane,
+    names: list[str],
+    reals: _RealNodes | None,
+    link_rate: float | None,
+    say: Say,
+) -> _LinkPorts:
+    folder = plane.folder
+    say(f"starting one network link per node ({len(names)})")
+    link.write_wanted(
+        folder,
+        host="127.0.0.1",
+        port=plane.ports.apiserver,
+        links=dict.fromkeys(names, True),
+        registry=reals.registry.host_and_port if reals else None,
+        pulls=reals.names if reals else [],
+        rate=link_rate,
+        pod_api=(reals.pod_api_port, reals.addresses) if reals else None,
+    )
+    processes.start(folder, "link", [sys.executable, "-m", "edgerollout_lab.link", str(folder)])
+    processes.wait_until(
+        folder, "link", lambda: (folder / link.PORTS_FILE).exists(), timeout=30, what="listening"
+    )
+    return _LinkPorts(
+        api=json.loads((folder / link.PORTS_FILE).read_text()),
+        pulls=json.loads((folder / link.REGISTRY_PORTS_FILE).read_text()),
+    )
+
+
+def _start_controllers_and_kwok(
+    plane: _ControlPlane, identities: _Identities, lease_seconds: int, say: Say
+) -> None:
+    """kube-controller-manager, kube-scheduler and KWOK, each waited for until healthy."""
+    folder, ports = plane.folder, plane.ports
+    say("starting kube-controller-manager and kube-scheduler")
+    kcm_kubeconfig = plane.kubeconfig("kube-controller-manager", identities.controller_manager)
+    processes.start(
+        folder,
+        "kube-controller-manager",
+        control_plane.controller_manager_argv(
+            folder,
+            ports,
+            plane.pki,
+            kcm_kubeconfig,
+            node_monitor_grace=node_monitor_grace_seconds(lease_seconds),
+        ),
+    )
+    processes.start(
+        folder,
+        "kube-scheduler",
+        control_plane.scheduler_argv(
+            folder, ports, plane.kubeconfig("kube-scheduler", identities.scheduler)
+        ),
+    )
+    kwok_config_path = folder / "kwok.yaml"
+    kwok_config_path.write_text(kwok_config(lease_seconds))
+    say("starting kwok (the nodes' simulated kubelets)")
+    processes.start(
+        folder,
+        "kwok",
+        control_plane.kwok_argv(ports, plane.kubeconfig("kwok", identities.kwok), kwok_config_path),
+    )
+    for name, port, https in (
+        ("kube-controller-manager", ports.controller_manager, True),
+        ("kube-scheduler", ports.scheduler, True),
+        ("kwok", ports.kwok, False),
+    ):
+        processes.wait_until(
+            folder,
+            name,
+            functools.partial(control_plane.component_healthy, port, https=https),
+            timeout=60,
+            what="healthy",
+        )
+
+
+def _register_simulated_nodes(plane: _ControlPlane, simulated: list[str], say: Say) -> None:
+    nodes = len(simulated)
+    say(
+        f"registering {nodes} node(s): {simulated[0]}{' ... ' + simulated[-1] if nodes > 1 else ''}"
+    )
+    asyncio.run(api.create_nodes(plane.admin_kubeconfig, simulated))
+
+
+def _write_node_kubeconfigs(
+    plane: _ControlPlane, identities: dict[str, Identity], link_ports: dict[str, int]
+) -> dict[str, Path]:
+    """Each node's kubeconfig, reaching the API server through the node's link."""
+    return {
+        name: plane.kubeconfig(f"node-{name}", identity, f"https://127.0.0.1:{link_ports[name]}")
+        for name, identity in identities.items()
+    }
+
+
+def _start_real_nodes(
+    plane: _ControlPlane,
+    reals: _RealNodes,
+    node_kubeconfigs: dict[str, Path],
+    pull_ports: dict[str, int],
+    lease_seconds: int,
+    say: Say,
+) -> None:
+    real = reals.names
+    say(f"starting {len(real)} real node(s) (containerd and a kubelet each): {', '.join(real)}")
+    for name in real:
+        real_nodes_module.start(
+            plane.folder,
+            real_nodes_module.real_node(plane.folder, name),
+            kubeconfig=node_kubeconfigs[name],
+            registry=reals.registry.address,
+            pull_port=pull_ports[name],
+            kubelet_port=control_plane.free_port(),
+            healthz_port=control_plane.free_port(),
+            lease_seconds=lease_seconds,
+            client_ca=plane.pki.ca_cert,
+        )
+
+
+def _wait_until_ready(plane: _ControlPlane, names: list[str], *, simulated_count: int) -> None:
+    """Every node Ready, and the default service account made (pods need it)."""
+    node_timeout = 60 + simulated_count * 0.2
+    asyncio.run(api.wait_nodes(plane.admin_kubeconfig, names, status="True", timeout=node_timeout))
+    asyncio.run(api.wait_default_service_account(plane.admin_kubeconfig, timeout=60))
+
+
+def _start_node_agents(
+    plane: _ControlPlane,
+    names: list[str],
+    link_ports: dict[str, int],
+    reals: _RealNodes | None,
+    count: int,
+    say: Say,
+) -> dict[str, StartedAgent]:
+    say(f"starting {count} agent(s), each behind its node's link")
+    return start_agents(
+        plane.folder,
+        admin_kubeconfig=plane.admin_kubeconfig,
+        ca_file=plane.pki.ca_cert,
+        link_ports=link_ports,
+        nodes=names,
+        stand_in_image=(reals.registry.reference(images.PAUSE_IMAGE) if reals else STAND_IN_IMAGE),
+    )
+
+
+def _node_entry(
+    folder: Path, name: str, kubeconfig: Path, agent: StartedAgent | None, real: list[str]
+) -> dict[str, Any]:
+    """A node as lab.json describes it."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "kubeconfig": str(kubeconfig),
+        "agent_url": agent.url if agent is not None else None,
+        "agent_token_file": str(agent.token_file) if agent is not None else None,
+    }
+    if name in real:
+        node = real_nodes_module.real_node(folder, name)
+        entry.update(real=True, runtime_endpoint=node.runtime_endpoint)
+    return entry
+
+
+def _describe_lab(
+    plane: _ControlPlane,
+    lease_seconds: int,
+    lab_nodes: list[dict[str, Any]],
+    reals: _RealNodes | None,
+) -> None:
+    """Write lab.json, what tests and tools rely on (see `Lab`)."""
+    described: dict[str, Any] = {
+        "kubeconfig": str(plane.admin_kubeconfig),
+        "server": plane.server,
+        "node_lease_seconds": lease_seconds,
+        "nodes": lab_nodes,
+    }
+    if reals is not None:
+        registry = reals.registry
+        described.update(
+            registry=registry.address,
+            images=reals.workload_images,
+            toolbox_image=registry.reference(images.TOOLBOX_IMAGE),
+            crashing_image=registry.reference(images.CRASHING_IMAGE),
+            pod_api_port=reals.pod_api_port,
+        )
+    _write_json(plane.folder / LAB_FILE, described)
 
 
 def down(folder: Path, *, say: Say) -> list[str]:

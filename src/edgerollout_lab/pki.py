@@ -43,6 +43,20 @@ class PkiPaths:
     kubelet_client_cert: Path
     kubelet_client_key: Path
 
+    @staticmethod
+    def in_folder(folder: Path) -> PkiPaths:
+        """Where `create_pki` writes each file in folder."""
+        return PkiPaths(
+            ca_cert=folder / "ca.crt",
+            serving_cert=folder / "apiserver.crt",
+            serving_key=folder / "apiserver.key",
+            sa_public=folder / "sa.pub",
+            sa_private=folder / "sa.key",
+            tokens=folder / "tokens.csv",
+            kubelet_client_cert=folder / "kubelet-client.crt",
+            kubelet_client_key=folder / "kubelet-client.key",
+        )
+
 
 def write_private(path: Path, data: bytes) -> None:
     """Write a secret readable by its owner only, from the first byte on."""
@@ -102,9 +116,38 @@ def create_pki(
     (real nodes' addresses, where their pods reach it through the node's link)."""
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
-    valid_from = now - datetime.timedelta(hours=1)
-    valid_to = now + datetime.timedelta(days=365)
+    valid = (now - datetime.timedelta(hours=1), now + datetime.timedelta(days=365))
+    ca_cert, ca_key = _new_ca(valid)
+    issue = functools.partial(_issue, ca_cert=ca_cert, ca_key=ca_key, valid=valid)
+    serving_cert, serving_key = issue(
+        "kube-apiserver", x509.OID_SERVER_AUTH, names=_serving_names(server_addresses)
+    )
+    kubelet_client_cert, kubelet_client_key = issue(
+        "kube-apiserver-kubelet-client", x509.OID_CLIENT_AUTH
+    )
 
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    paths = PkiPaths.in_folder(folder)
+    _write_certificate(paths.ca_cert, ca_cert)
+    _write_certificate(paths.serving_cert, serving_cert)
+    _write_key(paths.serving_key, serving_key)
+    _write_certificate(paths.kubelet_client_cert, kubelet_client_cert)
+    _write_key(paths.kubelet_client_key, kubelet_client_key)
+    paths.sa_public.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    _write_key(paths.sa_private, sa_key)
+    _write_tokens(paths.tokens, identities)
+    return paths
+
+
+def _new_ca(
+    valid: tuple[datetime.datetime, datetime.datetime],
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """The lab's CA: a new key and its self-signed certificate, signing certificates only."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
         x509.CertificateBuilder()
@@ -112,8 +155,8 @@ def create_pki(
         .issuer_name(_name("edgerollout-lab-ca"))
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_to)
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -131,8 +174,13 @@ def create_pki(
         )
         .sign(ca_key, hashes.SHA256())
     )
+    return ca_cert, ca_key
 
-    names: list[x509.GeneralName] = [
+
+def _serving_names(server_addresses: tuple[str, ...]) -> list[x509.GeneralName]:
+    """The names the API server is reached by: loopback, the `kubernetes` Service, and
+    `server_addresses`."""
+    return [
         x509.DNSName("localhost"),
         x509.DNSName("kubernetes"),
         x509.DNSName("kubernetes.default"),
@@ -142,43 +190,19 @@ def create_pki(
         x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
         *(x509.IPAddress(ipaddress.ip_address(address)) for address in server_addresses),
     ]
-    issue = functools.partial(_issue, ca_cert=ca_cert, ca_key=ca_key, valid=(valid_from, valid_to))
-    serving_cert, serving_key = issue("kube-apiserver", x509.OID_SERVER_AUTH, names=names)
-    kubelet_client_cert, kubelet_client_key = issue(
-        "kube-apiserver-kubelet-client", x509.OID_CLIENT_AUTH
-    )
 
-    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
-    paths = PkiPaths(
-        ca_cert=folder / "ca.crt",
-        serving_cert=folder / "apiserver.crt",
-        serving_key=folder / "apiserver.key",
-        sa_public=folder / "sa.pub",
-        sa_private=folder / "sa.key",
-        tokens=folder / "tokens.csv",
-        kubelet_client_cert=folder / "kubelet-client.crt",
-        kubelet_client_key=folder / "kubelet-client.key",
-    )
-    paths.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    paths.serving_cert.write_bytes(serving_cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(paths.serving_key, serving_key)
-    paths.kubelet_client_cert.write_bytes(
-        kubelet_client_cert.public_bytes(serialization.Encoding.PEM)
-    )
-    _write_key(paths.kubelet_client_key, kubelet_client_key)
-    paths.sa_public.write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
-    _write_key(paths.sa_private, sa_key)
+def _write_certificate(path: Path, certificate: x509.Certificate) -> None:
+    path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+
+
+def _write_tokens(path: Path, identities: list[Identity]) -> None:
+    """The API server's static token file: one line per identity, readable by its owner only."""
     lines = []
     for index, identity in enumerate(identities):
         groups = ",".join(identity.groups)
         lines.append(f'{identity.token},{identity.user},uid-{index},"{groups}"')
-    write_private(paths.tokens, ("\n".join(lines) + "\n").encode())
-    return paths
+    write_private(path, ("\n".join(lines) + "\n").encode())
 
 
 def new_identity(user: str, *groups: str) -> Identity:

@@ -187,8 +187,17 @@ def _make_cgroups(node: RealNode) -> None:
 
 
 def _containerd_config(node: RealNode, registry: str, pull_port: int) -> Path:
-    base = node.folder / "containerd"
-    hosts = base / "certs.d" / registry
+    """Write the node's registry hosts, CNI configuration and containerd config; returns the last."""
+    _write_registry_hosts(node, registry, pull_port)
+    _write_cni_config(node)
+    config = node.folder / "containerd" / "config.toml"
+    config.write_text(_containerd_toml(node, registry))
+    return config
+
+
+def _write_registry_hosts(node: RealNode, registry: str, pull_port: int) -> None:
+    """containerd's hosts for the lab's registry: pulls go through the node's link."""
+    hosts = node.folder / "containerd" / "certs.d" / registry
     hosts.mkdir(parents=True, exist_ok=True)
     # Images are named after the registry; this node reaches it through its link.
     through_link = f"http://127.0.0.1:{pull_port}"
@@ -196,6 +205,10 @@ def _containerd_config(node: RealNode, registry: str, pull_port: int) -> Path:
         f'server = "{through_link}"\n\n'
         f'[host."{through_link}"]\n  capabilities = ["pull", "resolve"]\n'
     )
+
+
+def _write_cni_config(node: RealNode) -> None:
+    """A bridge with host-local addresses for the node's pods (see the module's description)."""
     cni = node.folder / "cni"
     (cni / "net.d").mkdir(parents=True, exist_ok=True)
     conflist = {
@@ -218,10 +231,14 @@ def _containerd_config(node: RealNode, registry: str, pull_port: int) -> Path:
         ],
     }
     (cni / "net.d" / "10-lab.conflist").write_text(json.dumps(conflist, indent=2))
+
+
+def _containerd_toml(node: RealNode, registry: str) -> str:
+    """containerd's config.toml: its root, state, socket, runc root and CNI in the node's folder."""
+    base = node.folder / "containerd"
+    cni = node.folder / "cni"
     cri = 'plugins."io.containerd.grpc.v1.cri"'
-    config = base / "config.toml"
-    config.write_text(
-        f"""version = 2
+    return f"""version = 2
 root = "{base / "root"}"
 state = "{base / "state"}"
 [grpc]
@@ -252,8 +269,6 @@ state = "{base / "state"}"
   [{cri}.registry]
     config_path = "{base / "certs.d"}"
 """
-    )
-    return config
 
 
 def _kubelet_config(
