@@ -110,7 +110,7 @@ async def running(
     """The controller `which`, started and ready (edgerollout scoped to the namespace; the peer
     watches them all); stopped when the block ends, and it must exit 0."""
     if which == EDGEROLLOUT:
-        async with controller_for(lab.kubeconfig, namespace, log, request):
+        async with controller_for(lab, namespace, log, request):
             yield
         return
     handle = await start_yurt_manager(lab)

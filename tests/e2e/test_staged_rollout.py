@@ -432,7 +432,7 @@ async def test_plan_names_the_pods_the_controller_then_deletes_first(
 
         async with (
             watching(kube, namespace) as watcher,
-            controller_for(lab.kubeconfig, namespace, tmp_path / "controller.log", request),
+            controller_for(lab, namespace, tmp_path / "controller.log", request),
         ):
 
             async def two_deleted() -> list[Any] | None:

@@ -1,8 +1,7 @@
 """What the agent's end-to-end tests share: a client for the agents, cluster snapshots.
 
-The session's labs run without agents, so these tests run on a lab of their own with one agent per
-node (the conftest's `agents_lab`, one per test module), and talk to each agent over HTTP as a
-process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
+These tests run on the session's lab with an agent on every node (`@pytest.mark.lab(agents=True)`),
+and talk to each agent over HTTP as a process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
 test made: a refusal must leave every UID, resourceVersion and deletion timestamp exactly as it was.
 """
 

@@ -174,14 +174,61 @@ def condition(pod: client.V1Pod, kind: str) -> PodCondition | None:
     return views.pod_condition(served(pod), kind)
 
 
+@dataclass(frozen=True, order=True)
+class Shape:
+    """What a lab is made of: `nodes` simulated nodes, `real_nodes` real ones (a kubelet and
+    containerd each) beside them, and edgerollout's agent on every node or on none."""
+
+    nodes: int = 4
+    real_nodes: int = 0
+    agents: bool = False
+
+    @property
+    def name(self) -> str:
+        """A folder name telling the shape, as `lab-3-agents`."""
+        real = f"-real-{self.real_nodes}" if self.real_nodes else ""
+        return f"lab-{self.nodes}{real}{'-agents' if self.agents else ''}"
+
+    def up(self, folder: Path) -> Lab:
+        return cluster.up(
+            folder,
+            nodes=self.nodes,
+            say=lambda _: None,
+            agents=self.agents,
+            real_nodes=self.real_nodes,
+        )
+
+
+class SessionLabs:
+    """The session's labs, one running at a time (two cores; real nodes claim the machine): the
+    lab of the shape last asked for, replaced only when a test asks for another shape."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current: Lab | None = None
+        self.shape: Shape | None = None
+
+    def get(self, shape: Shape) -> Lab:
+        if self.current is not None and self.shape == shape:
+            return self.current
+        self.close()
+        self.current, self.shape = shape.up(self.root / shape.name), shape
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            cluster.down(self.current.folder, say=lambda _: None)
+            self.current, self.shape = None, None
+
+
 @contextlib.contextmanager
 def lab_of_its_own(
     folder: Path, *, nodes: int, agents: bool = False, real_nodes: int = 0
 ) -> Iterator[Lab]:
-    """A lab apart from the session's (for a module's tests); stopped when the block ends,
-    whatever happened. With `agents`, every node runs edgerollout's agent; `real_nodes` adds
+    """A lab apart from the session's, for tests that change it for good; stopped when the block
+    ends, whatever happened. With `agents`, every node runs edgerollout's agent; `real_nodes` adds
     real nodes (a kubelet and containerd each) beside the simulated ones."""
-    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=agents, real_nodes=real_nodes)
+    lab = Shape(nodes=nodes, real_nodes=real_nodes, agents=agents).up(folder)
     try:
         yield lab
     finally:
