@@ -37,9 +37,10 @@ from tests.e2e.support.agents import (
     OTA,
     Answer,
     agent_of,
+    assert_refused,
     bare_pod,
     listed_condition,
-    refusal,
+    refused_with,
     running,
     running_on_every_node,
     snapshot,
@@ -133,13 +134,6 @@ async def replaced_by_new_version(
         probe, timeout=45, what=f"{node}'s new nginx:1.19.5 pod with PodNeedUpgrade=False"
     )
     return found
-
-
-def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None:
-    assert (answer.status, refusal(answer)) == (
-        code,
-        {"code": code, "reason": reason, "message": message},
-    )
 
 
 # --- seed 001 §3 ------------------------------------------------------------------------------
@@ -510,10 +504,8 @@ async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_
         (namespace, f"{pod}-", f"pod name '{pod}-' is not a DNS-1123 subdomain"),
     ):
         for ask in (edge2.upgrade, edge2.imagepull):
-            answer = await ask(target_namespace, name)
-            body = refusal(answer)
-            assert (answer.status, body["reason"]) == (400, "InvalidName")
-            assert body["message"].startswith(wrong)
+            message = refused_with(await ask(target_namespace, name), 400, "InvalidName")
+            assert message.startswith(wrong)
     for action in ("upgrade", "imagepull"):
         assert_refused(
             await edge2.request("POST", f"{route}/{action}", data=b"x" * (64 * 1024 + 1)),
@@ -618,10 +610,9 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     unreachable = "the API server cannot be reached from node edge-2 ("
     for ask in (edge2.upgrade, edge2.imagepull):
         answer = await ask(namespace, pod)
-        body = refusal(answer)
-        assert (answer.status, body["reason"]) == (503, "CloudUnreachable")
-        assert body["message"].startswith(unreachable)
-        assert body["message"].endswith("); nothing was changed, try again once the link is back")
+        message = refused_with(answer, 503, "CloudUnreachable")
+        assert message.startswith(unreachable)
+        assert message.endswith("); nothing was changed, try again once the link is back")
         assert answer.seconds < 2
     kept = await kube.core.read_namespaced_pod(pod, namespace)
     assert kept.metadata.uid == uid
@@ -652,16 +643,8 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
 # --- the guards: the token, browsers, node scoping (design §8.3) -----------------------------
 
 POLICY = AGENT_OWN_NODE_POLICY
-FORBIDDEN = {
-    "code": 403,
-    "reason": "Forbidden",
-    "message": "this request is not served; the agent's log says why",
-}
-UNAUTHORIZED = {
-    "code": 401,
-    "reason": "Unauthorized",
-    "message": "a valid bearer token is required (Authorization header)",
-}
+FORBIDDEN = (403, "Forbidden", "this request is not served; the agent's log says why")
+UNAUTHORIZED = (401, "Unauthorized", "a valid bearer token is required (Authorization header)")
 
 
 async def test_requests_without_the_token_or_from_a_browser_are_refused_and_change_nothing(
@@ -676,13 +659,13 @@ async def test_requests_without_the_token_or_from_a_browser_are_refused_and_chan
 
     for ask in (anonymous.upgrade, anonymous.imagepull):
         answer = await ask(namespace, pod)
-        assert (answer.status, refusal(answer)) == (401, UNAUTHORIZED)
+        assert_refused(answer, *UNAUTHORIZED)
     for headers in ({"Origin": "http://example.com"}, {"Host": "attacker.example"}):
         for ask in (edge2.upgrade, edge2.imagepull):
             answer = await ask(namespace, pod, headers=headers)
-            assert (answer.status, refusal(answer)) == (403, FORBIDDEN)
+            assert_refused(answer, *FORBIDDEN)
         listed = await edge2.request("GET", "/pods", headers=headers)
-        assert (listed.status, refusal(listed)) == (403, FORBIDDEN)
+        assert_refused(listed, *FORBIDDEN)
 
     await asyncio.sleep(1)
     assert await snapshot(kube, namespace) == state
@@ -733,11 +716,10 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
         # The lab's agents re-check every 2 s; the binding's removal takes a moment to reach
         # the API server's admission.
         assert time.monotonic() - removed < 15
-        assert refusal(ready)["reason"] == "NodeScopingNotEnforced"
+        refused_with(ready, 503, "NodeScopingNotEnforced")
         for ask in (edge2.upgrade, edge2.imagepull):
-            answer = await ask(namespace, pod)
-            assert (answer.status, refusal(answer)["reason"]) == (503, "NodeScopingNotEnforced")
-            assert refusal(answer)["message"] == (
+            message = refused_with(await ask(namespace, pod), 503, "NodeScopingNotEnforced")
+            assert message == (
                 "the API server is not proven to confine this agent to its node, so it changes "
                 "nothing: the API server accepted a status patch that the admission policy "
                 f"{POLICY} must deny: the policy or its binding is missing"

@@ -126,13 +126,19 @@ def listed_condition(pod: JSON, kind: str) -> PodCondition | None:
     return pod_condition(pod, kind)
 
 
-def refusal(answer: Answer) -> JSON:
-    """The refusal body, checked to be exactly {code, reason, message} with the answer's code."""
+def refused_with(answer: Answer, code: int, reason: str) -> str:
+    """Check that the answer is a refusal with this code and reason, its body exactly
+    {code, reason, message} (JSON, the code that of the answer); its message."""
     assert answer.content_type == "application/json", answer
     body: JSON = answer.json()
     assert sorted(body) == ["code", "message", "reason"], body
-    assert body["code"] == answer.status, body
-    return body
+    assert (answer.status, body["code"], body["reason"]) == (code, code, reason), body
+    return str(body["message"])
+
+
+def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None:
+    """The answer is exactly this refusal: code, reason and the whole message."""
+    assert refused_with(answer, code, reason) == message
 
 
 PodState = tuple[str, str, Any, str | None]
