@@ -633,8 +633,7 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     assert mine == served == [uid]
     assert late.cache_age >= early.cache_age + 2.5
 
-    await kube.connect("edge-2")
-    await kube.wait_node_ready("edge-2", "True", timeout=30)
+    await kube.reconnect("edge-2")
     answer = await edge2.upgrade(namespace, pod)
     assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
     await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)

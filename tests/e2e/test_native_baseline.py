@@ -43,9 +43,7 @@ async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
     kube: LabHandle, namespace: str
 ) -> None:
     before = await seed_daemonset(kube, namespace, strategy=ROLLING, nodes=NODES)
-    await kube.disconnect("edge-3", "edge-4")
-    for node in ("edge-3", "edge-4"):
-        await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-3", "edge-4")
 
     await set_image(kube, namespace, NAME, NEW)
 
@@ -90,8 +88,7 @@ async def test_on_delete_pod_is_replaced_on_ready_node_but_stays_terminating_on_
     kube: LabHandle, namespace: str
 ) -> None:
     before = await seed_daemonset(kube, namespace, nodes=NODES)
-    await kube.disconnect("edge-2")
-    await kube.wait_node_ready("edge-2", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-2")
     await set_image(kube, namespace, NAME, NEW)
 
     pods = by_node(await kube.pods(namespace, SELECTOR))

@@ -27,7 +27,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from edgerollout.kube.recorder import COMPONENT as EDGEROLLOUT_COMPONENT
 from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS, audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from edgerollout_lab.openyurt import (
     CONTROLLER_NAME,
@@ -212,9 +212,7 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
         # The seed's manifest: `auto`, no max-unavailable (10 % of 4 nodes: 1 at a time).
         before = await seed_daemonset(kube, namespace, annotations={STRATEGY: "auto"}, nodes=NODES)
         old_names = await pod_names(kube, namespace)
-        await kube.disconnect(*cut)
-        for node in cut:
-            await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off(*cut)
         changed_at = time.monotonic()
         await set_image(kube, namespace, NAME, NEW)
         await running_on(kube, namespace, NEW, connected)
@@ -232,9 +230,7 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
         # The lab's `connect` returns once the nodes' Leases are renewed and their pods touched:
         # both are then Ready again, and nothing of the DaemonSet has changed.
         restored_at = time.monotonic()
-        await kube.connect(*cut)
-        for node in cut:
-            await kube.wait_node_ready(node, "True", timeout=30)
+        await kube.reconnect(*cut)
         after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
         record("seed-auto", which, "links restored -> both upgraded", restored_at)
 
@@ -304,8 +300,7 @@ async def test_a_deleted_node_and_its_orphan_pod(
         async with running(which, kube.lab, namespace, tmp_path / "controller.log", request):
             before = await seed_daemonset(kube, namespace, annotations=advanced("1"), nodes=NODES)
             old_names = await pod_names(kube, namespace)
-            await kube.disconnect(gone)
-            await kube.wait_node_ready(gone, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+            await kube.cut_off(gone)
             await kube.core.delete_node(gone)
 
             async def node_deleted() -> bool:
@@ -598,8 +593,7 @@ async def test_ota_condition_fields_and_the_pods_that_carry_them(
 
         await wait_for(all_false, timeout=30, what=f"{NEED_UPGRADE}=False on every pod")
         # A pod deleted on a cut node stays Terminating: no kubelet confirms.
-        await kube.disconnect(cut)
-        await kube.wait_node_ready(cut, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off(cut)
         await kube.core.delete_namespaced_pod(
             by_node(await kube.pods(namespace, SELECTOR))[cut][0].metadata.name, namespace
         )

@@ -21,7 +21,7 @@ import pytest
 from edgerollout.domain.model import PodCondition
 from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS, audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.openyurt import (
     SERVICE_ACCOUNT,
     SERVICE_ACCOUNT_NAMESPACE,
@@ -97,8 +97,7 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     }
     before = await seed_daemonset(kube, namespace, annotations=annotations, nodes=NODES)
     old_names = await pod_names(kube, namespace)
-    await kube.disconnect(CUT)
-    await kube.wait_node_ready(CUT, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off(CUT)
     watcher = UnavailabilityWatcher(kube.core, namespace, selector=SELECTOR, nodes=READY_NODES)
     await watcher.start()
     try:
@@ -127,8 +126,7 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     # The peer reconciles on DaemonSet updates only, not on Node or Pod events; what wakes it is
     # the native controller's status write once the returning node's pod is Ready again.
     restored_at = time.monotonic()
-    await kube.connect(CUT)
-    await kube.wait_node_ready(CUT, "True", timeout=30)
+    await kube.reconnect(CUT)
     after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
     print(f"{CUT} upgraded {time.monotonic() - restored_at:.1f} s after its link was restored")
 

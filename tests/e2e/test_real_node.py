@@ -267,14 +267,12 @@ async def test_a_cut_real_node_goes_not_ready_and_its_container_keeps_running(
     pod = await _ready_pod(kube, namespace, "web")
     (container,) = _on_real(lab, image)
 
-    await kube.disconnect(REAL)
-    await kube.wait_node_ready(REAL, "Unknown", timeout=30)
+    await kube.cut_off(REAL)
 
     assert container in running_containers(lab)
     assert served_version(pod.status.pod_ip) == "1.19.6\n"
 
-    await kube.connect(REAL)
-    await kube.wait_node_ready(REAL, "True", timeout=30)
+    await kube.reconnect(REAL)
     assert container in running_containers(lab)
     kept = await kube.core.read_namespaced_pod(pod.metadata.name, namespace)
     assert kept.metadata.uid == pod.metadata.uid
@@ -378,8 +376,7 @@ async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgr
     before = await running_everywhere(kube, namespace, old, NODES)
     (kept,) = _on_real(lab, old)
 
-    await kube.disconnect(REAL)
-    await kube.wait_node_ready(REAL, "Unknown", timeout=30)
+    await kube.cut_off(REAL)
     await set_image(kube, namespace, NAME, new)
 
     async def edge1_updated() -> bool:
@@ -424,8 +421,7 @@ async def test_native_rolling_update_stalls_on_a_cut_real_node_until_its_kubelet
     before = await running_everywhere(kube, namespace, old, NODES)
     (kept,) = _on_real(lab, old)
 
-    await kube.disconnect(REAL)
-    await kube.wait_node_ready(REAL, "Unknown", timeout=30)
+    await kube.cut_off(REAL)
     await set_image(kube, namespace, NAME, new)
 
     async def terminating_but_running() -> bool:

@@ -45,7 +45,6 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 from edgerollout_lab.cluster import Lab, node_names
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from tests.e2e.support import cli
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
@@ -343,8 +342,7 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
     annotations = advanced_rolling_update("2", **{WAVES_ANNOTATION: "pool-a, pool-b, *"})
     async with node_labels(kube, {node: {NODEPOOL_LABEL: pool} for node, pool in pools.items()}):
         before = await seed_six(kube, namespace, annotations)
-        await kube.disconnect("edge-3")
-        await kube.wait_node_ready("edge-3", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off("edge-3")
 
         async with watching(kube, namespace) as watcher:
             await set_image(kube, namespace, NAME, NEW)
@@ -380,8 +378,7 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
         assert stamps == sorted(stamps)
         assert await deleted_on(kube, namespace) == sorted(others)
 
-        await kube.connect("edge-3")
-        await kube.wait_node_ready("edge-3", "True", timeout=30)
+        await kube.reconnect("edge-3")
         final = await running_everywhere(kube, namespace, NEW, SIX, timeout=30)
     assert {node: final[node] for node in others} == {node: after[node] for node in others}
     assert final["edge-3"] != before["edge-3"]
@@ -606,8 +603,7 @@ async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_b
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     before = await seed_six(kube, namespace, advanced_rolling_update("2"))
-    await kube.disconnect("edge-6")
-    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-6")
     await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
 
     async def two_broken() -> dict[str, Any] | None:
@@ -655,8 +651,7 @@ async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_f
 ) -> None:
     annotations = advanced_rolling_update("2", **{MAX_FAILED_ANNOTATION: "1"})
     before = await seed_six(kube, namespace, annotations)
-    await kube.disconnect("edge-6")
-    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-6")
     await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
 
     async def failed() -> list[Any] | None:

@@ -100,8 +100,7 @@ async def test_agent_cut_off_mid_upgrade_tells_the_truth_and_upgrades_once_back(
                 assert NOTHING_CHANGED in message, message
                 assert not gone, f"attempt {attempt}: 'nothing was changed' but {uid} is going"
         outcomes[kind] = outcomes.get(kind, 0) + 1
-        await kube.connect(NODE)
-        await kube.wait_node_ready(NODE, "True", timeout=60)
+        await kube.reconnect(NODE, timeout=60)
         if not gone:
             retry = await edge2.upgrade(namespace, pod.metadata.name)
             assert retry.status in (200, 409), retry.text

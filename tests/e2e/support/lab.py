@@ -88,6 +88,21 @@ class LabHandle:
     async def connect(self, *nodes: str) -> None:
         await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
 
+    async def cut_off(self, *nodes: str, timeout: float | None = None) -> None:
+        """Cut the nodes' links and wait until each is marked Ready=Unknown, its Lease expired
+        (by default up to 20 s past the lab's grace period, for each)."""
+        await self.disconnect(*nodes)
+        for name in nodes:
+            await self.wait_node_ready(
+                name, "Unknown", timeout=timeout or self.lab.node_monitor_grace_seconds + 20
+            )
+
+    async def reconnect(self, *nodes: str, timeout: float = 30) -> None:
+        """Restore the nodes' links and wait until each is Ready again."""
+        await self.connect(*nodes)
+        for name in nodes:
+            await self.wait_node_ready(name, "True", timeout=timeout)
+
     async def node_ready(self, name: str) -> str:
         """The status of the node's Ready condition: "True", "False" or "Unknown" (also if none)."""
         node = await self.core.read_node(name)
@@ -111,8 +126,7 @@ async def restore_node(kube: LabHandle, name: str) -> None:
     except ApiException as error:
         if error.status != 409:  # 409 Conflict: it was never deleted
             raise
-    await kube.connect(name)
-    await kube.wait_node_ready(name, "True", timeout=60)
+    await kube.reconnect(name, timeout=60)
 
 
 def pod_ready(pod: client.V1Pod) -> bool:
@@ -250,9 +264,7 @@ async def lab_handle(lab: Lab) -> AsyncIterator[LabHandle]:
             _, _, wanted = link.read_wanted(lab.folder)
             cut = sorted(name for name, up in wanted.items() if not up)
             if cut:
-                await handle.connect(*cut)
-            for name in cut:
-                await handle.wait_node_ready(name, "True", timeout=30)
+                await handle.reconnect(*cut)
 
 
 @contextlib.asynccontextmanager
