@@ -67,6 +67,7 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
     seed_daemonset,
 )
@@ -101,12 +102,7 @@ async def new_version_marked(kube: LabHandle, namespace: str, image: str = NEW) 
         lambda: all_marked(kube, namespace, "False", first), timeout=30, what="PodNeedUpgrade=False"
     )
     await set_image(kube, namespace, NAME, image)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(kube, namespace)
-        return revision if revision != first else None
-
-    second = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    second = await revision_after(kube, namespace, first)
     await wait_for(
         lambda: all_marked(kube, namespace, "True", second), timeout=30, what="PodNeedUpgrade=True"
     )

@@ -29,6 +29,7 @@ from tests.e2e.support.seed import (
     OLD,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
     seed_daemonset,
 )
@@ -132,12 +133,7 @@ async def test_ota_marks_every_pod_and_deletes_nothing(
     }
 
     await set_image(kube, namespace, NAME, NEW)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(kube, namespace)
-        return revision if revision != first_hash else None
-
-    second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    second_hash = await revision_after(kube, namespace, first_hash)
     await wait_for(
         lambda: all_marked("True", second_hash), timeout=15, what="PodNeedUpgrade=True on all"
     )

@@ -67,6 +67,7 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
@@ -400,12 +401,7 @@ async def test_plan_names_the_pods_the_controller_then_deletes_first(
         before = await seed_six(kube, namespace, annotations)
         first_hash = await newest_revision_hash(kube, namespace)
         await set_image(kube, namespace, NAME, NEW)
-
-        async def new_hash() -> str | None:
-            revision = await newest_revision_hash(kube, namespace)
-            return revision if revision != first_hash else None
-
-        second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+        second_hash = await revision_after(kube, namespace, first_hash)
 
         planned = await edgerollout(kube, "plan", NAME, "-n", namespace, "-o", "json")
         assert planned.returncode == 0, planned.stderr
@@ -502,12 +498,7 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
     before = await seed_six(kube, namespace, annotations)
     first_hash = await newest_revision_hash(kube, namespace)
     await set_image(kube, namespace, NAME, NEW)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(kube, namespace)
-        return revision if revision != first_hash else None
-
-    second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    second_hash = await revision_after(kube, namespace, first_hash)
     wanted = {
         node: ("False", HELD_BY_PARTITION) if node in ("edge-5", "edge-6") else ("True", None)
         for node in SIX
