@@ -518,15 +518,13 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
         surplus = await second_pod_on(kube, namespace, doubled)
         doubled_pods = sorted([old_names[doubled], surplus])
         offset = audit_log_path(kube.lab.folder).stat().st_size
-        watcher = UnavailabilityWatcher(
+        async with UnavailabilityWatcher(
             kube.core,
             namespace,
             selector=SELECTOR,
             nodes=NODES,
             min_ready_seconds=MIN_READY_SECONDS,
-        )
-        await watcher.start()
-        try:
+        ) as watcher:
             changed_at = time.monotonic()
             await set_image(kube, namespace, NAME, NEW)
             await running_on(kube, namespace, NEW, others, timeout=90)
@@ -539,8 +537,6 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
                 )
 
             await hold_for(doubled_node_untouched, seconds=5, what=f"{doubled}'s two pods kept")
-        finally:
-            await watcher.stop()
 
     assert sorted(deleted_names(kube.lab, which, namespace, offset=offset)) == sorted(
         old_names[node] for node in others
@@ -635,11 +631,9 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
     log = tmp_path / "controller.log"
     before = await create_daemonset(kube, namespace, image=OLD, annotations=advanced("1"))
     offset = audit_log_path(kube.lab.folder).stat().st_size
-    watcher = UnavailabilityWatcher(
+    async with UnavailabilityWatcher(
         kube.core, namespace, selector=SELECTOR, nodes=NODES, min_ready_seconds=MIN_READY_SECONDS
-    )
-    await watcher.start()
-    try:
+    ) as watcher:
         async with running(which, kube.lab, namespace, log, request):
             changed_at = time.monotonic()
             await set_image(kube, namespace, NAME, NEW)
@@ -654,8 +648,6 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
             after = await running_everywhere(kube, namespace, NEW, NODES, timeout=90)
             record("restart", which, "restarted -> all upgraded", restarted_at)
             record("restart", which, "image change -> all upgraded", changed_at)
-    finally:
-        await watcher.stop()
 
     assert not set(before.values()) & set(after.values())
     assert len(deleted_names(kube.lab, which, namespace, offset=offset)) == len(NODES)
@@ -696,18 +688,20 @@ async def test_old_pods_that_are_not_available(
 
     old_names = await wait_for(two_broken, timeout=30, what="edge-1, edge-2 crash-looping")
     offset = audit_log_path(kube.lab.folder).stat().st_size
-    watcher = UnavailabilityWatcher(
-        kube.core, namespace, selector=SELECTOR, nodes=NODES, min_ready_seconds=MIN_READY_SECONDS
-    )
-    await watcher.start()
-    try:
-        async with running(which, kube.lab, namespace, tmp_path / "controller.log", request):
-            changed_at = time.monotonic()
-            await set_image(kube, namespace, NAME, NEW)
-            await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
-            record("unavailable-old-pods", which, "image change -> all upgraded", changed_at)
-    finally:
-        await watcher.stop()
+    async with (
+        UnavailabilityWatcher(
+            kube.core,
+            namespace,
+            selector=SELECTOR,
+            nodes=NODES,
+            min_ready_seconds=MIN_READY_SECONDS,
+        ) as watcher,
+        running(which, kube.lab, namespace, tmp_path / "controller.log", request),
+    ):
+        changed_at = time.monotonic()
+        await set_image(kube, namespace, NAME, NEW)
+        await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
+        record("unavailable-old-pods", which, "image change -> all upgraded", changed_at)
 
     deleted = deletions(kube.lab, which, namespace, offset=offset)
     names = [str(e["objectRef"]["name"]) for e in deleted]

@@ -98,9 +98,9 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     before = await seed_daemonset(kube, namespace, annotations=annotations, nodes=NODES)
     old_names = await pod_names(kube, namespace)
     await kube.cut_off(CUT)
-    watcher = UnavailabilityWatcher(kube.core, namespace, selector=SELECTOR, nodes=READY_NODES)
-    await watcher.start()
-    try:
+    async with UnavailabilityWatcher(
+        kube.core, namespace, selector=SELECTOR, nodes=READY_NODES
+    ) as watcher:
         await set_image(kube, namespace, NAME, NEW)
         upgraded = await running_on(kube, namespace, NEW, READY_NODES)
 
@@ -111,8 +111,6 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
             )
 
         await hold_for(cut_node_keeps_its_pod, seconds=5, what=f"{CUT} keeping its {OLD} pod")
-    finally:
-        await watcher.stop()
     # A record for the comparison with edgerollout, not an expectation: the peer's own budget.
     print(f"max-unavailable 1; Ready nodes unavailable at once, at most: {watcher.max_unavailable}")
     print(watcher.timeline())

@@ -189,18 +189,13 @@ async def node_labels(
             await kube.core.patch_node(node, {"metadata": {"labels": dict.fromkeys(wanted)}})
 
 
-@contextlib.asynccontextmanager
-async def watching(
+def watching(
     kube: LabHandle, namespace: str, *, min_ready_seconds: int = 0
-) -> AsyncIterator[UnavailabilityWatcher]:
-    watcher = UnavailabilityWatcher(
+) -> UnavailabilityWatcher:
+    """The six nodes' unavailability, watched for the length of an `async with` block."""
+    return UnavailabilityWatcher(
         kube.core, namespace, selector=SELECTOR, nodes=SIX, min_ready_seconds=min_ready_seconds
     )
-    await watcher.start()
-    try:
-        yield watcher
-    finally:
-        await watcher.stop()
 
 
 @pytest.mark.lab(nodes=6)
