@@ -34,8 +34,9 @@ from tests.e2e.support.seed import (
     seed_daemonset,
 )
 
+pytestmark = pytest.mark.lab(nodes=3)
 
-@pytest.mark.lab(nodes=3)
+
 async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_on_reconnect(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -85,7 +86,6 @@ async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_o
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") >= 1
 
 
-@pytest.mark.lab(nodes=3)
 async def test_legacy_auto_value_upgrades_like_advanced_rolling_update_and_says_it_is_deprecated(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -103,7 +103,6 @@ async def test_legacy_auto_value_upgrades_like_advanced_rolling_update_and_says_
     assert len(await events(kube, namespace, reason="SuccessfulDelete")) == 3
 
 
-@pytest.mark.lab(nodes=3)
 async def test_ota_marks_every_pod_and_deletes_nothing(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:

@@ -64,6 +64,8 @@ from tests.e2e.support.seed import (
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
+pytestmark = pytest.mark.lab(nodes=4)
+
 EDGEROLLOUT, OPENYURT_PEER = "edgerollout", "openyurt"
 CONTROLLERS = [
     pytest.param(EDGEROLLOUT, id=EDGEROLLOUT),
@@ -201,7 +203,6 @@ async def touch(kube: LabHandle, namespace: str) -> None:
 # --- seed 001 §2, with `auto`: two nodes cut, the image changed, the nodes back ------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_without_a_change(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -251,7 +252,6 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
 # --- a DaemonSet outdated before the controller started -----------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_daemonset_outdated_before_the_controller_started(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -290,7 +290,6 @@ async def test_a_daemonset_outdated_before_the_controller_started(
 # --- a Node object deleted ----------------------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_deleted_node_and_its_orphan_pod(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -354,7 +353,6 @@ BAD_VALUES = {
 }
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("value", ["abc", "-1", "150%"])
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_bad_max_unavailable_values(
@@ -498,7 +496,6 @@ async def second_pod_on(kube: LabHandle, namespace: str, node: str) -> str:
     return str(created.metadata.name)
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -555,7 +552,6 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
 # --- OTA: the condition's fields, and on which pods ---------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_ota_condition_fields_and_the_pods_that_carry_them(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -623,7 +619,6 @@ async def test_ota_condition_fields_and_the_pods_that_carry_them(
 # --- a restart in the middle of a rollout -------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_restart_mid_rollout_keeps_the_budget(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -660,7 +655,6 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
 # --- old pods that are not available ------------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_old_pods_that_are_not_available(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest

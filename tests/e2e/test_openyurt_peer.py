@@ -49,10 +49,13 @@ from tests.e2e.support.seed import (
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
-pytestmark = pytest.mark.skipif(
-    bool(build.missing_components(OPENYURT)),
-    reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(build.missing_components(OPENYURT)),
+        reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
+    ),
+    pytest.mark.lab(nodes=4),
+]
 
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 CUT = "edge-4"
@@ -85,7 +88,6 @@ async def pod_names(kube: LabHandle, namespace: str) -> dict[str, str]:
     return {pod.spec.node_name: pod.metadata.name for pod in await kube.pods(namespace, SELECTOR)}
 
 
-@pytest.mark.lab(nodes=4)
 async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_back(
     kube: LabHandle, namespace: str, yurt_manager: YurtManager
 ) -> None:
@@ -138,7 +140,6 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     )
 
 
-@pytest.mark.lab(nodes=4)
 async def test_openyurt_marks_pod_need_upgrade_on_every_ota_pod_and_deletes_nothing(
     kube: LabHandle, namespace: str, yurt_manager: YurtManager
 ) -> None:

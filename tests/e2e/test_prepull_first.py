@@ -51,6 +51,8 @@ from tests.e2e.test_staged_rollout import (
     seed_six,
 )
 
+pytestmark = pytest.mark.lab(nodes=6)
+
 HOLD_SECONDS = 5
 
 
@@ -102,7 +104,6 @@ async def recording(kube: LabHandle, namespace: str) -> AsyncIterator[PodRecord]
         await record.stop()
 
 
-@pytest.mark.lab(nodes=6)
 async def test_each_pod_is_deleted_only_once_its_image_is_pulled_two_nodes_ahead_at_most(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -124,7 +125,6 @@ async def test_each_pod_is_deleted_only_once_its_image_is_pulled_two_nodes_ahead
     assert {event.reason for event in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_pull_that_fails_falls_back_to_deleting_with_a_warning_per_pod(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:

@@ -72,6 +72,8 @@ from tests.e2e.support.seed import (
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
+pytestmark = pytest.mark.lab(nodes=6)
+
 SIX = node_names(6)
 # Long enough for many reconciles: the controller reacts to a change within milliseconds.
 HOLD_SECONDS = 8
@@ -198,7 +200,6 @@ def watching(
     )
 
 
-@pytest.mark.lab(nodes=6)
 async def test_pause_half_way_deletes_nothing_until_resumed(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -266,7 +267,6 @@ PARTITIONS: list[Any] = [
 ]
 
 
-@pytest.mark.lab(nodes=6)
 @pytest.mark.parametrize(("partition", "upgraded"), PARTITIONS)
 async def test_partition_keeps_the_last_nodes_by_name_on_the_old_pods_until_lowered(
     kube: LabHandle,
@@ -297,7 +297,6 @@ async def test_partition_keeps_the_last_nodes_by_name_on_the_old_pods_until_lowe
     assert {e.reason for e in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
 
 
-@pytest.mark.lab(nodes=6)
 async def test_node_selector_upgrades_only_the_selected_nodes_and_status_shows_the_rest_held(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -328,7 +327,6 @@ async def test_node_selector_upgrades_only_the_selected_nodes_and_status_shows_t
     assert document["complete"] is False
 
 
-@pytest.mark.lab(nodes=6)
 async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_on_reconnect(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -382,7 +380,6 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
     assert len(await events(kube, namespace, reason=WAVE_STARTED)) == 3
 
 
-@pytest.mark.lab(nodes=6)
 async def test_plan_names_the_pods_the_controller_then_deletes_first(
     lab: Lab, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -456,7 +453,6 @@ BAD_VALUES: list[Any] = [
 ]
 
 
-@pytest.mark.lab(nodes=6)
 @pytest.mark.parametrize(("annotation", "value", "reason"), BAD_VALUES)
 async def test_bad_staging_value_warns_once_and_holds_every_node(
     kube: LabHandle,
@@ -485,7 +481,6 @@ async def test_bad_staging_value_warns_once_and_holds_every_node(
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") == 0
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_nodes(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -523,7 +518,6 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
     assert await events(kube, namespace, reason=SUCCESSFUL_DELETE) == []
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -556,7 +550,6 @@ async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
     assert await deleted_on(kube, namespace) == SIX
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under_the_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -584,7 +577,6 @@ async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under
     assert sorted(reasons) == ["OTADeadlineUpgrade"] * 5
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -631,7 +623,6 @@ async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_b
     await running_everywhere(kube, namespace, NEW, SIX, timeout=90)
 
 
-@pytest.mark.lab(nodes=6)
 async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_finish_it(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -689,7 +680,6 @@ async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_f
     assert recorded == [ROLLOUT_FAILED]
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_nodes_that_upgrade_into_a_failing_pod_trip_the_failure_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:

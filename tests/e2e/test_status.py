@@ -12,6 +12,8 @@ from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import LabHandle, set_image, wait_for
 from tests.e2e.support.seed import NAME, NEW, NODES, seed_daemonset
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
     "apps.openyurt.io/max-unavailable": "30%",
@@ -30,7 +32,6 @@ def states(stdout: str) -> dict[str, str]:
     return {row[0]: " ".join(row[4:]) for row in rows}
 
 
-@pytest.mark.lab(nodes=3)
 async def test_status_shows_disconnected_nodes_waiting_and_watch_ends_when_rolled_out(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -81,7 +82,6 @@ async def test_status_shows_disconnected_nodes_waiting_and_watch_ends_when_rolle
     assert states(watched.stdout.split("Strategy:")[-1]) == dict.fromkeys(NODES, "updated")
 
 
-@pytest.mark.lab(nodes=3)
 async def test_status_of_a_missing_daemonset_says_so_and_exits_3(
     kube: LabHandle, namespace: str
 ) -> None:
