@@ -37,7 +37,10 @@ from tests.e2e.support.agents import (
     OTA,
     Answer,
     agent_of,
+    assert_nothing_changes,
+    assert_pull_requested,
     assert_refused,
+    assert_upgrade_started,
     bare_pod,
     listed_condition,
     refused_with,
@@ -53,7 +56,6 @@ from tests.e2e.support.lab import (
     by_node,
     condition,
     daemonset,
-    hold_for,
     images,
     pod_ready,
     set_image,
@@ -166,12 +168,7 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
     everything = (await edge2.pods()).json()["items"]
     assert {p["spec"]["nodeName"] for p in everything} == {"edge-2"}
 
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.content_type, answer.text) == (
-        200,
-        "text/plain",
-        f"Start updating pod {namespace}/{pod}",
-    )
+    await assert_upgrade_started(edge2, namespace, pod)
 
     fresh = await replaced_by_new_version(kube, namespace, "edge-2", uids["edge-2"], second)
     grouped = by_node(await kube.pods(namespace, SELECTOR))
@@ -206,12 +203,7 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
     assert controller.stop() == 0
     before = await kube.core.read_namespaced_pod(pod, namespace)
 
-    answer = await edge2.imagepull(namespace, pod)
-    assert (answer.status, answer.content_type, answer.text) == (
-        200,
-        "text/plain",
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
+    await assert_pull_requested(edge2, namespace, pod)
 
     after = await kube.core.read_namespaced_pod(pod, namespace)
     pulled = condition(after, "PodImageReady")
@@ -233,11 +225,7 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
 
     assert others(after) == others(before)
 
-    again = await edge2.imagepull(namespace, pod)
-    assert (again.status, again.text) == (
-        200,
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
+    await assert_pull_requested(edge2, namespace, pod)
     state = await snapshot(kube, namespace)
     assert state[pod][1] == after.metadata.resource_version
 
@@ -249,11 +237,7 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
         f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has not finished "
         "yet (PodImageReady=False, reason WaitPullImage); upgrade once it has succeeded",
     )
-
-    async def unchanged() -> bool:
-        return await snapshot(kube, namespace) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
+    await assert_nothing_changes(kube, namespace, state)
 
 
 async def pull_outcome(kube: LabHandle, namespace: str, pod: str) -> tuple[str, str, str] | None:
@@ -272,6 +256,20 @@ async def pull_job_gone(kube: LabHandle, namespace: str) -> bool:
     return jobs.items == [] and pods.items == []
 
 
+async def pull_reported(kube: LabHandle, namespace: str, pod: str) -> tuple[str, str, str]:
+    """The pre-pull's outcome, PodImageReady's (status, reason, message), once the controller has
+    reported it and deleted the pull Job and its pods."""
+    outcome = await wait_for(
+        lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
+    )
+    await wait_for(
+        lambda: pull_job_gone(kube, namespace),
+        timeout=30,
+        what="the pull Job deleted once reported",
+    )
+    return outcome
+
+
 async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
     lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -280,24 +278,11 @@ async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
     uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
     newest = await new_version_marked(kube, namespace)
 
-    answer = await edge2.imagepull(namespace, pod)
-    assert (answer.status, answer.text) == (
-        200,
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
-    outcome = await wait_for(
-        lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
-    )
+    await assert_pull_requested(edge2, namespace, pod)
+    outcome = await pull_reported(kube, namespace, pod)
     assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")
 
-    await wait_for(
-        lambda: pull_job_gone(kube, namespace),
-        timeout=30,
-        what="the pull Job deleted once reported",
-    )
-
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
     await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
@@ -308,21 +293,10 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
     pod = (await ota_daemonset(kube, namespace))["edge-1"]
     newest = await new_version_marked(kube, namespace, UNPULLABLE_IMAGE)
 
-    answer = await edge1.imagepull(namespace, pod)
-    assert (answer.status, answer.text) == (
-        200,
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
-    outcome = await wait_for(
-        lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
-    )
-    assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
+    await assert_pull_requested(edge1, namespace, pod)
     # The failed Job and its pod are deleted once reported; then nothing else may move.
-    await wait_for(
-        lambda: pull_job_gone(kube, namespace),
-        timeout=30,
-        what="the pull Job deleted once reported",
-    )
+    outcome = await pull_reported(kube, namespace, pod)
+    assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
     state = await snapshot(kube, namespace)
 
     refused = await edge1.upgrade(namespace, pod)
@@ -333,11 +307,7 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
         f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has failed "
         "(PodImageReady=False, reason PullImageFail); upgrade once it has succeeded",
     )
-
-    async def unchanged() -> bool:
-        return await snapshot(kube, namespace) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
+    await assert_nothing_changes(kube, namespace, state)
 
 
 # --- a paused rollout (edgerollout pause / resume) --------------------------------------------
@@ -366,16 +336,11 @@ async def test_upgrade_is_refused_while_the_rollout_is_paused_and_goes_ahead_onc
     kept = await kube.core.read_namespaced_pod(pod, namespace)
     assert (kept.metadata.uid, images(kept)) == (uid, [OLD])
     assert kept.metadata.deletion_timestamp is None
-
-    async def unchanged() -> bool:
-        return await snapshot(kube, namespace) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
+    await assert_nothing_changes(kube, namespace, state)
 
     resumed = await edgerollout(lab.kubeconfig, "resume", NAME, "-n", namespace)
     assert (resumed.returncode, resumed.stdout) == (0, f"daemonset.apps/{NAME} resumed\n")
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
     await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
@@ -511,8 +476,7 @@ async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_
         )
 
     assert await snapshot(kube, namespace) == state
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
 
 
 # --- the API server's own-node rule ----------------------------------------------------------
@@ -630,8 +594,7 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     assert late.cache_age >= early.cache_age + 2.5
 
     await kube.reconnect("edge-2")
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
     await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
@@ -745,8 +708,7 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     await wait_for(ready_again, timeout=30, what="the agent ready once the policy is back")
     metrics = await edge2.request("GET", "/metrics")
     assert "\nedgerollout_agent_node_scoping_enforced 1.0\n" in metrics.text
-    answer = await edge2.upgrade(namespace, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
 
 
 # --- the OpenAPI document against the live agent ----------------------------------------------
@@ -840,11 +802,7 @@ async def test_pre_pull_succeeds_in_a_namespace_that_enforces_podsecurity_restri
     pod = by_node(await kube.pods(namespace, SELECTOR))["edge-3"][0].metadata.name
     newest = await new_version_marked(kube, namespace)
 
-    answer = await agent_of(lab, "edge-3").imagepull(namespace, pod)
-    assert (answer.status, answer.text) == (
-        200,
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
+    await assert_pull_requested(agent_of(lab, "edge-3"), namespace, pod)
     outcome = await wait_for(
         lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
     )

@@ -24,7 +24,7 @@ import pytest
 
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.agents import agent_of
+from tests.e2e.support.agents import agent_of, assert_pull_requested, assert_upgrade_started
 from tests.e2e.support.containerd import ctr
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
@@ -465,11 +465,7 @@ async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_rest
         return need is not None and need.status == "True"
 
     await wait_for(marked, timeout=30, what="PodNeedUpgrade=True on real-1's pod")
-    pulled = await agent.imagepull(namespace, pod)
-    assert (pulled.status, pulled.text) == (
-        200,
-        f"Image pre-pull requested for pod {namespace}/{pod}",
-    )
+    await assert_pull_requested(agent, namespace, pod)
 
     async def image_ready() -> bool:
         current = await kube.core.read_namespaced_pod(pod, namespace)
@@ -485,8 +481,7 @@ async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_rest
     assert [c.image for c in current.spec.containers] == [old]
     assert len(_on_real(lab, old)) == 1
 
-    upgraded = await agent.upgrade(namespace, pod)
-    assert (upgraded.status, upgraded.text) == (200, f"Start updating pod {namespace}/{pod}")
+    await assert_upgrade_started(agent, namespace, pod)
 
     async def upgraded_on_real() -> bool:
         pods = by_node(await kube.pods(namespace, SELECTOR)).get(REAL, [])

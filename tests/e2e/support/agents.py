@@ -22,7 +22,7 @@ from edgerollout.domain.model import PodCondition
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.views import pod_condition
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
+from tests.e2e.support.lab import LabHandle, by_node, hold_for, pod_ready, wait_for
 
 JSON = dict[str, Any]
 OTA = {UPDATE_STRATEGY_ANNOTATION: "ota"}  # any letter case is accepted
@@ -141,6 +141,27 @@ def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None
     assert refused_with(answer, code, reason) == message
 
 
+async def assert_upgrade_started(agent: AgentClient, namespace: str, pod: str) -> None:
+    """The agent takes the upgrade of the pod: 200, "Start updating pod NS/POD" (text/plain)."""
+    answer = await agent.upgrade(namespace, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Start updating pod {namespace}/{pod}",
+    )
+
+
+async def assert_pull_requested(agent: AgentClient, namespace: str, pod: str) -> None:
+    """The agent takes the pre-pull for the pod: 200, "Image pre-pull requested for pod NS/POD"
+    (text/plain)."""
+    answer = await agent.imagepull(namespace, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Image pre-pull requested for pod {namespace}/{pod}",
+    )
+
+
 PodState = tuple[str, str, Any, str | None]
 
 
@@ -156,6 +177,17 @@ async def snapshot(handle: LabHandle, namespace: str) -> dict[str, PodState]:
         )
         for pod in listed.items
     }
+
+
+async def assert_nothing_changes(
+    handle: LabHandle, namespace: str, state: dict[str, PodState], *, seconds: float = 3
+) -> None:
+    """Every pod of the namespace stays exactly as `state` (a snapshot) for `seconds`."""
+
+    async def unchanged() -> bool:
+        return await snapshot(handle, namespace) == state
+
+    await hold_for(unchanged, seconds=seconds, what="every pod as it was")
 
 
 def bare_pod(name: str, *, node: str, finalizers: list[str] | None = None) -> Any:
