@@ -45,6 +45,7 @@ from tests.e2e.support.lab import (
     daemonset,
     hold_for,
     images,
+    pod_admission_rule,
     pod_ready,
     restore_node,
     served,
@@ -414,48 +415,19 @@ def at(entry: dict[str, Any]) -> float:
 # --- a node holding two pods of the DaemonSet ---------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def native_controller_may_not_delete(kube: LabHandle, namespace: str) -> AsyncIterator[None]:
-    """An admission policy refusing the native DaemonSet controller's pod deletions in the
+def native_controller_may_not_delete(
+    kube: LabHandle, namespace: str
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """An admission rule refusing the native DaemonSet controller's pod deletions in the
     namespace, so that a surplus pod stays (it removes surplus daemon pods in milliseconds)."""
-    admission = client.AdmissionregistrationV1Api(kube.api)
-    name = f"no-native-deletes-{namespace}"
-    policy: Any = {
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["DELETE"],
-                        "resources": ["pods"],
-                    }
-                ],
-            },
-            "validations": [
-                {
-                    "expression": f"request.userInfo.username != '{NATIVE_DAEMONSET_CONTROLLER}'",
-                    "message": "the test keeps a surplus pod on a node",
-                }
-            ],
-        },
-    }
-    binding: Any = {
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy_binding(name)
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy(name)
+    return pod_admission_rule(
+        kube,
+        namespace,
+        name=f"no-native-deletes-{namespace}",
+        operation="DELETE",
+        expression=f"request.userInfo.username != '{NATIVE_DAEMONSET_CONTROLLER}'",
+        message="the test keeps a surplus pod on a node",
+    )
 
 
 async def refused_to_the_native_controller(kube: LabHandle, namespace: str, pod: str) -> bool:

@@ -15,14 +15,20 @@ from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import PodCondition
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.views import pod_condition
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.lab import LabHandle, by_node, hold_for, pod_ready, wait_for
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    hold_for,
+    pod_admission_rule,
+    pod_ready,
+    wait_for,
+)
 
 JSON = dict[str, Any]
 OTA = {UPDATE_STRATEGY_ANNOTATION: "ota"}  # any letter case is accepted
@@ -229,50 +235,6 @@ async def running_on_every_node(handle: LabHandle, namespace: str, app: str) -> 
 HOLD = "e2e.edgerollout.io/hold"
 
 
-def _hold_policy(namespace: str) -> tuple[Any, Any]:
-    """An admission policy that keeps the HOLD finalizer on this namespace's pods, and its binding.
-
-    KWOK, the lab's kubelet, clears the finalizers of a pod being deleted; refusing that update
-    keeps the pod Terminating for as long as the test needs it.
-    """
-    name = f"hold-{namespace}"
-    kept = f"'{HOLD}' in object.metadata.finalizers"
-    held = f"'{HOLD}' in oldObject.metadata.finalizers"
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ],
-            },
-            "validations": [
-                {
-                    "expression": f"!has(oldObject.metadata.finalizers) || !({held}) || "
-                    f"(has(object.metadata.finalizers) && {kept})",
-                    "message": f"the test holds this pod with the finalizer {HOLD}",
-                }
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
-    return policy, binding
-
-
 async def _release(handle: LabHandle, namespace: str, name: str) -> bool:
     """Try to drop the pod's finalizers; True once the pod is gone."""
     try:
@@ -290,46 +252,58 @@ async def _release(handle: LabHandle, namespace: str, name: str) -> bool:
 async def terminating_pod(
     handle: LabHandle, namespace: str, name: str, *, node: str
 ) -> AsyncIterator[None]:
-    """A bare pod on `node` that has been deleted and stays Terminating until the block ends."""
-    admission = client.AdmissionregistrationV1Api(handle.api)
-    policy, binding = _hold_policy(namespace)
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
+    """A bare pod on `node` that has been deleted and stays Terminating until the block ends.
+
+    KWOK, the lab's kubelet, clears the finalizers of a pod being deleted; an admission rule that
+    refuses that update keeps the pod's HOLD finalizer, and the pod Terminating, for as long as the
+    test needs it.
+    """
+    kept = f"'{HOLD}' in object.metadata.finalizers"
+    held_before = f"'{HOLD}' in oldObject.metadata.finalizers"
     try:
-        await handle.core.create_namespaced_pod(
-            namespace, bare_pod(name, node=node, finalizers=[HOLD])
-        )
-        await wait_for(lambda: running(handle, namespace, name), timeout=30, what=f"{name} Running")
+        async with pod_admission_rule(
+            handle,
+            namespace,
+            name=f"hold-{namespace}",
+            operation="UPDATE",
+            expression=f"!has(oldObject.metadata.finalizers) || !({held_before}) || "
+            f"(has(object.metadata.finalizers) && {kept})",
+            message=f"the test holds this pod with the finalizer {HOLD}",
+        ):
+            await handle.core.create_namespaced_pod(
+                namespace, bare_pod(name, node=node, finalizers=[HOLD])
+            )
+            await wait_for(
+                lambda: running(handle, namespace, name), timeout=30, what=f"{name} Running"
+            )
 
-        async def held() -> bool:
-            try:
-                await handle.core.patch_namespaced_pod(
-                    name, namespace, {"metadata": {"finalizers": None}}, dry_run="All"
-                )
-            except ApiException as error:
-                if error.status == 422:
-                    return True
-                raise
-            return False
+            async def held() -> bool:
+                try:
+                    await handle.core.patch_namespaced_pod(
+                        name, namespace, {"metadata": {"finalizers": None}}, dry_run="All"
+                    )
+                except ApiException as error:
+                    if error.status == 422:
+                        return True
+                    raise
+                return False
 
-        await wait_for(held, timeout=30, what="the hold policy in force")
-        await handle.core.delete_namespaced_pod(name, namespace)
-        before = await snapshot(handle, namespace)
-        assert before[name][2] is not None
+            await wait_for(held, timeout=30, what="the hold policy in force")
+            await handle.core.delete_namespaced_pod(name, namespace)
+            before = await snapshot(handle, namespace)
+            assert before[name][2] is not None
 
-        async def settled() -> bool:
-            nonlocal before
-            now = await snapshot(handle, namespace)
-            same, before = now == before, now
-            return same
+            async def settled() -> bool:
+                nonlocal before
+                now = await snapshot(handle, namespace)
+                same, before = now == before, now
+                return same
 
-        await wait_for(settled, timeout=30, what=f"{name} Terminating and left alone", interval=2)
-        yield
+            await wait_for(
+                settled, timeout=30, what=f"{name} Terminating and left alone", interval=2
+            )
+            yield
     finally:
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy_binding(binding["metadata"]["name"])
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy(policy["metadata"]["name"])
         await wait_for(
             lambda: _release(handle, namespace, name), timeout=30, what=f"{name} released"
         )

@@ -292,3 +292,47 @@ async def fresh_namespace(handle: LabHandle, *, prefix: str = "t") -> AsyncItera
         except ApiException as error:
             if error.status != 404:
                 raise
+
+
+@contextlib.asynccontextmanager
+async def pod_admission_rule(
+    handle: LabHandle, namespace: str, *, name: str, operation: str, expression: str, message: str
+) -> AsyncIterator[None]:
+    """A ValidatingAdmissionPolicy, and its binding, that deny `operation` on the namespace's pods
+    unless `expression` (CEL) holds, saying `message`; both deleted when the block ends."""
+    admission = client.AdmissionregistrationV1Api(handle.api)
+    policy: Any = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": [operation],
+                        "resources": ["pods"],
+                    }
+                ],
+            },
+            "validations": [{"expression": expression, "message": message}],
+        },
+    }
+    binding: Any = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    await admission.create_validating_admission_policy(policy)
+    await admission.create_validating_admission_policy_binding(binding)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy_binding(name)
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy(name)
