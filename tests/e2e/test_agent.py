@@ -35,6 +35,7 @@ from edgerollout_lab.cluster import Lab
 from edgerollout_lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.support.agents import (
     OTA,
+    AgentClient,
     Answer,
     agent_of,
     assert_nothing_changes,
@@ -78,6 +79,12 @@ from tests.e2e.support.seed import (
 pytestmark = pytest.mark.lab(nodes=3, agents=True)
 
 
+@pytest.fixture
+def edge2(lab: Lab) -> AgentClient:
+    """edge-2's agent, as a program on edge-2 calls it."""
+    return agent_of(lab, "edge-2")
+
+
 async def ota_daemonset(kube: LabHandle, namespace: str) -> dict[str, str]:
     """Seed 001 §3's DaemonSet, Running everywhere; node -> pod name."""
     await seed_daemonset(kube, namespace, annotations=OTA)
@@ -111,6 +118,16 @@ async def new_version_marked(kube: LabHandle, namespace: str, image: str = NEW) 
     return second
 
 
+async def outdated_pod(
+    kube: LabHandle, namespace: str, node: str, image: str = NEW
+) -> tuple[str, str, str]:
+    """Seed 001 §3's DaemonSet Running everywhere, then moved to `image` until every pod says
+    PodNeedUpgrade=True; (the name of `node`'s pod, its UID, the new revision's hash)."""
+    pod = (await ota_daemonset(kube, namespace))[node]
+    uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
+    return pod, uid, await new_version_marked(kube, namespace, image)
+
+
 async def replaced_by_new_version(
     kube: LabHandle, namespace: str, node: str, old_uid: str, revision: str
 ) -> client.V1Pod:
@@ -138,9 +155,8 @@ async def replaced_by_new_version(
 
 
 async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
     names = await ota_daemonset(kube, namespace)
     uids = {
         node: pods[0].metadata.uid
@@ -193,11 +209,9 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
 
 
 async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    pod = (await ota_daemonset(kube, namespace))["edge-2"]
-    newest = await new_version_marked(kube, namespace)
+    pod, _, newest = await outdated_pod(kube, namespace, "edge-2")
     # Only the agent writes from here on: whatever the controller later does with a requested
     # pre-pull is not what this test is about.
     assert controller.stop() == 0
@@ -229,9 +243,8 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
     state = await snapshot(kube, namespace)
     assert state[pod][1] == after.metadata.resource_version
 
-    refused = await edge2.upgrade(namespace, pod)
     assert_refused(
-        refused,
+        await edge2.upgrade(namespace, pod),
         409,
         "ImagePullNotDone",
         f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has not finished "
@@ -271,12 +284,9 @@ async def pull_reported(kube: LabHandle, namespace: str, pod: str) -> tuple[str,
 
 
 async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    pod = (await ota_daemonset(kube, namespace))["edge-2"]
-    uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
-    newest = await new_version_marked(kube, namespace)
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
 
     await assert_pull_requested(edge2, namespace, pod)
     outcome = await pull_reported(kube, namespace, pod)
@@ -290,8 +300,7 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
     lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     edge1 = agent_of(lab, "edge-1")
-    pod = (await ota_daemonset(kube, namespace))["edge-1"]
-    newest = await new_version_marked(kube, namespace, UNPULLABLE_IMAGE)
+    pod, _, newest = await outdated_pod(kube, namespace, "edge-1", UNPULLABLE_IMAGE)
 
     await assert_pull_requested(edge1, namespace, pod)
     # The failed Job and its pod are deleted once reported; then nothing else may move.
@@ -299,9 +308,8 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
     assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
     state = await snapshot(kube, namespace)
 
-    refused = await edge1.upgrade(namespace, pod)
     assert_refused(
-        refused,
+        await edge1.upgrade(namespace, pod),
         409,
         "ImagePullNotDone",
         f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has failed "
@@ -314,20 +322,16 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
 
 
 async def test_upgrade_is_refused_while_the_rollout_is_paused_and_goes_ahead_once_resumed(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    pod = (await ota_daemonset(kube, namespace))["edge-2"]
-    uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
-    newest = await new_version_marked(kube, namespace)
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
 
     paused = await edgerollout(lab.kubeconfig, "pause", NAME, "-n", namespace)
     assert (paused.returncode, paused.stdout) == (0, f"daemonset.apps/{NAME} paused\n")
     state = await snapshot(kube, namespace)
 
-    refused = await edge2.upgrade(namespace, pod)
     assert_refused(
-        refused,
+        await edge2.upgrade(namespace, pod),
         409,
         "RolloutPaused",
         f'the rollout of DaemonSet {namespace}/{NAME} is paused (edgerollout.io/paused: "true"), so '
@@ -348,9 +352,8 @@ async def test_upgrade_is_refused_while_the_rollout_is_paused_and_goes_ahead_onc
 
 
 async def test_requests_for_pods_the_node_may_not_upgrade_are_refused_and_change_nothing(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
     names = await ota_daemonset(kube, namespace)
     first = await newest_revision_hash(kube, namespace)
     await wait_for(
@@ -412,9 +415,8 @@ async def test_requests_for_pods_the_node_may_not_upgrade_are_refused_and_change
 
 
 async def test_terminating_pod_is_refused_409_and_stays_as_it_is(
-    lab: Lab, kube: LabHandle, namespace: str
+    kube: LabHandle, namespace: str, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
     async with terminating_pod(kube, namespace, "held", node="edge-2"):
         state = await snapshot(kube, namespace)
         assert state["held"][2] is not None
@@ -429,11 +431,9 @@ async def test_terminating_pod_is_refused_409_and_stays_as_it_is(
 
 
 async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_nothing(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    pod = (await ota_daemonset(kube, namespace))["edge-2"]
-    await new_version_marked(kube, namespace)
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
     state = await snapshot(kube, namespace)
     route = f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}"
 
@@ -538,12 +538,9 @@ async def test_api_server_lets_an_agents_identity_change_only_its_own_nodes_pods
 
 
 async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_once_back(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    names = await ota_daemonset(kube, namespace)
-    pod = names["edge-2"]
-    newest = await new_version_marked(kube, namespace)
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
 
     async def served_true() -> bool:
         listed = await edge2.listed(namespace)
@@ -559,7 +556,6 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
         for p in connected.json()["items"]
         if p["metadata"]["namespace"] == namespace
     ]
-    uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
 
     await kube.disconnect("edge-2")
 
@@ -606,12 +602,9 @@ UNAUTHORIZED = (401, "Unauthorized", "a valid bearer token is required (Authoriz
 
 
 async def test_requests_without_the_token_or_from_a_browser_are_refused_and_change_nothing(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    names = await ota_daemonset(kube, namespace)
-    await new_version_marked(kube, namespace)
-    pod = names["edge-2"]
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
     state = await snapshot(kube, namespace)
     anonymous = edge2.without_token()
 
@@ -641,12 +634,9 @@ async def _binding_restored(admission: Any, binding: dict[str, Any]) -> None:
 
 
 async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_back(
-    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(lab, "edge-2")
-    names = await ota_daemonset(kube, namespace)
-    await new_version_marked(kube, namespace)
-    pod = names["edge-2"]
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
     admission = client.AdmissionregistrationV1Api(kube.api)
     shipped = await admission.read_validating_admission_policy_binding(POLICY)
     binding = {
