@@ -15,6 +15,7 @@ from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -78,11 +79,7 @@ async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_o
     after = await running_everywhere(kube, namespace, NEW, NODES, timeout=30)
     assert time.monotonic() - ready_at < 30
     assert not set(before.values()) & set(after.values())
-    deleted_nodes = sorted(
-        e.message.split(" on node ")[1].split(":")[0]
-        for e in await events(kube, namespace, reason="SuccessfulDelete")
-    )
-    assert deleted_nodes == NODES
+    assert await deleted_on(kube, namespace) == NODES
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") >= 1
 
 

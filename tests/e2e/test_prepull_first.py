@@ -27,6 +27,7 @@ from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
     condition,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -45,7 +46,6 @@ from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 from tests.e2e.test_staged_rollout import (
     SIX,
     advanced_rolling_update,
-    deleted_on,
     kept,
     pods_now,
     seed_six,

@@ -53,6 +53,7 @@ from tests.e2e.support.lab import (
     by_node,
     condition,
     daemonset,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -159,14 +160,6 @@ def still(probe: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[bool
         return found is not None and found is not False
 
     return holding
-
-
-async def deleted_on(kube: LabHandle, namespace: str) -> list[str]:
-    """The nodes of the controller's SuccessfulDelete Events, sorted."""
-    return sorted(
-        e.message.split(" on node ")[1].split(":")[0]
-        for e in await events(kube, namespace, reason=SUCCESSFUL_DELETE)
-    )
 
 
 async def edgerollout(

@@ -16,7 +16,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import ConditionStatus, PodCondition
-from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.domain.vocabulary import DAEMONSET_KIND, SUCCESSFUL_DELETE
 from edgerollout.kube import views
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from edgerollout_lab import cluster, link
@@ -181,6 +181,15 @@ async def events(kube: LabHandle, namespace: str, *, reason: str | None = None) 
         and (reason is None or event.reason == reason)
     ]
     return sorted(found, key=lambda event: (event.first_timestamp, event.metadata.name))
+
+
+async def deleted_on(kube: LabHandle, namespace: str) -> list[str]:
+    """The nodes of the controller's SuccessfulDelete Events in the namespace, sorted (each Event
+    says `Deleted pod: POD on node NODE: WHY`)."""
+    return sorted(
+        e.message.split(" on node ")[1].split(":")[0]
+        for e in await events(kube, namespace, reason=SUCCESSFUL_DELETE)
+    )
 
 
 def condition(pod: client.V1Pod, kind: str) -> PodCondition | None:
