@@ -35,11 +35,16 @@ from edgerollout_lab.cluster import Lab
 from edgerollout_lab.kwok_stages import UNPULLABLE_IMAGE
 from tests.e2e.support.agents import (
     OTA,
+    AgentClient,
     Answer,
     agent_of,
+    assert_nothing_changes,
+    assert_pull_requested,
+    assert_refused,
+    assert_upgrade_started,
     bare_pod,
     listed_condition,
-    refusal,
+    refused_with,
     running,
     running_on_every_node,
     snapshot,
@@ -52,7 +57,6 @@ from tests.e2e.support.lab import (
     by_node,
     condition,
     daemonset,
-    hold_for,
     images,
     pod_ready,
     set_image,
@@ -66,22 +70,32 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
     seed_daemonset,
 )
 
+# The session's lab of three nodes, each running edgerollout's agent.
+pytestmark = pytest.mark.lab(nodes=3, agents=True)
 
-async def ota_daemonset(cloud: LabHandle, ns: str) -> dict[str, str]:
+
+@pytest.fixture
+def edge2(lab: Lab) -> AgentClient:
+    """edge-2's agent, as a program on edge-2 calls it."""
+    return agent_of(lab, "edge-2")
+
+
+async def ota_daemonset(kube: LabHandle, namespace: str) -> dict[str, str]:
     """Seed 001 §3's DaemonSet, Running everywhere; node -> pod name."""
-    await seed_daemonset(cloud, ns, annotations=OTA)
+    await seed_daemonset(kube, namespace, annotations=OTA)
     return {
         node: pods[0].metadata.name
-        for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()
+        for node, pods in by_node(await kube.pods(namespace, SELECTOR)).items()
     }
 
 
-async def all_marked(cloud: LabHandle, ns: str, status: str, revision: str) -> bool:
-    pods = await cloud.pods(ns, SELECTOR)
+async def all_marked(kube: LabHandle, namespace: str, status: str, revision: str) -> bool:
+    pods = await kube.pods(namespace, SELECTOR)
     wanted = (status, f"controllerrevision: {revision}")
     return len(pods) == len(NODES) and all(
         (found := condition(pod, "PodNeedUpgrade")) is not None
@@ -90,30 +104,35 @@ async def all_marked(cloud: LabHandle, ns: str, status: str, revision: str) -> b
     )
 
 
-async def new_version_marked(cloud: LabHandle, ns: str, image: str = NEW) -> str:
+async def new_version_marked(kube: LabHandle, namespace: str, image: str = NEW) -> str:
     """Move the DaemonSet to `image` and wait until every pod says PodNeedUpgrade=True."""
-    first = await newest_revision_hash(cloud, ns)
+    first = await newest_revision_hash(kube, namespace)
     await wait_for(
-        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
+        lambda: all_marked(kube, namespace, "False", first), timeout=30, what="PodNeedUpgrade=False"
     )
-    await set_image(cloud, ns, NAME, image)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(cloud, ns)
-        return revision if revision != first else None
-
-    second = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    await set_image(kube, namespace, NAME, image)
+    second = await revision_after(kube, namespace, first)
     await wait_for(
-        lambda: all_marked(cloud, ns, "True", second), timeout=30, what="PodNeedUpgrade=True"
+        lambda: all_marked(kube, namespace, "True", second), timeout=30, what="PodNeedUpgrade=True"
     )
     return second
 
 
+async def outdated_pod(
+    kube: LabHandle, namespace: str, node: str, image: str = NEW
+) -> tuple[str, str, str]:
+    """Seed 001 §3's DaemonSet Running everywhere, then moved to `image` until every pod says
+    PodNeedUpgrade=True; (the name of `node`'s pod, its UID, the new revision's hash)."""
+    pod = (await ota_daemonset(kube, namespace))[node]
+    uid = (await kube.core.read_namespaced_pod(pod, namespace)).metadata.uid
+    return pod, uid, await new_version_marked(kube, namespace, image)
+
+
 async def replaced_by_new_version(
-    cloud: LabHandle, ns: str, node: str, old_uid: str, revision: str
+    kube: LabHandle, namespace: str, node: str, old_uid: str, revision: str
 ) -> client.V1Pod:
     async def probe() -> client.V1Pod | None:
-        pods = by_node(await cloud.pods(ns, SELECTOR)).get(node, [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(node, [])
         if len(pods) != 1 or pods[0].metadata.uid == old_uid:
             return None
         pod = pods[0]
@@ -132,29 +151,22 @@ async def replaced_by_new_version(
     return found
 
 
-def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None:
-    assert (answer.status, refusal(answer)) == (
-        code,
-        {"code": code, "reason": reason, "message": message},
-    )
-
-
 # --- seed 001 §3 ------------------------------------------------------------------------------
 
 
 async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    names = await ota_daemonset(cloud, ns)
+    names = await ota_daemonset(kube, namespace)
     uids = {
-        node: pods[0].metadata.uid for node, pods in by_node(await cloud.pods(ns, SELECTOR)).items()
+        node: pods[0].metadata.uid
+        for node, pods in by_node(await kube.pods(namespace, SELECTOR)).items()
     }
     pod = names["edge-2"]
-    first = await newest_revision_hash(cloud, ns)
+    first = await newest_revision_hash(kube, namespace)
 
     async def served_mark(status: str, revision: str) -> bool:
-        listed = await edge2.listed(ns)
+        listed = await edge2.listed(namespace)
         need = listed_condition(listed[0], "PodNeedUpgrade") if len(listed) == 1 else None
         return (
             [p["metadata"]["name"] for p in listed] == [pod]
@@ -165,29 +177,24 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
     await wait_for(
         lambda: served_mark("False", first), timeout=30, what="GET /pods: PodNeedUpgrade=False"
     )
-    second = await new_version_marked(cloud, ns)
+    second = await new_version_marked(kube, namespace)
     await wait_for(
         lambda: served_mark("True", second), timeout=15, what="GET /pods: PodNeedUpgrade=True"
     )
     everything = (await edge2.pods()).json()["items"]
     assert {p["spec"]["nodeName"] for p in everything} == {"edge-2"}
 
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.content_type, answer.text) == (
-        200,
-        "text/plain",
-        f"Start updating pod {ns}/{pod}",
-    )
+    await assert_upgrade_started(edge2, namespace, pod)
 
-    fresh = await replaced_by_new_version(cloud, ns, "edge-2", uids["edge-2"], second)
-    grouped = by_node(await cloud.pods(ns, SELECTOR))
+    fresh = await replaced_by_new_version(kube, namespace, "edge-2", uids["edge-2"], second)
+    grouped = by_node(await kube.pods(namespace, SELECTOR))
     for node in ("edge-1", "edge-3"):
         (kept,) = grouped[node]
         assert (kept.metadata.uid, images(kept)) == (uids[node], [OLD])
         assert kept.metadata.deletion_timestamp is None
 
     async def served_new_pod() -> bool:
-        listed = await edge2.listed(ns)
+        listed = await edge2.listed(namespace)
         need = listed_condition(listed[0], "PodNeedUpgrade") if len(listed) == 1 else None
         return (
             [p["metadata"]["uid"] for p in listed] == [fresh.metadata.uid]
@@ -202,24 +209,17 @@ async def test_seed_ota_upgrade_through_the_agent_replaces_only_that_nodes_pod(
 
 
 async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    pod = (await ota_daemonset(cloud, ns))["edge-2"]
-    newest = await new_version_marked(cloud, ns)
+    pod, _, newest = await outdated_pod(kube, namespace, "edge-2")
     # Only the agent writes from here on: whatever the controller later does with a requested
     # pre-pull is not what this test is about.
-    assert ota_controller.stop() == 0
-    before = await cloud.core.read_namespaced_pod(pod, ns)
+    assert controller.stop() == 0
+    before = await kube.core.read_namespaced_pod(pod, namespace)
 
-    answer = await edge2.imagepull(ns, pod)
-    assert (answer.status, answer.content_type, answer.text) == (
-        200,
-        "text/plain",
-        f"Image pre-pull requested for pod {ns}/{pod}",
-    )
+    await assert_pull_requested(edge2, namespace, pod)
 
-    after = await cloud.core.read_namespaced_pod(pod, ns)
+    after = await kube.core.read_namespaced_pod(pod, namespace)
     pulled = condition(after, "PodImageReady")
     assert pulled is not None
     assert (pulled.status, pulled.reason, pulled.message) == (
@@ -239,194 +239,171 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
 
     assert others(after) == others(before)
 
-    again = await edge2.imagepull(ns, pod)
-    assert (again.status, again.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
-    state = await snapshot(cloud, ns)
+    await assert_pull_requested(edge2, namespace, pod)
+    state = await snapshot(kube, namespace)
     assert state[pod][1] == after.metadata.resource_version
 
-    refused = await edge2.upgrade(ns, pod)
     assert_refused(
-        refused,
+        await edge2.upgrade(namespace, pod),
         409,
         "ImagePullNotDone",
-        f"the image pre-pull requested for pod {ns}/{pod} (revision {newest}) has not finished "
+        f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has not finished "
         "yet (PodImageReady=False, reason WaitPullImage); upgrade once it has succeeded",
     )
-
-    async def unchanged() -> bool:
-        return await snapshot(cloud, ns) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
+    await assert_nothing_changes(kube, namespace, state)
 
 
-async def pull_outcome(cloud: LabHandle, ns: str, pod: str) -> tuple[str, str, str] | None:
+async def pull_outcome(kube: LabHandle, namespace: str, pod: str) -> tuple[str, str, str] | None:
     """PodImageReady once the pull has an outcome: (status, reason, message); else None."""
-    found = await cloud.core.read_namespaced_pod(pod, ns)
+    found = await kube.core.read_namespaced_pod(pod, namespace)
     pulled = condition(found, "PodImageReady")
     if pulled is None or pulled.reason == "WaitPullImage":
         return None
     return (pulled.status, pulled.reason, pulled.message)
 
 
-async def pull_job_gone(cloud: LabHandle, ns: str) -> bool:
+async def pull_job_gone(kube: LabHandle, namespace: str) -> bool:
     """No pull Job left in the namespace, and none of its pods."""
-    jobs = await client.BatchV1Api(cloud.api).list_namespaced_job(ns)
-    pods = await cloud.core.list_namespaced_pod(ns, label_selector=PREPULL_LABEL)
+    jobs = await client.BatchV1Api(kube.api).list_namespaced_job(namespace)
+    pods = await kube.core.list_namespaced_pod(namespace, label_selector=PREPULL_LABEL)
     return jobs.items == [] and pods.items == []
 
 
-async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
-) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    pod = (await ota_daemonset(cloud, ns))["edge-2"]
-    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
-    newest = await new_version_marked(cloud, ns)
-
-    answer = await edge2.imagepull(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+async def pull_reported(kube: LabHandle, namespace: str, pod: str) -> tuple[str, str, str]:
+    """The pre-pull's outcome, PodImageReady's (status, reason, message), once the controller has
+    reported it and deleted the pull Job and its pods."""
     outcome = await wait_for(
-        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
+        lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
     )
+    await wait_for(
+        lambda: pull_job_gone(kube, namespace),
+        timeout=30,
+        what="the pull Job deleted once reported",
+    )
+    return outcome
+
+
+async def test_imagepull_then_upgrade_pulls_on_the_node_and_then_upgrades(
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
+) -> None:
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
+
+    await assert_pull_requested(edge2, namespace, pod)
+    outcome = await pull_reported(kube, namespace, pod)
     assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")
 
-    await wait_for(
-        lambda: pull_job_gone(cloud, ns), timeout=30, what="the pull Job deleted once reported"
-    )
-
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
-    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+    await assert_upgrade_started(edge2, namespace, pod)
+    await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
 async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    edge1 = agent_of(agents_lab, "edge-1")
-    pod = (await ota_daemonset(cloud, ns))["edge-1"]
-    newest = await new_version_marked(cloud, ns, UNPULLABLE_IMAGE)
+    edge1 = agent_of(lab, "edge-1")
+    pod, _, newest = await outdated_pod(kube, namespace, "edge-1", UNPULLABLE_IMAGE)
 
-    answer = await edge1.imagepull(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
-    outcome = await wait_for(
-        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
-    )
-    assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
+    await assert_pull_requested(edge1, namespace, pod)
     # The failed Job and its pod are deleted once reported; then nothing else may move.
-    await wait_for(
-        lambda: pull_job_gone(cloud, ns), timeout=30, what="the pull Job deleted once reported"
-    )
-    state = await snapshot(cloud, ns)
+    outcome = await pull_reported(kube, namespace, pod)
+    assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
+    state = await snapshot(kube, namespace)
 
-    refused = await edge1.upgrade(ns, pod)
     assert_refused(
-        refused,
+        await edge1.upgrade(namespace, pod),
         409,
         "ImagePullNotDone",
-        f"the image pre-pull requested for pod {ns}/{pod} (revision {newest}) has failed "
+        f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has failed "
         "(PodImageReady=False, reason PullImageFail); upgrade once it has succeeded",
     )
-
-    async def unchanged() -> bool:
-        return await snapshot(cloud, ns) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
+    await assert_nothing_changes(kube, namespace, state)
 
 
 # --- a paused rollout (edgerollout pause / resume) --------------------------------------------
 
 
 async def test_upgrade_is_refused_while_the_rollout_is_paused_and_goes_ahead_once_resumed(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    pod = (await ota_daemonset(cloud, ns))["edge-2"]
-    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
-    newest = await new_version_marked(cloud, ns)
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
 
-    paused = await edgerollout(agents_lab.kubeconfig, "pause", NAME, "-n", ns)
+    paused = await edgerollout(lab.kubeconfig, "pause", NAME, "-n", namespace)
     assert (paused.returncode, paused.stdout) == (0, f"daemonset.apps/{NAME} paused\n")
-    state = await snapshot(cloud, ns)
+    state = await snapshot(kube, namespace)
 
-    refused = await edge2.upgrade(ns, pod)
     assert_refused(
-        refused,
+        await edge2.upgrade(namespace, pod),
         409,
         "RolloutPaused",
-        f'the rollout of DaemonSet {ns}/{NAME} is paused (edgerollout.io/paused: "true"), so '
-        f"pod {ns}/{pod} is not upgraded; to continue: edgerollout resume {NAME} -n {ns}",
+        f'the rollout of DaemonSet {namespace}/{NAME} is paused (edgerollout.io/paused: "true"), so '
+        f"pod {namespace}/{pod} is not upgraded; to continue: edgerollout resume {NAME} -n {namespace}",
     )
-    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    kept = await kube.core.read_namespaced_pod(pod, namespace)
     assert (kept.metadata.uid, images(kept)) == (uid, [OLD])
     assert kept.metadata.deletion_timestamp is None
+    await assert_nothing_changes(kube, namespace, state)
 
-    async def unchanged() -> bool:
-        return await snapshot(cloud, ns) == state
-
-    await hold_for(unchanged, seconds=3, what="every pod as it was")
-
-    resumed = await edgerollout(agents_lab.kubeconfig, "resume", NAME, "-n", ns)
+    resumed = await edgerollout(lab.kubeconfig, "resume", NAME, "-n", namespace)
     assert (resumed.returncode, resumed.stdout) == (0, f"daemonset.apps/{NAME} resumed\n")
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
-    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+    await assert_upgrade_started(edge2, namespace, pod)
+    await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
 # --- refusals ---------------------------------------------------------------------------------
 
 
 async def test_requests_for_pods_the_node_may_not_upgrade_are_refused_and_change_nothing(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    names = await ota_daemonset(cloud, ns)
-    first = await newest_revision_hash(cloud, ns)
+    names = await ota_daemonset(kube, namespace)
+    first = await newest_revision_hash(kube, namespace)
     await wait_for(
-        lambda: all_marked(cloud, ns, "False", first), timeout=30, what="PodNeedUpgrade=False"
+        lambda: all_marked(kube, namespace, "False", first), timeout=30, what="PodNeedUpgrade=False"
     )
     annotations = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
-    await cloud.apps.create_namespaced_daemon_set(
-        ns, daemonset("rolling", image=OLD, strategy=ON_DELETE, annotations=annotations)
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset("rolling", image=OLD, strategy=ON_DELETE, annotations=annotations)
     )
-    rolling = (await running_on_every_node(cloud, ns, "rolling"))["edge-2"]
-    await cloud.core.create_namespaced_pod(ns, bare_pod("bare", node="edge-2"))
-    await wait_for(lambda: running(cloud, ns, "bare"), timeout=30, what="the bare pod Running")
-    state = await snapshot(cloud, ns)
+    rolling = (await running_on_every_node(kube, namespace, "rolling"))["edge-2"]
+    await kube.core.create_namespaced_pod(namespace, bare_pod("bare", node="edge-2"))
+    await wait_for(
+        lambda: running(kube, namespace, "bare"), timeout=30, what="the bare pod Running"
+    )
+    state = await snapshot(kube, namespace)
 
     cases = [
-        ("nope", 404, "PodNotFound", f"pod {ns}/nope does not exist"),
+        ("nope", 404, "PodNotFound", f"pod {namespace}/nope does not exist"),
         (
             names["edge-1"],
             403,
             "PodOnAnotherNode",
-            f"pod {ns}/{names['edge-1']} is bound to node edge-1, not to this node edge-2: "
+            f"pod {namespace}/{names['edge-1']} is bound to node edge-1, not to this node edge-2: "
             "a node may only act on its own pods",
         ),
         (
             rolling,
             400,
             "NotAnOTAPod",
-            f"pod {ns}/{rolling} belongs to DaemonSet rolling, which does not use the OTA "
+            f"pod {namespace}/{rolling} belongs to DaemonSet rolling, which does not use the OTA "
             "update strategy",
         ),
         (
             "bare",
             400,
             "NotAnOTAPod",
-            f"pod {ns}/bare is owned by no controller, not by a DaemonSet with the OTA update "
+            f"pod {namespace}/bare is owned by no controller, not by a DaemonSet with the OTA update "
             "strategy",
         ),
         (
             names["edge-2"],
             409,
             "NoUpgradeAvailable",
-            f"pod {ns}/{names['edge-2']} has no newer version: its PodNeedUpgrade condition is "
+            f"pod {namespace}/{names['edge-2']} has no newer version: its PodNeedUpgrade condition is "
             "False, expected True",
         ),
     ]
     for pod, code, reason, message in cases:
         for ask in (edge2.upgrade, edge2.imagepull):
-            assert_refused(await ask(ns, pod), code, reason, message)
+            assert_refused(await ask(namespace, pod), code, reason, message)
     assert_refused(
         await edge2.upgrade("no-such-namespace", names["edge-2"]),
         404,
@@ -434,34 +411,31 @@ async def test_requests_for_pods_the_node_may_not_upgrade_are_refused_and_change
         f"pod no-such-namespace/{names['edge-2']} does not exist",
     )
 
-    assert await snapshot(cloud, ns) == state
+    assert await snapshot(kube, namespace) == state
 
 
 async def test_terminating_pod_is_refused_409_and_stays_as_it_is(
-    agents_lab: Lab, cloud: LabHandle, ns: str
+    kube: LabHandle, namespace: str, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    async with terminating_pod(cloud, ns, "held", node="edge-2"):
-        state = await snapshot(cloud, ns)
+    async with terminating_pod(kube, namespace, "held", node="edge-2"):
+        state = await snapshot(kube, namespace)
         assert state["held"][2] is not None
         for ask in (edge2.upgrade, edge2.imagepull):
             assert_refused(
-                await ask(ns, "held"),
+                await ask(namespace, "held"),
                 409,
                 "PodTerminating",
-                f"pod {ns}/held is already terminating",
+                f"pod {namespace}/held is already terminating",
             )
-        assert await snapshot(cloud, ns) == state
+        assert await snapshot(kube, namespace) == state
 
 
 async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_nothing(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    pod = (await ota_daemonset(cloud, ns))["edge-2"]
-    await new_version_marked(cloud, ns)
-    state = await snapshot(cloud, ns)
-    route = f"/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
+    state = await snapshot(kube, namespace)
+    route = f"/openyurt.io/v1/namespaces/{namespace}/pods/{pod}"
 
     for method in ("GET", "PUT", "DELETE", "PATCH"):
         for action in ("upgrade", "imagepull"):
@@ -478,23 +452,21 @@ async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_
         f"{route}/restart",
         f"{route}/upgrade/",
         f"{route}/upgrade/now",
-        f"/openyurt.io/v2/namespaces/{ns}/pods/{pod}/upgrade",
-        f"/openyurt.io/v1/namespaces/{ns}/pods//upgrade",
+        f"/openyurt.io/v2/namespaces/{namespace}/pods/{pod}/upgrade",
+        f"/openyurt.io/v1/namespaces/{namespace}/pods//upgrade",
         f"/openyurt.io/v1/namespaces//pods/{pod}/upgrade",
-        f"/openyurt.io/v1/{ns}/{pod}/upgrade",
+        f"/openyurt.io/v1/{namespace}/{pod}/upgrade",
     ):
         assert_refused(await edge2.request("POST", path), 404, "NotFound", f"no such route: {path}")
-    for namespace, name, wrong in (
-        (ns.upper(), pod, f"namespace '{ns.upper()}' is not a DNS-1123 label"),
-        (f"{ns}_x", pod, f"namespace '{ns}_x' is not a DNS-1123 label"),
-        (ns, pod.upper(), f"pod name '{pod.upper()}' is not a DNS-1123 subdomain"),
-        (ns, f"{pod}-", f"pod name '{pod}-' is not a DNS-1123 subdomain"),
+    for target_namespace, name, wrong in (
+        (namespace.upper(), pod, f"namespace '{namespace.upper()}' is not a DNS-1123 label"),
+        (f"{namespace}_x", pod, f"namespace '{namespace}_x' is not a DNS-1123 label"),
+        (namespace, pod.upper(), f"pod name '{pod.upper()}' is not a DNS-1123 subdomain"),
+        (namespace, f"{pod}-", f"pod name '{pod}-' is not a DNS-1123 subdomain"),
     ):
         for ask in (edge2.upgrade, edge2.imagepull):
-            answer = await ask(namespace, name)
-            body = refusal(answer)
-            assert (answer.status, body["reason"]) == (400, "InvalidName")
-            assert body["message"].startswith(wrong)
+            message = refused_with(await ask(target_namespace, name), 400, "InvalidName")
+            assert message.startswith(wrong)
     for action in ("upgrade", "imagepull"):
         assert_refused(
             await edge2.request("POST", f"{route}/{action}", data=b"x" * (64 * 1024 + 1)),
@@ -503,9 +475,8 @@ async def test_malformed_requests_for_an_upgradeable_pod_are_refused_and_change_
             "bodies are limited to 65536 bytes",
         )
 
-    assert await snapshot(cloud, ns) == state
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+    assert await snapshot(kube, namespace) == state
+    await assert_upgrade_started(edge2, namespace, pod)
 
 
 # --- the API server's own-node rule ----------------------------------------------------------
@@ -524,10 +495,10 @@ async def as_agent_of(lab: Lab, node: str) -> AsyncIterator[client.CoreV1Api]:
 
 
 async def test_api_server_lets_an_agents_identity_change_only_its_own_nodes_pods(
-    agents_lab: Lab, cloud: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    names = await ota_daemonset(cloud, ns)
-    state = await snapshot(cloud, ns)
+    names = await ota_daemonset(kube, namespace)
+    state = await snapshot(kube, namespace)
     foreign, own = names["edge-2"], names["edge-1"]
     expected = (
         "ValidatingAdmissionPolicy 'edgerollout-agent-own-node' with binding "
@@ -547,35 +518,32 @@ async def test_api_server_lets_an_agents_identity_change_only_its_own_nodes_pods
         }
     }
 
-    async with as_agent_of(agents_lab, "edge-1") as edge1:
+    async with as_agent_of(lab, "edge-1") as edge1:
         with pytest.raises(ApiException) as deleting:
-            await edge1.delete_namespaced_pod(foreign, ns)
+            await edge1.delete_namespaced_pod(foreign, namespace)
         with pytest.raises(ApiException) as patching:
-            await edge1.patch_namespaced_pod_status(foreign, ns, status_patch)
-        await edge1.delete_namespaced_pod(own, ns, dry_run="All")
-        await edge1.patch_namespaced_pod_status(own, ns, status_patch, dry_run="All")
+            await edge1.patch_namespaced_pod_status(foreign, namespace, status_patch)
+        await edge1.delete_namespaced_pod(own, namespace, dry_run="All")
+        await edge1.patch_namespaced_pod_status(own, namespace, status_patch, dry_run="All")
 
     for refused in (deleting.value, patching.value):
         assert refused.body is not None
         status = orjson.loads(refused.body)
         assert (refused.status, status["code"], status["reason"]) == (403, 403, "Forbidden")
         assert status["message"].endswith(expected)
-    assert await snapshot(cloud, ns) == state
+    assert await snapshot(kube, namespace) == state
 
 
 # --- disconnection ---------------------------------------------------------------------------
 
 
 async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_once_back(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    names = await ota_daemonset(cloud, ns)
-    pod = names["edge-2"]
-    newest = await new_version_marked(cloud, ns)
+    pod, uid, newest = await outdated_pod(kube, namespace, "edge-2")
 
     async def served_true() -> bool:
-        listed = await edge2.listed(ns)
+        listed = await edge2.listed(namespace)
         need = listed_condition(listed[0], "PodNeedUpgrade") if listed else None
         return need is not None and need.status == "True"
 
@@ -584,11 +552,12 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     assert connected.cache_age == 0.0
     # Only this test's pods: other tests' namespaces may still be going away on the node.
     served = [
-        p["metadata"]["uid"] for p in connected.json()["items"] if p["metadata"]["namespace"] == ns
+        p["metadata"]["uid"]
+        for p in connected.json()["items"]
+        if p["metadata"]["namespace"] == namespace
     ]
-    uid = (await cloud.core.read_namespaced_pod(pod, ns)).metadata.uid
 
-    await cloud.disconnect("edge-2")
+    await kube.disconnect("edge-2")
 
     async def cache_aging() -> bool:
         return (await edge2.pods()).cache_age > 0
@@ -596,13 +565,12 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     await wait_for(cache_aging, timeout=10, what="the agent's cache aging")
     unreachable = "the API server cannot be reached from node edge-2 ("
     for ask in (edge2.upgrade, edge2.imagepull):
-        answer = await ask(ns, pod)
-        body = refusal(answer)
-        assert (answer.status, body["reason"]) == (503, "CloudUnreachable")
-        assert body["message"].startswith(unreachable)
-        assert body["message"].endswith("); nothing was changed, try again once the link is back")
+        answer = await ask(namespace, pod)
+        message = refused_with(answer, 503, "CloudUnreachable")
+        assert message.startswith(unreachable)
+        assert message.endswith("); nothing was changed, try again once the link is back")
         assert answer.seconds < 2
-    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    kept = await kube.core.read_namespaced_pod(pod, namespace)
     assert kept.metadata.uid == uid
     assert kept.metadata.deletion_timestamp is None
     assert condition(kept, "PodImageReady") is None
@@ -613,55 +581,46 @@ async def test_disconnected_agent_serves_its_cache_refuses_changes_and_upgrades_
     assert (early.status, late.status) == (200, 200)
     # Cut off, the cache stands still: the same pods, this test's pod among them as it was served.
     assert late.json()["items"] == early.json()["items"]
-    mine = [p["metadata"]["uid"] for p in late.json()["items"] if p["metadata"]["namespace"] == ns]
+    mine = [
+        p["metadata"]["uid"]
+        for p in late.json()["items"]
+        if p["metadata"]["namespace"] == namespace
+    ]
     assert mine == served == [uid]
     assert late.cache_age >= early.cache_age + 2.5
 
-    await cloud.connect("edge-2")
-    await cloud.wait_node_ready("edge-2", "True", timeout=30)
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
-    await replaced_by_new_version(cloud, ns, "edge-2", uid, newest)
+    await kube.reconnect("edge-2")
+    await assert_upgrade_started(edge2, namespace, pod)
+    await replaced_by_new_version(kube, namespace, "edge-2", uid, newest)
 
 
 # --- the guards: the token, browsers, node scoping (design §8.3) -----------------------------
 
 POLICY = AGENT_OWN_NODE_POLICY
-FORBIDDEN = {
-    "code": 403,
-    "reason": "Forbidden",
-    "message": "this request is not served; the agent's log says why",
-}
-UNAUTHORIZED = {
-    "code": 401,
-    "reason": "Unauthorized",
-    "message": "a valid bearer token is required (Authorization header)",
-}
+FORBIDDEN = (403, "Forbidden", "this request is not served; the agent's log says why")
+UNAUTHORIZED = (401, "Unauthorized", "a valid bearer token is required (Authorization header)")
 
 
 async def test_requests_without_the_token_or_from_a_browser_are_refused_and_change_nothing(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    names = await ota_daemonset(cloud, ns)
-    await new_version_marked(cloud, ns)
-    pod = names["edge-2"]
-    state = await snapshot(cloud, ns)
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
+    state = await snapshot(kube, namespace)
     anonymous = edge2.without_token()
 
     for ask in (anonymous.upgrade, anonymous.imagepull):
-        answer = await ask(ns, pod)
-        assert (answer.status, refusal(answer)) == (401, UNAUTHORIZED)
+        answer = await ask(namespace, pod)
+        assert_refused(answer, *UNAUTHORIZED)
     for headers in ({"Origin": "http://example.com"}, {"Host": "attacker.example"}):
         for ask in (edge2.upgrade, edge2.imagepull):
-            answer = await ask(ns, pod, headers=headers)
-            assert (answer.status, refusal(answer)) == (403, FORBIDDEN)
+            answer = await ask(namespace, pod, headers=headers)
+            assert_refused(answer, *FORBIDDEN)
         listed = await edge2.request("GET", "/pods", headers=headers)
-        assert (listed.status, refusal(listed)) == (403, FORBIDDEN)
+        assert_refused(listed, *FORBIDDEN)
 
     await asyncio.sleep(1)
-    assert await snapshot(cloud, ns) == state
-    kept = await cloud.core.read_namespaced_pod(pod, ns)
+    assert await snapshot(kube, namespace) == state
+    kept = await kube.core.read_namespaced_pod(pod, namespace)
     assert condition(kept, "PodImageReady") is None
 
 
@@ -675,13 +634,10 @@ async def _binding_restored(admission: Any, binding: dict[str, Any]) -> None:
 
 
 async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_back(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
 ) -> None:
-    edge2 = agent_of(agents_lab, "edge-2")
-    names = await ota_daemonset(cloud, ns)
-    await new_version_marked(cloud, ns)
-    pod = names["edge-2"]
-    admission = client.AdmissionregistrationV1Api(cloud.api)
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
+    admission = client.AdmissionregistrationV1Api(kube.api)
     shipped = await admission.read_validating_admission_policy_binding(POLICY)
     binding = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -694,7 +650,7 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     }
     ready = await edge2.request("GET", "/readyz")
     assert (ready.status, ready.text) == (200, "ok")
-    state = await snapshot(cloud, ns)
+    state = await snapshot(kube, namespace)
 
     await admission.delete_validating_admission_policy_binding(POLICY)
     removed = time.monotonic()
@@ -708,22 +664,21 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
         # The lab's agents re-check every 2 s; the binding's removal takes a moment to reach
         # the API server's admission.
         assert time.monotonic() - removed < 15
-        assert refusal(ready)["reason"] == "NodeScopingNotEnforced"
+        refused_with(ready, 503, "NodeScopingNotEnforced")
         for ask in (edge2.upgrade, edge2.imagepull):
-            answer = await ask(ns, pod)
-            assert (answer.status, refusal(answer)["reason"]) == (503, "NodeScopingNotEnforced")
-            assert refusal(answer)["message"] == (
+            message = refused_with(await ask(namespace, pod), 503, "NodeScopingNotEnforced")
+            assert message == (
                 "the API server is not proven to confine this agent to its node, so it changes "
                 "nothing: the API server accepted a status patch that the admission policy "
                 f"{POLICY} must deny: the policy or its binding is missing"
             )
-        listed = await edge2.listed(ns)
+        listed = await edge2.listed(namespace)
         assert [p["metadata"]["name"] for p in listed] == [pod]
         metrics = await edge2.request("GET", "/metrics")
         assert "\nedgerollout_agent_node_scoping_enforced 0.0\n" in metrics.text
 
         async def warned() -> bool:
-            events = await cloud.core.list_namespaced_event(
+            events = await kube.core.list_namespaced_event(
                 "default",
                 field_selector="reason=NodeScopingNotEnforced,involvedObject.name=edge-2",
             )
@@ -733,7 +688,7 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
             )
 
         await wait_for(warned, timeout=15, what="a NodeScopingNotEnforced Warning Event")
-        assert await snapshot(cloud, ns) == state
+        assert await snapshot(kube, namespace) == state
     finally:
         await _binding_restored(admission, binding)
 
@@ -743,8 +698,7 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     await wait_for(ready_again, timeout=30, what="the agent ready once the policy is back")
     metrics = await edge2.request("GET", "/metrics")
     assert "\nedgerollout_agent_node_scoping_enforced 1.0\n" in metrics.text
-    answer = await edge2.upgrade(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Start updating pod {ns}/{pod}")
+    await assert_upgrade_started(edge2, namespace, pod)
 
 
 # --- the OpenAPI document against the live agent ----------------------------------------------
@@ -784,12 +738,12 @@ def fuzz(url: str, *, token: str, examples: int) -> list[tuple[str, int]]:
 
 
 async def test_live_agent_answers_as_its_openapi_document_says(
-    agents_lab: Lab, cloud: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    await ota_daemonset(cloud, ns)
-    state = await snapshot(cloud, ns)
-    agents = await snapshot(cloud, "edgerollout-system")
-    url, token = agents_lab.node("edge-2").agent_url, agents_lab.node("edge-2").agent_token
+    await ota_daemonset(kube, namespace)
+    state = await snapshot(kube, namespace)
+    agents = await snapshot(kube, "edgerollout-system")
+    url, token = lab.node("edge-2").agent_url, lab.node("edge-2").agent_token
     assert url is not None
     assert token is not None
 
@@ -805,8 +759,8 @@ async def test_live_agent_answers_as_its_openapi_document_says(
         "POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull",
     } <= labels
     assert all(code < 500 for _, code in seen)
-    assert await snapshot(cloud, ns) == state
-    assert await snapshot(cloud, "edgerollout-system") == agents
+    assert await snapshot(kube, namespace) == state
+    assert await snapshot(kube, "edgerollout-system") == agents
 
 
 RESTRICTED = {
@@ -819,13 +773,13 @@ RESTRICTED = {
 
 
 async def test_pre_pull_succeeds_in_a_namespace_that_enforces_podsecurity_restricted(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     restricted: Any = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
-    await cloud.core.patch_namespace(ns, restricted)
+    await kube.core.patch_namespace(namespace, restricted)
     # The namespace refuses a pod that is not restricted: the guard is really on.
     with pytest.raises(ApiException) as refused:
-        await cloud.core.create_namespaced_pod(ns, bare_pod("unrestricted", node="edge-1"))
+        await kube.core.create_namespaced_pod(namespace, bare_pod("unrestricted", node="edge-1"))
     assert refused.value.status == 403
     assert refused.value.body is not None
     message = orjson.loads(refused.value.body)["message"]
@@ -833,14 +787,13 @@ async def test_pre_pull_succeeds_in_a_namespace_that_enforces_podsecurity_restri
 
     manifest = daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=OTA)
     manifest["spec"]["template"]["spec"]["containers"][0]["securityContext"] = RESTRICTED
-    await cloud.apps.create_namespaced_daemon_set(ns, manifest)
-    await running_everywhere(cloud, ns, OLD, NODES)
-    pod = by_node(await cloud.pods(ns, SELECTOR))["edge-3"][0].metadata.name
-    newest = await new_version_marked(cloud, ns)
+    await kube.apps.create_namespaced_daemon_set(namespace, manifest)
+    await running_everywhere(kube, namespace, OLD, NODES)
+    pod = by_node(await kube.pods(namespace, SELECTOR))["edge-3"][0].metadata.name
+    newest = await new_version_marked(kube, namespace)
 
-    answer = await agent_of(agents_lab, "edge-3").imagepull(ns, pod)
-    assert (answer.status, answer.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    await assert_pull_requested(agent_of(lab, "edge-3"), namespace, pod)
     outcome = await wait_for(
-        lambda: pull_outcome(cloud, ns, pod), timeout=30, what="the pre-pull's outcome"
+        lambda: pull_outcome(kube, namespace, pod), timeout=30, what="the pre-pull's outcome"
     )
     assert outcome == ("True", "PullImageSuccess", f"controllerrevision: {newest}")

@@ -11,22 +11,12 @@ to edgerollout's contract of one request per pod: a run here once saw it write 5
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 from bench import peer
 
 from edgerollout_lab import build
 from edgerollout_lab.versions import OPENYURT
-
-ROOT = Path(__file__).resolve().parents[2]
-NODES = 50
-DISCONNECTED = 10
-PNG = b"\x89PNG\r\n\x1a\n"
+from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke, smoke_run
 
 pytestmark = [
     pytest.mark.skipif(
@@ -39,33 +29,18 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
-    out = tmp_path_factory.mktemp("bench")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
     scenarios = ("rolling", "disconnected", "ota")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--smoke",
-            "--peer",
-            "openyurt",
-            *(f"--scenario={name}" for name in scenarios),
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=840,
-        check=False,
+    return smoke_run(
+        tmp_path_factory.mktemp("bench"),
+        "--peer",
+        "openyurt",
+        *(f"--scenario={name}" for name in scenarios),
     )
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    return json.loads((out / "smoke.json").read_text()), result.stdout, out
 
 
 def test_openyurt_updates_every_node_in_the_rounds_taking_turns_with_the_others(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     rolling = smoke[0]["scenarios"]["rolling"]
     assert rolling["openyurt"]["curve"][-1][1] == NODES
@@ -81,7 +56,7 @@ def test_openyurt_updates_every_node_in_the_rounds_taking_turns_with_the_others(
 
 
 def test_each_controller_deletes_the_pods_of_its_own_daemonset(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     api = smoke[0]["scenarios"]["api_load"]
     assert api["audited_deletes_per_pod"] == 1.0
@@ -91,7 +66,7 @@ def test_each_controller_deletes_the_pods_of_its_own_daemonset(
 
 
 def test_openyurt_marks_every_ota_pod_with_status_updates(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     theirs = smoke[0]["scenarios"]["ota"]["openyurt"]
     assert theirs["curve"][-1][1] == NODES
@@ -100,7 +75,7 @@ def test_openyurt_marks_every_ota_pod_with_status_updates(
 
 
 def test_openyurt_updates_the_connected_nodes_then_the_reconnected_ones(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     theirs = smoke[0]["scenarios"]["disconnected"]["openyurt"]
     curve = theirs["curve"]
@@ -113,7 +88,7 @@ def test_openyurt_updates_the_connected_nodes_then_the_reconnected_ones(
 
 
 def test_the_table_and_the_api_load_plot_name_openyurt(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     _, stdout, out = smoke
     for kind in ("rolling", "disconnected", "api-load"):

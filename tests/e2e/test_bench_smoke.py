@@ -7,43 +7,24 @@ table were written — never a timing.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-NODES = 50
-DISCONNECTED = 10
-PNG = b"\x89PNG\r\n\x1a\n"
+from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke, smoke_run
 
 # One smoke run (about three minutes) serves every test of this module.
 pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
-    out = tmp_path_factory.mktemp("bench")
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=840,
-        check=False,
-    )
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    return json.loads((out / "smoke.json").read_text()), result.stdout, out
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
+    return smoke_run(tmp_path_factory.mktemp("bench"))
 
 
 def _last(curve: list[list[float]]) -> float:
     return curve[-1][1]
 
 
-def test_smoke_run_has_every_scenario(smoke: tuple[dict[str, Any], str, Path]) -> None:
+def test_smoke_run_has_every_scenario(smoke: Smoke) -> None:
     results, _, _ = smoke
     assert sorted(results["scenarios"]) == [
         "agent",
@@ -58,7 +39,7 @@ def test_smoke_run_has_every_scenario(smoke: tuple[dict[str, Any], str, Path]) -
     assert len(results["machine"]["load_average"]) == 3
 
 
-def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]) -> None:
+def test_both_rollouts_update_every_node(smoke: Smoke) -> None:
     rolling = smoke[0]["scenarios"]["rolling"]
     assert rolling["nodes"] == NODES
     assert rolling["budget"] == 5
@@ -80,7 +61,7 @@ def test_both_rollouts_update_every_node(smoke: tuple[dict[str, Any], str, Path]
 
 
 def test_each_pod_is_deleted_once_and_nothing_is_listed_or_polled(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     api = smoke[0]["scenarios"]["api_load"]
     assert api["deletes"] == NODES
@@ -90,7 +71,7 @@ def test_each_pod_is_deleted_once_and_nothing_is_listed_or_polled(
     assert api["audit_pod_deletes_by_user"]["lab-admin"] == NODES
 
 
-def test_ota_marks_every_pod_with_one_write_each(smoke: tuple[dict[str, Any], str, Path]) -> None:
+def test_ota_marks_every_pod_with_one_write_each(smoke: Smoke) -> None:
     ota = smoke[0]["scenarios"]["ota"]
     assert _last(ota["curve"]) == NODES
     assert ota["writes"] == NODES
@@ -99,7 +80,7 @@ def test_ota_marks_every_pod_with_one_write_each(smoke: tuple[dict[str, Any], st
 
 
 def test_disconnected_nodes_stall_native_but_not_edgerollout(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     gone = smoke[0]["scenarios"]["disconnected"]
     assert gone["disconnected"] == DISCONNECTED
@@ -110,7 +91,7 @@ def test_disconnected_nodes_stall_native_but_not_edgerollout(
     assert connected_done < gone["edgerollout"]["reconnected_at"]
 
 
-def test_footprint_and_agent_are_measured(smoke: tuple[dict[str, Any], str, Path]) -> None:
+def test_footprint_and_agent_are_measured(smoke: Smoke) -> None:
     scenarios = smoke[0]["scenarios"]
     points = scenarios["footprint"]["points"]
     assert [point["pods"] for point in points] == [1, 51, 201]
@@ -122,7 +103,7 @@ def test_footprint_and_agent_are_measured(smoke: tuple[dict[str, Any], str, Path
 
 
 def test_slow_link_downtimes_are_measured_and_pulls_kept_to_the_link_rate(
-    smoke: tuple[dict[str, Any], str, Path],
+    smoke: Smoke,
 ) -> None:
     slow = smoke[0]["scenarios"]["slow-link"]
     assert (slow["payload_bytes"], slow["link_rate_bytes_per_second"]) == (2 << 20, 1e6)
@@ -141,7 +122,7 @@ def test_slow_link_downtimes_are_measured_and_pulls_kept_to_the_link_rate(
     assert first["downtime_seconds"] < slow["advanced_rolling_update"]["downtime_seconds"]
 
 
-def test_plots_and_table_are_written(smoke: tuple[dict[str, Any], str, Path]) -> None:
+def test_plots_and_table_are_written(smoke: Smoke) -> None:
     _, stdout, out = smoke
     for kind in ("rolling", "disconnected", "footprint"):
         assert (out / f"smoke-{kind}.png").read_bytes()[:8] == PNG

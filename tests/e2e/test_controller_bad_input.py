@@ -18,6 +18,8 @@ from tests.e2e.support.seed import (
     seed_daemonset,
 )
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
 
 CASES: list[Any] = [
@@ -44,7 +46,6 @@ CASES: list[Any] = [
 ]
 
 
-@pytest.mark.lab(nodes=3)
 @pytest.mark.parametrize(("annotations", "strategy", "reason", "message"), CASES)
 async def test_bad_annotation_gives_one_warning_and_deletes_nothing(
     kube: LabHandle,
@@ -78,7 +79,6 @@ async def test_bad_annotation_gives_one_warning_and_deletes_nothing(
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") == 0
 
 
-@pytest.mark.lab(nodes=3)
 async def test_opt_in_without_on_delete_warns_once_and_leaves_the_rollout_to_the_native_controller(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:

@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -30,12 +30,14 @@ from tests.e2e.support.seed import (
     OLD,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
     seed_daemonset,
 )
 
+pytestmark = pytest.mark.lab(nodes=3)
 
-@pytest.mark.lab(nodes=3)
+
 async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_on_reconnect(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -45,9 +47,7 @@ async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_o
     }
     before = await seed_daemonset(kube, namespace, annotations=annotations)
 
-    await kube.disconnect("edge-2", "edge-3")
-    for node in ("edge-2", "edge-3"):
-        await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-2", "edge-3")
     await set_image(kube, namespace, NAME, NEW)
 
     async def edge1_updated() -> bool:
@@ -79,15 +79,10 @@ async def test_advanced_rolling_update_skips_disconnected_nodes_and_catches_up_o
     after = await running_everywhere(kube, namespace, NEW, NODES, timeout=30)
     assert time.monotonic() - ready_at < 30
     assert not set(before.values()) & set(after.values())
-    deleted_nodes = sorted(
-        e.message.split(" on node ")[1].split(":")[0]
-        for e in await events(kube, namespace, reason="SuccessfulDelete")
-    )
-    assert deleted_nodes == NODES
+    assert await deleted_on(kube, namespace) == NODES
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") >= 1
 
 
-@pytest.mark.lab(nodes=3)
 async def test_legacy_auto_value_upgrades_like_advanced_rolling_update_and_says_it_is_deprecated(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -105,7 +100,6 @@ async def test_legacy_auto_value_upgrades_like_advanced_rolling_update_and_says_
     assert len(await events(kube, namespace, reason="SuccessfulDelete")) == 3
 
 
-@pytest.mark.lab(nodes=3)
 async def test_ota_marks_every_pod_and_deletes_nothing(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -135,12 +129,7 @@ async def test_ota_marks_every_pod_and_deletes_nothing(
     }
 
     await set_image(kube, namespace, NAME, NEW)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(kube, namespace)
-        return revision if revision != first_hash else None
-
-    second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    second_hash = await revision_after(kube, namespace, first_hash)
     await wait_for(
         lambda: all_marked("True", second_hash), timeout=15, what="PodNeedUpgrade=True on all"
     )

@@ -24,6 +24,8 @@ from tests.e2e.support.lab import (
 )
 from tests.e2e.support.seed import NAME, NEW, NODES, ON_DELETE, SELECTOR, running_everywhere
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 HOLD_SECONDS = 5
 # Where KWOK takes pod IPs from (its `cidr` option).
 POD_NETWORK = ipaddress.ip_network("10.0.0.0/16")
@@ -148,7 +150,6 @@ async def hold_statuses(kube: LabHandle, namespace: str) -> None:
     await hold_for(unchanged, seconds=HOLD_SECONDS, what="every pod's status as it was")
 
 
-@pytest.mark.lab(nodes=3)
 async def test_a_daemonset_pod_of_the_crashloop_image_runs_but_is_never_ready_until_fixed(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -171,7 +172,6 @@ async def test_a_daemonset_pod_of_the_crashloop_image_runs_but_is_never_ready_un
     await running_everywhere(kube, namespace, NEW, NODES)
 
 
-@pytest.mark.lab(nodes=3)
 async def test_only_the_container_of_the_crashloop_image_crash_loops(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -200,7 +200,6 @@ async def test_only_the_container_of_the_crashloop_image_crash_loops(
         ]
 
 
-@pytest.mark.lab(nodes=3)
 async def test_a_daemonset_pod_of_the_unpullable_image_stays_pending_in_image_pull_back_off(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -234,7 +233,6 @@ async def test_a_daemonset_pod_of_the_unpullable_image_stays_pending_in_image_pu
     await hold_statuses(kube, namespace)
 
 
-@pytest.mark.lab(nodes=3)
 async def test_a_job_pod_of_the_crashloop_image_completes_as_a_pre_pull_does(
     kube: LabHandle, namespace: str
 ) -> None:

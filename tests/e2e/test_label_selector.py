@@ -20,6 +20,8 @@ from edgerollout.domain.spec.label_selector import (
 from edgerollout.kube.api import NODES, ApiError, KubeApi
 from edgerollout_lab.cluster import Lab
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 TIER = "e2e.edgerollout.io/tier"
 LABELS = {
     "edge-1": {"e2e-zone": "west", "e2e-rank": "1", "e2e-gpu": ""},
@@ -112,7 +114,6 @@ def picked(selector: LabelSelector, nodes: list[dict[str, Any]]) -> set[str]:
     }
 
 
-@pytest.mark.lab(nodes=3)
 async def test_matches_picks_the_nodes_the_api_server_lists(labelled: KubeApi) -> None:
     nodes = (await labelled.list(NODES)).items
     assert {node["metadata"]["name"] for node in nodes} == set(LABELS)
@@ -124,7 +125,6 @@ async def test_matches_picks_the_nodes_the_api_server_lists(labelled: KubeApi) -
     assert ours == SELECTS
 
 
-@pytest.mark.lab(nodes=3)
 @pytest.mark.parametrize("text", REFUSED)
 async def test_a_selector_refused_here_is_refused_by_the_api_server(
     labelled: KubeApi, text: str
@@ -136,7 +136,6 @@ async def test_a_selector_refused_here_is_refused_by_the_api_server(
     assert (refused.value.status, refused.value.reason) == (400, "BadRequest")
 
 
-@pytest.mark.lab(nodes=3)
 async def test_a_nul_is_refused_here_where_the_api_server_drops_what_follows(
     labelled: KubeApi,
 ) -> None:

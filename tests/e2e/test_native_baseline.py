@@ -21,11 +21,12 @@ from tests.e2e.support.lab import (
 )
 from tests.e2e.support.seed import NAME, NEW, OLD, SELECTOR, running_everywhere, seed_daemonset
 
+pytestmark = pytest.mark.lab(nodes=4)
+
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
 
 
-@pytest.mark.lab(nodes=4)
 async def test_native_rolling_update_completes_when_all_nodes_are_connected(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -38,14 +39,11 @@ async def test_native_rolling_update_completes_when_all_nodes_are_connected(
     assert not set(before.values()) & set(after.values()), "every pod was replaced"
 
 
-@pytest.mark.lab(nodes=4)
 async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
     kube: LabHandle, namespace: str
 ) -> None:
     before = await seed_daemonset(kube, namespace, strategy=ROLLING, nodes=NODES)
-    await kube.disconnect("edge-3", "edge-4")
-    for node in ("edge-3", "edge-4"):
-        await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-3", "edge-4")
 
     await set_image(kube, namespace, NAME, NEW)
 
@@ -85,13 +83,11 @@ async def test_native_rolling_update_stalls_with_two_nodes_disconnected(
     assert ds.status.desired_number_scheduled == 2  # the two Ready nodes
 
 
-@pytest.mark.lab(nodes=4)
 async def test_on_delete_pod_is_replaced_on_ready_node_but_stays_terminating_on_disconnected_node(
     kube: LabHandle, namespace: str
 ) -> None:
     before = await seed_daemonset(kube, namespace, nodes=NODES)
-    await kube.disconnect("edge-2")
-    await kube.wait_node_ready("edge-2", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-2")
     await set_image(kube, namespace, NAME, NEW)
 
     pods = by_node(await kube.pods(namespace, SELECTOR))

@@ -27,7 +27,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from edgerollout.kube.recorder import COMPONENT as EDGEROLLOUT_COMPONENT
 from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS, audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from edgerollout_lab.openyurt import (
     CONTROLLER_NAME,
@@ -45,6 +45,7 @@ from tests.e2e.support.lab import (
     daemonset,
     hold_for,
     images,
+    pod_admission_rule,
     pod_ready,
     restore_node,
     served,
@@ -63,6 +64,8 @@ from tests.e2e.support.seed import (
     seed_daemonset,
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
+
+pytestmark = pytest.mark.lab(nodes=4)
 
 EDGEROLLOUT, OPENYURT_PEER = "edgerollout", "openyurt"
 CONTROLLERS = [
@@ -110,7 +113,7 @@ async def running(
     """The controller `which`, started and ready (edgerollout scoped to the namespace; the peer
     watches them all); stopped when the block ends, and it must exit 0."""
     if which == EDGEROLLOUT:
-        async with controller_for(lab.kubeconfig, namespace, log, request):
+        async with controller_for(lab, namespace, log, request):
             yield
         return
     handle = await start_yurt_manager(lab)
@@ -201,7 +204,6 @@ async def touch(kube: LabHandle, namespace: str) -> None:
 # --- seed 001 §2, with `auto`: two nodes cut, the image changed, the nodes back ------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_without_a_change(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -212,9 +214,7 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
         # The seed's manifest: `auto`, no max-unavailable (10 % of 4 nodes: 1 at a time).
         before = await seed_daemonset(kube, namespace, annotations={STRATEGY: "auto"}, nodes=NODES)
         old_names = await pod_names(kube, namespace)
-        await kube.disconnect(*cut)
-        for node in cut:
-            await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off(*cut)
         changed_at = time.monotonic()
         await set_image(kube, namespace, NAME, NEW)
         await running_on(kube, namespace, NEW, connected)
@@ -232,9 +232,7 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
         # The lab's `connect` returns once the nodes' Leases are renewed and their pods touched:
         # both are then Ready again, and nothing of the DaemonSet has changed.
         restored_at = time.monotonic()
-        await kube.connect(*cut)
-        for node in cut:
-            await kube.wait_node_ready(node, "True", timeout=30)
+        await kube.reconnect(*cut)
         after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
         record("seed-auto", which, "links restored -> both upgraded", restored_at)
 
@@ -255,7 +253,6 @@ async def test_seed_auto_upgrades_the_connected_nodes_then_each_node_back_withou
 # --- a DaemonSet outdated before the controller started -----------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_daemonset_outdated_before_the_controller_started(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -294,7 +291,6 @@ async def test_a_daemonset_outdated_before_the_controller_started(
 # --- a Node object deleted ----------------------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_deleted_node_and_its_orphan_pod(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -304,8 +300,7 @@ async def test_a_deleted_node_and_its_orphan_pod(
         async with running(which, kube.lab, namespace, tmp_path / "controller.log", request):
             before = await seed_daemonset(kube, namespace, annotations=advanced("1"), nodes=NODES)
             old_names = await pod_names(kube, namespace)
-            await kube.disconnect(gone)
-            await kube.wait_node_ready(gone, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+            await kube.cut_off(gone)
             await kube.core.delete_node(gone)
 
             async def node_deleted() -> bool:
@@ -359,7 +354,6 @@ BAD_VALUES = {
 }
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("value", ["abc", "-1", "150%"])
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_bad_max_unavailable_values(
@@ -421,48 +415,19 @@ def at(entry: dict[str, Any]) -> float:
 # --- a node holding two pods of the DaemonSet ---------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def native_controller_may_not_delete(kube: LabHandle, namespace: str) -> AsyncIterator[None]:
-    """An admission policy refusing the native DaemonSet controller's pod deletions in the
+def native_controller_may_not_delete(
+    kube: LabHandle, namespace: str
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """An admission rule refusing the native DaemonSet controller's pod deletions in the
     namespace, so that a surplus pod stays (it removes surplus daemon pods in milliseconds)."""
-    admission = client.AdmissionregistrationV1Api(kube.api)
-    name = f"no-native-deletes-{namespace}"
-    policy: Any = {
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["DELETE"],
-                        "resources": ["pods"],
-                    }
-                ],
-            },
-            "validations": [
-                {
-                    "expression": f"request.userInfo.username != '{NATIVE_DAEMONSET_CONTROLLER}'",
-                    "message": "the test keeps a surplus pod on a node",
-                }
-            ],
-        },
-    }
-    binding: Any = {
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy_binding(name)
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy(name)
+    return pod_admission_rule(
+        kube,
+        namespace,
+        name=f"no-native-deletes-{namespace}",
+        operation="DELETE",
+        expression=f"request.userInfo.username != '{NATIVE_DAEMONSET_CONTROLLER}'",
+        message="the test keeps a surplus pod on a node",
+    )
 
 
 async def refused_to_the_native_controller(kube: LabHandle, namespace: str, pod: str) -> bool:
@@ -503,7 +468,6 @@ async def second_pod_on(kube: LabHandle, namespace: str, node: str) -> str:
     return str(created.metadata.name)
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -523,15 +487,13 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
         surplus = await second_pod_on(kube, namespace, doubled)
         doubled_pods = sorted([old_names[doubled], surplus])
         offset = audit_log_path(kube.lab.folder).stat().st_size
-        watcher = UnavailabilityWatcher(
+        async with UnavailabilityWatcher(
             kube.core,
             namespace,
             selector=SELECTOR,
             nodes=NODES,
             min_ready_seconds=MIN_READY_SECONDS,
-        )
-        await watcher.start()
-        try:
+        ) as watcher:
             changed_at = time.monotonic()
             await set_image(kube, namespace, NAME, NEW)
             await running_on(kube, namespace, NEW, others, timeout=90)
@@ -544,8 +506,6 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
                 )
 
             await hold_for(doubled_node_untouched, seconds=5, what=f"{doubled}'s two pods kept")
-        finally:
-            await watcher.stop()
 
     assert sorted(deleted_names(kube.lab, which, namespace, offset=offset)) == sorted(
         old_names[node] for node in others
@@ -564,7 +524,6 @@ async def test_a_node_with_two_pods_is_left_alone_and_counted_unavailable(
 # --- OTA: the condition's fields, and on which pods ---------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_ota_condition_fields_and_the_pods_that_carry_them(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -598,8 +557,7 @@ async def test_ota_condition_fields_and_the_pods_that_carry_them(
 
         await wait_for(all_false, timeout=30, what=f"{NEED_UPGRADE}=False on every pod")
         # A pod deleted on a cut node stays Terminating: no kubelet confirms.
-        await kube.disconnect(cut)
-        await kube.wait_node_ready(cut, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off(cut)
         await kube.core.delete_namespaced_pod(
             by_node(await kube.pods(namespace, SELECTOR))[cut][0].metadata.name, namespace
         )
@@ -633,7 +591,6 @@ async def test_ota_condition_fields_and_the_pods_that_carry_them(
 # --- a restart in the middle of a rollout -------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_a_restart_mid_rollout_keeps_the_budget(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -641,11 +598,9 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
     log = tmp_path / "controller.log"
     before = await create_daemonset(kube, namespace, image=OLD, annotations=advanced("1"))
     offset = audit_log_path(kube.lab.folder).stat().st_size
-    watcher = UnavailabilityWatcher(
+    async with UnavailabilityWatcher(
         kube.core, namespace, selector=SELECTOR, nodes=NODES, min_ready_seconds=MIN_READY_SECONDS
-    )
-    await watcher.start()
-    try:
+    ) as watcher:
         async with running(which, kube.lab, namespace, log, request):
             changed_at = time.monotonic()
             await set_image(kube, namespace, NAME, NEW)
@@ -660,8 +615,6 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
             after = await running_everywhere(kube, namespace, NEW, NODES, timeout=90)
             record("restart", which, "restarted -> all upgraded", restarted_at)
             record("restart", which, "image change -> all upgraded", changed_at)
-    finally:
-        await watcher.stop()
 
     assert not set(before.values()) & set(after.values())
     assert len(deleted_names(kube.lab, which, namespace, offset=offset)) == len(NODES)
@@ -674,7 +627,6 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
 # --- old pods that are not available ------------------------------------------------------------
 
 
-@pytest.mark.lab(nodes=4)
 @pytest.mark.parametrize("which", CONTROLLERS)
 async def test_old_pods_that_are_not_available(
     which: str, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -702,18 +654,20 @@ async def test_old_pods_that_are_not_available(
 
     old_names = await wait_for(two_broken, timeout=30, what="edge-1, edge-2 crash-looping")
     offset = audit_log_path(kube.lab.folder).stat().st_size
-    watcher = UnavailabilityWatcher(
-        kube.core, namespace, selector=SELECTOR, nodes=NODES, min_ready_seconds=MIN_READY_SECONDS
-    )
-    await watcher.start()
-    try:
-        async with running(which, kube.lab, namespace, tmp_path / "controller.log", request):
-            changed_at = time.monotonic()
-            await set_image(kube, namespace, NAME, NEW)
-            await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
-            record("unavailable-old-pods", which, "image change -> all upgraded", changed_at)
-    finally:
-        await watcher.stop()
+    async with (
+        UnavailabilityWatcher(
+            kube.core,
+            namespace,
+            selector=SELECTOR,
+            nodes=NODES,
+            min_ready_seconds=MIN_READY_SECONDS,
+        ) as watcher,
+        running(which, kube.lab, namespace, tmp_path / "controller.log", request),
+    ):
+        changed_at = time.monotonic()
+        await set_image(kube, namespace, NAME, NEW)
+        await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
+        record("unavailable-old-pods", which, "image change -> all upgraded", changed_at)
 
     deleted = deletions(kube.lab, which, namespace, offset=offset)
     names = [str(e["objectRef"]["name"]) for e in deleted]

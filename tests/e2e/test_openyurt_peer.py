@@ -21,7 +21,7 @@ import pytest
 from edgerollout.domain.model import PodCondition
 from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS, audit_log_path
+from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.openyurt import (
     SERVICE_ACCOUNT,
     SERVICE_ACCOUNT_NAMESPACE,
@@ -49,10 +49,13 @@ from tests.e2e.support.seed import (
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
-pytestmark = pytest.mark.skipif(
-    bool(build.missing_components(OPENYURT)),
-    reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(build.missing_components(OPENYURT)),
+        reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
+    ),
+    pytest.mark.lab(nodes=4),
+]
 
 NODES = ["edge-1", "edge-2", "edge-3", "edge-4"]
 CUT = "edge-4"
@@ -85,7 +88,6 @@ async def pod_names(kube: LabHandle, namespace: str) -> dict[str, str]:
     return {pod.spec.node_name: pod.metadata.name for pod in await kube.pods(namespace, SELECTOR)}
 
 
-@pytest.mark.lab(nodes=4)
 async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_back(
     kube: LabHandle, namespace: str, yurt_manager: YurtManager
 ) -> None:
@@ -97,11 +99,10 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     }
     before = await seed_daemonset(kube, namespace, annotations=annotations, nodes=NODES)
     old_names = await pod_names(kube, namespace)
-    await kube.disconnect(CUT)
-    await kube.wait_node_ready(CUT, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
-    watcher = UnavailabilityWatcher(kube.core, namespace, selector=SELECTOR, nodes=READY_NODES)
-    await watcher.start()
-    try:
+    await kube.cut_off(CUT)
+    async with UnavailabilityWatcher(
+        kube.core, namespace, selector=SELECTOR, nodes=READY_NODES
+    ) as watcher:
         await set_image(kube, namespace, NAME, NEW)
         upgraded = await running_on(kube, namespace, NEW, READY_NODES)
 
@@ -112,8 +113,6 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
             )
 
         await hold_for(cut_node_keeps_its_pod, seconds=5, what=f"{CUT} keeping its {OLD} pod")
-    finally:
-        await watcher.stop()
     # A record for the comparison with edgerollout, not an expectation: the peer's own budget.
     print(f"max-unavailable 1; Ready nodes unavailable at once, at most: {watcher.max_unavailable}")
     print(watcher.timeline())
@@ -127,8 +126,7 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     # The peer reconciles on DaemonSet updates only, not on Node or Pod events; what wakes it is
     # the native controller's status write once the returning node's pod is Ready again.
     restored_at = time.monotonic()
-    await kube.connect(CUT)
-    await kube.wait_node_ready(CUT, "True", timeout=30)
+    await kube.reconnect(CUT)
     after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
     print(f"{CUT} upgraded {time.monotonic() - restored_at:.1f} s after its link was restored")
 
@@ -142,7 +140,6 @@ async def test_openyurt_upgrades_every_pod_on_ready_nodes_and_the_cut_node_once_
     )
 
 
-@pytest.mark.lab(nodes=4)
 async def test_openyurt_marks_pod_need_upgrade_on_every_ota_pod_and_deletes_nothing(
     kube: LabHandle, namespace: str, yurt_manager: YurtManager
 ) -> None:

@@ -14,6 +14,8 @@ from tests.e2e.support.cli import edgerollout, kubectl_edgerollout
 from tests.e2e.support.lab import LabHandle, daemonset
 from tests.e2e.support.seed import NAME, OLD, ON_DELETE
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
     "apps.openyurt.io/max-unavailable": "30%",
@@ -33,7 +35,6 @@ def answer(result: subprocess.CompletedProcess[str]) -> tuple[int, str, str]:
     return result.returncode, result.stdout, result.stderr
 
 
-@pytest.mark.lab(nodes=3)
 async def test_pause_and_resume_write_the_annotation_and_refuse_to_repeat_themselves(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -68,7 +69,6 @@ async def test_pause_and_resume_write_the_annotation_and_refuse_to_repeat_themse
         )
 
 
-@pytest.mark.lab(nodes=3)
 async def test_an_invalid_pause_value_is_replaced_by_pause_and_removed_by_resume(
     kube: LabHandle, namespace: str
 ) -> None:
@@ -95,7 +95,6 @@ async def test_an_invalid_pause_value_is_replaced_by_pause_and_removed_by_resume
     assert await user_annotations(kube, namespace) == ARU
 
 
-@pytest.mark.lab(nodes=3)
 async def test_pause_with_an_unreachable_api_server_exits_4(
     kube: LabHandle, namespace: str, tmp_path: Path
 ) -> None:

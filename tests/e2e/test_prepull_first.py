@@ -27,6 +27,7 @@ from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
     condition,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -45,13 +46,15 @@ from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 from tests.e2e.test_staged_rollout import (
     SIX,
     advanced_rolling_update,
-    deleted_on,
     kept,
     pods_now,
     seed_six,
 )
 
+pytestmark = pytest.mark.lab(nodes=6)
+
 HOLD_SECONDS = 5
+PREPULL = {PREPULL_ANNOTATION: "true"}
 
 
 class PodRecord(UnavailabilityWatcher):
@@ -93,24 +96,21 @@ class PodRecord(UnavailabilityWatcher):
 
 
 @contextlib.asynccontextmanager
-async def recording(kube: LabHandle, namespace: str) -> AsyncIterator[PodRecord]:
-    record = PodRecord(kube, namespace)
-    await record.start()
-    try:
-        yield record
-    finally:
-        await record.stop()
+async def prepull_rollout(
+    kube: LabHandle, namespace: str, max_unavailable: str, image: str
+) -> AsyncIterator[tuple[dict[str, str], PodRecord]]:
+    """The seed's DaemonSet on the six nodes, pre-pull first with `max_unavailable`, moved to
+    `image` while every pod event is recorded; (node -> the UID of its first pod, the record)."""
+    before = await seed_six(kube, namespace, advanced_rolling_update(max_unavailable, **PREPULL))
+    async with PodRecord(kube, namespace) as record:
+        await set_image(kube, namespace, NAME, image)
+        yield before, record
 
 
-@pytest.mark.lab(nodes=6)
 async def test_each_pod_is_deleted_only_once_its_image_is_pulled_two_nodes_ahead_at_most(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    before = await seed_six(
-        kube, namespace, advanced_rolling_update("1", **{PREPULL_ANNOTATION: "true"})
-    )
-    async with recording(kube, namespace) as record:
-        await set_image(kube, namespace, NAME, NEW)
+    async with prepull_rollout(kube, namespace, "1", NEW) as (before, record):
         after = await running_everywhere(kube, namespace, NEW, SIX, timeout=60)
         revision = await newest_revision_hash(kube, namespace)
         going, most = record.replay(revision)
@@ -124,15 +124,10 @@ async def test_each_pod_is_deleted_only_once_its_image_is_pulled_two_nodes_ahead
     assert {event.reason for event in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_pull_that_fails_falls_back_to_deleting_with_a_warning_per_pod(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    before = await seed_six(
-        kube, namespace, advanced_rolling_update("2", **{PREPULL_ANNOTATION: "true"})
-    )
-    async with recording(kube, namespace) as record:
-        await set_image(kube, namespace, NAME, UNPULLABLE_IMAGE)
+    async with prepull_rollout(kube, namespace, "2", UNPULLABLE_IMAGE) as (before, record):
 
         async def two_deleted() -> list[str] | None:
             deleted = await deleted_on(kube, namespace)

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,24 +24,24 @@ import pytest
 
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.agents import agent_of
+from tests.e2e.support.agents import agent_of, assert_pull_requested, assert_upgrade_started
 from tests.e2e.support.containerd import ctr
-from tests.e2e.support.controller_process import ControllerProcess, stopped_cleanly
+from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,
     condition,
     daemonset,
-    fresh_namespace,
     hold_for,
     images,
-    lab_handle,
-    lab_of_its_own,
     pod_ready,
     set_image,
     wait_for,
 )
 from tests.e2e.support.seed import NAME, ON_DELETE, SELECTOR, running_everywhere
+
+# The session's lab of one simulated node and one real node, each running edgerollout's agent.
+pytestmark = pytest.mark.lab(nodes=1, real_nodes=1, agents=True)
 
 REAL = "real-1"
 IP = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "/usr/sbin/ip"
@@ -171,7 +170,8 @@ def _daemonset(name: str, image: str) -> Any:
     }
 
 
-# Defined first, so that it runs before the module's lab starts: one lab at a time runs real nodes.
+# On a lab of its own, which it stops; it runs before the session's labs start (one lab at a time
+# runs real nodes).
 def test_lab_down_leaves_nothing_of_a_real_node_behind(tmp_path: Path) -> None:
     folder = (tmp_path / "lab").resolve()
     lab = cluster.up(folder, nodes=1, real_nodes=1, say=lambda _: None)
@@ -203,106 +203,89 @@ async def _wait_running(lab: Lab, image: str) -> None:
     await wait_for(running, timeout=60, what=f"a running container of {image}")
 
 
-@pytest.fixture(scope="module")
-def real_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    folder = tmp_path_factory.mktemp("real-node-lab")
-    with lab_of_its_own(folder, nodes=1, real_nodes=1, agents=True) as lab:
-        yield lab
-
-
-@pytest.fixture
-async def real(real_lab: Lab) -> AsyncIterator[LabHandle]:
-    async with lab_handle(real_lab) as handle:
-        yield handle
-
-
-@pytest.fixture
-async def ns(real: LabHandle) -> AsyncIterator[str]:
-    async with fresh_namespace(real, prefix="r") as name:
-        yield name
-
-
-def test_lab_json_describes_the_real_node_registry_and_images(real_lab: Lab) -> None:
-    node = real_lab.node(REAL)
-    registry = real_lab.registry
+def test_lab_json_describes_the_real_node_registry_and_images(lab: Lab) -> None:
+    node = lab.node(REAL)
+    registry = lab.registry
     assert registry is not None
 
-    assert (node.real, real_lab.node("edge-1").real) == (True, False)
-    assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(real_lab.folder, REAL).socket}")
+    assert (node.real, lab.node("edge-1").real) == (True, False)
+    assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(lab.folder, REAL).socket}")
     assert node.runtime_endpoint.startswith("unix:///var/lib/edgerollout-lab/")
-    assert real_lab.images == tuple(
+    assert lab.images == tuple(
         f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
     )
     with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
         assert json.loads(response.read()) == {
             "repositories": ["crashing", "nginx", "pause", "toolbox"]
         }
-    assert real_lab.toolbox_image == f"{registry}/toolbox:lab"
-    assert real_lab.crashing_image == f"{registry}/crashing:lab"
+    assert lab.toolbox_image == f"{registry}/toolbox:lab"
+    assert lab.crashing_image == f"{registry}/crashing:lab"
 
 
-async def test_real_node_runs_a_real_kubelet_and_containerd(real: LabHandle) -> None:
-    node = await real.core.read_node(REAL)
+async def test_real_node_runs_a_real_kubelet_and_containerd(kube: LabHandle) -> None:
+    node = await kube.core.read_node(REAL)
     info = node.status.node_info
 
     assert info.kubelet_version == "v1.36.5"
     assert info.container_runtime_version.startswith("containerd://1.6.")
     assert [a.address for a in node.status.addresses if a.type == "InternalIP"] == ["10.254.99.1"]
     assert node.metadata.labels["lab.edgerollout.io/real"] == "true"
-    assert await real.node_ready(REAL) == "True"
+    assert await kube.node_ready(REAL) == "True"
 
 
 async def test_on_delete_upgrade_replaces_the_real_container_with_the_new_image(
-    real_lab: Lab, real: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    old, new = real_lab.images[0], real_lab.images[1]
+    old, new = lab.images[0], lab.images[1]
     name = "web"
-    await real.apps.create_namespaced_daemon_set(ns, _daemonset(name, old))
-    first = await _ready_pod(real, ns, name)
-    (old_container,) = (c.container for c in _on_real(real_lab, old))
+    await kube.apps.create_namespaced_daemon_set(namespace, _daemonset(name, old))
+    first = await _ready_pod(kube, namespace, name)
+    (old_container,) = (c.container for c in _on_real(lab, old))
     assert served_version(first.status.pod_ip) == "1.19.4\n"
 
-    await real.apps.patch_namespaced_daemon_set(
-        name, ns, {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": new}]}}}}
+    await kube.apps.patch_namespaced_daemon_set(
+        name,
+        namespace,
+        {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": new}]}}}},
     )
-    await real.core.delete_namespaced_pod(first.metadata.name, ns)
-    second = await _ready_pod(real, ns, name, not_uid=first.metadata.uid)
+    await kube.core.delete_namespaced_pod(first.metadata.name, namespace)
+    second = await _ready_pod(kube, namespace, name, not_uid=first.metadata.uid)
 
-    after = running_containers(real_lab)
-    assert (_on_real(real_lab, old), len(_on_real(real_lab, new))) == ([], 1)
+    after = running_containers(lab)
+    assert (_on_real(lab, old), len(_on_real(lab, new))) == ([], 1)
     assert old_container not in {c.container for c in after}
     (status,) = second.status.container_statuses
-    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(real_lab, new)}"
+    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(lab, new)}"
     assert served_version(second.status.pod_ip) == "1.19.5\n"
 
 
 async def test_a_cut_real_node_goes_not_ready_and_its_container_keeps_running(
-    real_lab: Lab, real: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    image = real_lab.images[2]
-    await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
-    pod = await _ready_pod(real, ns, "web")
-    (container,) = _on_real(real_lab, image)
+    image = lab.images[2]
+    await kube.apps.create_namespaced_daemon_set(namespace, _daemonset("web", image))
+    pod = await _ready_pod(kube, namespace, "web")
+    (container,) = _on_real(lab, image)
 
-    await real.disconnect(REAL)
-    await real.wait_node_ready(REAL, "Unknown", timeout=30)
+    await kube.cut_off(REAL)
 
-    assert container in running_containers(real_lab)
+    assert container in running_containers(lab)
     assert served_version(pod.status.pod_ip) == "1.19.6\n"
 
-    await real.connect(REAL)
-    await real.wait_node_ready(REAL, "True", timeout=30)
-    assert container in running_containers(real_lab)
-    kept = await real.core.read_namespaced_pod(pod.metadata.name, ns)
+    await kube.reconnect(REAL)
+    assert container in running_containers(lab)
+    kept = await kube.core.read_namespaced_pod(pod.metadata.name, namespace)
     assert kept.metadata.uid == pod.metadata.uid
 
 
-async def _ready_pod(real: LabHandle, ns: str, name: str, *, not_uid: str | None = None) -> Any:
+async def _ready_pod(
+    kube: LabHandle, namespace: str, name: str, *, not_uid: str | None = None
+) -> Any:
     """The DaemonSet's pod on the real node once it is Ready (another than `not_uid`)."""
     found: list[Any] = []
 
     async def ready() -> bool:
-        pods = await real.core.list_namespaced_pod(ns, label_selector=f"app={name}")
+        pods = await kube.core.list_namespaced_pod(namespace, label_selector=f"app={name}")
         for pod in pods.items:
             statuses = pod.status.container_statuses or []
             if (
@@ -349,17 +332,17 @@ def _duration(text: str) -> float:
 
 
 async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_cut(
-    real_lab: Lab, real: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    image = real_lab.images[3]  # pulled by no other test of this lab
+    image = lab.images[3]  # pulled by no other test of this lab
     rate = 400_000.0
-    cluster.set_link_rate(real_lab.folder, REAL, rate)
+    cluster.set_link_rate(lab.folder, REAL, rate)
     try:
-        await real.apps.create_namespaced_daemon_set(ns, _daemonset("web", image))
-        await _ready_pod(real, ns, "web")
+        await kube.apps.create_namespaced_daemon_set(namespace, _daemonset("web", image))
+        await _ready_pod(kube, namespace, "web")
 
         async def pulled() -> tuple[float, int] | None:
-            return _pulled_event(await real.core.list_namespaced_event(ns), image)
+            return _pulled_event(await kube.core.list_namespaced_event(namespace), image)
 
         seconds, size = await wait_for(pulled, timeout=30, what=f"the kubelet's Pulled {image}")
 
@@ -367,11 +350,11 @@ async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_c
         assert size > 1 << 20
         assert size / rate <= seconds < size / rate + 5
 
-        assert await asyncio.to_thread(_registry_through_link, real_lab) == "200"
-        await real.disconnect(REAL)
-        assert await asyncio.to_thread(_registry_through_link, real_lab) == "cut"
+        assert await asyncio.to_thread(_registry_through_link, lab) == "200"
+        await kube.disconnect(REAL)
+        assert await asyncio.to_thread(_registry_through_link, lab) == "cut"
     finally:
-        cluster.set_link_rate(real_lab.folder, REAL, None)
+        cluster.set_link_rate(lab.folder, REAL, None)
 
 
 # --- the seed's scenarios with a real node among the edge nodes ------------------------------
@@ -379,147 +362,129 @@ async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_c
 NODES = ["edge-1", REAL]
 
 
-@pytest.fixture
-async def controller(
-    real_lab: Lab, ns: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> AsyncIterator[ControllerProcess]:
-    """The controller on this lab, scoped to the test's namespace, with the lab's toolbox."""
-    handle = ControllerProcess.launch(
-        real_lab.kubeconfig,
-        tmp_path / "controller.log",
-        f"--namespace={ns}",
-        f"--prepull-toolbox-image={real_lab.toolbox_image}",
-    )
-    await handle.wait_ready()
-    with stopped_cleanly(handle, request, "controller", handle.log_text):
-        yield handle
-
-
 async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgrades_it_back(
-    real_lab: Lab, real: LabHandle, ns: str, controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    old, new = real_lab.images[0], real_lab.images[1]
+    old, new = lab.images[0], lab.images[1]
     annotations = {
         "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
         "apps.openyurt.io/max-unavailable": "1",
     }
-    await real.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
     )
-    before = await running_everywhere(real, ns, old, NODES)
-    (kept,) = _on_real(real_lab, old)
+    before = await running_everywhere(kube, namespace, old, NODES)
+    (kept,) = _on_real(lab, old)
 
-    await real.disconnect(REAL)
-    await real.wait_node_ready(REAL, "Unknown", timeout=30)
-    await set_image(real, ns, NAME, new)
+    await kube.cut_off(REAL)
+    await set_image(kube, namespace, NAME, new)
 
     async def edge1_updated() -> bool:
-        pods = by_node(await real.pods(ns, SELECTOR)).get("edge-1", [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get("edge-1", [])
         return len(pods) == 1 and images(pods[0]) == [new] and pod_ready(pods[0])
 
     await wait_for(edge1_updated, timeout=30, what="edge-1 on the new image")
 
     async def real_untouched() -> bool:
-        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(REAL, [])
         return (
             [p.metadata.uid for p in pods] == [before[REAL]]
             and pods[0].metadata.deletion_timestamp is None
-            and _on_real(real_lab, old) == [kept]
+            and _on_real(lab, old) == [kept]
         )
 
     # Cut, the real node's pod is not deleted and its container keeps running.
     await hold_for(real_untouched, seconds=5, what="real-1's pod and container untouched")
 
-    await real.connect(REAL)
-    after = await running_everywhere(real, ns, new, NODES, timeout=90)
+    await kube.connect(REAL)
+    after = await running_everywhere(kube, namespace, new, NODES, timeout=90)
 
     assert after[REAL] != before[REAL]
-    assert _on_real(real_lab, old) == []
-    (running,) = _on_real(real_lab, new)
-    pod = await real.core.read_namespaced_pod(
-        by_node(await real.pods(ns, SELECTOR))[REAL][0].metadata.name, ns
+    assert _on_real(lab, old) == []
+    (running,) = _on_real(lab, new)
+    pod = await kube.core.read_namespaced_pod(
+        by_node(await kube.pods(namespace, SELECTOR))[REAL][0].metadata.name, namespace
     )
     (status,) = pod.status.container_statuses
-    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(real_lab, new)}"
+    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(lab, new)}"
     assert running.container == status.container_id.removeprefix("containerd://")
 
 
 async def test_native_rolling_update_stalls_on_a_cut_real_node_until_its_kubelet_is_back(
-    real_lab: Lab, real: LabHandle, ns: str
+    lab: Lab, kube: LabHandle, namespace: str
 ) -> None:
-    old, new = real_lab.images[2], real_lab.images[0]
+    old, new = lab.images[2], lab.images[0]
     rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
-    await real.apps.create_namespaced_daemon_set(ns, daemonset(NAME, image=old, strategy=rolling))
-    before = await running_everywhere(real, ns, old, NODES)
-    (kept,) = _on_real(real_lab, old)
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=old, strategy=rolling)
+    )
+    before = await running_everywhere(kube, namespace, old, NODES)
+    (kept,) = _on_real(lab, old)
 
-    await real.disconnect(REAL)
-    await real.wait_node_ready(REAL, "Unknown", timeout=30)
-    await set_image(real, ns, NAME, new)
+    await kube.cut_off(REAL)
+    await set_image(kube, namespace, NAME, new)
 
     async def terminating_but_running() -> bool:
-        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(REAL, [])
         return (
             [p.metadata.uid for p in pods] == [before[REAL]]
             and pods[0].metadata.deletion_timestamp is not None
-            and _on_real(real_lab, old) == [kept]
+            and _on_real(lab, old) == [kept]
         )
 
     # The native controller deletes the cut node's pod; only its kubelet can finish that.
     await wait_for(terminating_but_running, timeout=30, what="real-1's pod Terminating")
     await hold_for(terminating_but_running, seconds=5, what="real-1's pod stuck Terminating")
 
-    await real.connect(REAL)
-    after = await running_everywhere(real, ns, new, NODES, timeout=90)
+    await kube.connect(REAL)
+    after = await running_everywhere(kube, namespace, new, NODES, timeout=90)
 
     assert after[REAL] != before[REAL]
-    assert _on_real(real_lab, old) == []
-    assert len(_on_real(real_lab, new)) == 1
+    assert _on_real(lab, old) == []
+    assert len(_on_real(lab, new)) == 1
 
 
 async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_restarts_it(
-    real_lab: Lab, real: LabHandle, ns: str, controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     # An image no other test of this lab pulls: it reaches the node only through imagepull.
-    old, new = real_lab.images[0], real_lab.images[4]
-    agent = agent_of(real_lab, REAL)
+    old, new = lab.images[0], lab.images[4]
+    agent = agent_of(lab, REAL)
     ota = {"apps.openyurt.io/update-strategy": "OTA"}
-    await real.apps.create_namespaced_daemon_set(
-        ns, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=ota)
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=ota)
     )
-    before = await running_everywhere(real, ns, old, NODES)
-    pod = by_node(await real.pods(ns, SELECTOR))[REAL][0].metadata.name
-    had_image = new in {row[0] for row in _ctr(real_lab, "images", "ls")}
-    await set_image(real, ns, NAME, new)
+    before = await running_everywhere(kube, namespace, old, NODES)
+    pod = by_node(await kube.pods(namespace, SELECTOR))[REAL][0].metadata.name
+    had_image = new in {row[0] for row in _ctr(lab, "images", "ls")}
+    await set_image(kube, namespace, NAME, new)
 
     async def marked() -> bool:
-        current = await real.core.read_namespaced_pod(pod, ns)
+        current = await kube.core.read_namespaced_pod(pod, namespace)
         need = condition(current, "PodNeedUpgrade")
         return need is not None and need.status == "True"
 
     await wait_for(marked, timeout=30, what="PodNeedUpgrade=True on real-1's pod")
-    pulled = await agent.imagepull(ns, pod)
-    assert (pulled.status, pulled.text) == (200, f"Image pre-pull requested for pod {ns}/{pod}")
+    await assert_pull_requested(agent, namespace, pod)
 
     async def image_ready() -> bool:
-        current = await real.core.read_namespaced_pod(pod, ns)
+        current = await kube.core.read_namespaced_pod(pod, namespace)
         ready = condition(current, "PodImageReady")
         return ready is not None and ready.status == "True"
 
     await wait_for(image_ready, timeout=90, what="PodImageReady=True on real-1's pod")
     # The image is in the node's containerd, and the pod still runs the old one.
     assert not had_image
-    assert new in {row[0] for row in _ctr(real_lab, "images", "ls")}
-    current = await real.core.read_namespaced_pod(pod, ns)
+    assert new in {row[0] for row in _ctr(lab, "images", "ls")}
+    current = await kube.core.read_namespaced_pod(pod, namespace)
     assert current.metadata.uid == before[REAL]
     assert [c.image for c in current.spec.containers] == [old]
-    assert len(_on_real(real_lab, old)) == 1
+    assert len(_on_real(lab, old)) == 1
 
-    upgraded = await agent.upgrade(ns, pod)
-    assert (upgraded.status, upgraded.text) == (200, f"Start updating pod {ns}/{pod}")
+    await assert_upgrade_started(agent, namespace, pod)
 
     async def upgraded_on_real() -> bool:
-        pods = by_node(await real.pods(ns, SELECTOR)).get(REAL, [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(REAL, [])
         return (
             len(pods) == 1
             and pods[0].metadata.uid != before[REAL]
@@ -528,10 +493,10 @@ async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_rest
         )
 
     await wait_for(upgraded_on_real, timeout=60, what="real-1 running the new image")
-    assert _on_real(real_lab, old) == []
-    assert len(_on_real(real_lab, new)) == 1
-    (upgraded_pod,) = by_node(await real.pods(ns, SELECTOR))[REAL]
-    listed = await real.core.list_namespaced_event(ns)
+    assert _on_real(lab, old) == []
+    assert len(_on_real(lab, new)) == 1
+    (upgraded_pod,) = by_node(await kube.pods(namespace, SELECTOR))[REAL]
+    listed = await kube.core.list_namespaced_event(namespace)
     pulls = sorted(
         (e.involved_object.name.startswith("prepull-"), e.message.split(" in ", 1)[0])
         for e in listed.items

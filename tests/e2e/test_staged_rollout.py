@@ -45,7 +45,6 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 from edgerollout_lab.cluster import Lab, node_names
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from tests.e2e.support import cli
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
@@ -54,6 +53,7 @@ from tests.e2e.support.lab import (
     by_node,
     condition,
     daemonset,
+    deleted_on,
     events,
     hold_for,
     images,
@@ -68,9 +68,12 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
+    revision_after,
     running_everywhere,
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
+
+pytestmark = pytest.mark.lab(nodes=6)
 
 SIX = node_names(6)
 # Long enough for many reconciles: the controller reacts to a change within milliseconds.
@@ -159,14 +162,6 @@ def still(probe: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[bool
     return holding
 
 
-async def deleted_on(kube: LabHandle, namespace: str) -> list[str]:
-    """The nodes of the controller's SuccessfulDelete Events, sorted."""
-    return sorted(
-        e.message.split(" on node ")[1].split(":")[0]
-        for e in await events(kube, namespace, reason=SUCCESSFUL_DELETE)
-    )
-
-
 async def edgerollout(
     kube: LabHandle, *args: str, timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
@@ -189,21 +184,15 @@ async def node_labels(
             await kube.core.patch_node(node, {"metadata": {"labels": dict.fromkeys(wanted)}})
 
 
-@contextlib.asynccontextmanager
-async def watching(
+def watching(
     kube: LabHandle, namespace: str, *, min_ready_seconds: int = 0
-) -> AsyncIterator[UnavailabilityWatcher]:
-    watcher = UnavailabilityWatcher(
+) -> UnavailabilityWatcher:
+    """The six nodes' unavailability, watched for the length of an `async with` block."""
+    return UnavailabilityWatcher(
         kube.core, namespace, selector=SELECTOR, nodes=SIX, min_ready_seconds=min_ready_seconds
     )
-    await watcher.start()
-    try:
-        yield watcher
-    finally:
-        await watcher.stop()
 
 
-@pytest.mark.lab(nodes=6)
 async def test_pause_half_way_deletes_nothing_until_resumed(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -271,7 +260,6 @@ PARTITIONS: list[Any] = [
 ]
 
 
-@pytest.mark.lab(nodes=6)
 @pytest.mark.parametrize(("partition", "upgraded"), PARTITIONS)
 async def test_partition_keeps_the_last_nodes_by_name_on_the_old_pods_until_lowered(
     kube: LabHandle,
@@ -302,7 +290,6 @@ async def test_partition_keeps_the_last_nodes_by_name_on_the_old_pods_until_lowe
     assert {e.reason for e in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
 
 
-@pytest.mark.lab(nodes=6)
 async def test_node_selector_upgrades_only_the_selected_nodes_and_status_shows_the_rest_held(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -333,7 +320,6 @@ async def test_node_selector_upgrades_only_the_selected_nodes_and_status_shows_t
     assert document["complete"] is False
 
 
-@pytest.mark.lab(nodes=6)
 async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_on_reconnect(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -343,8 +329,7 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
     annotations = advanced_rolling_update("2", **{WAVES_ANNOTATION: "pool-a, pool-b, *"})
     async with node_labels(kube, {node: {NODEPOOL_LABEL: pool} for node, pool in pools.items()}):
         before = await seed_six(kube, namespace, annotations)
-        await kube.disconnect("edge-3")
-        await kube.wait_node_ready("edge-3", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+        await kube.cut_off("edge-3")
 
         async with watching(kube, namespace) as watcher:
             await set_image(kube, namespace, NAME, NEW)
@@ -380,8 +365,7 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
         assert stamps == sorted(stamps)
         assert await deleted_on(kube, namespace) == sorted(others)
 
-        await kube.connect("edge-3")
-        await kube.wait_node_ready("edge-3", "True", timeout=30)
+        await kube.reconnect("edge-3")
         final = await running_everywhere(kube, namespace, NEW, SIX, timeout=30)
     assert {node: final[node] for node in others} == {node: after[node] for node in others}
     assert final["edge-3"] != before["edge-3"]
@@ -389,7 +373,6 @@ async def test_waves_go_pool_by_pool_past_a_disconnected_node_which_catches_up_o
     assert len(await events(kube, namespace, reason=WAVE_STARTED)) == 3
 
 
-@pytest.mark.lab(nodes=6)
 async def test_plan_names_the_pods_the_controller_then_deletes_first(
     lab: Lab, kube: LabHandle, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -403,12 +386,7 @@ async def test_plan_names_the_pods_the_controller_then_deletes_first(
         before = await seed_six(kube, namespace, annotations)
         first_hash = await newest_revision_hash(kube, namespace)
         await set_image(kube, namespace, NAME, NEW)
-
-        async def new_hash() -> str | None:
-            revision = await newest_revision_hash(kube, namespace)
-            return revision if revision != first_hash else None
-
-        second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+        second_hash = await revision_after(kube, namespace, first_hash)
 
         planned = await edgerollout(kube, "plan", NAME, "-n", namespace, "-o", "json")
         assert planned.returncode == 0, planned.stderr
@@ -432,7 +410,7 @@ async def test_plan_names_the_pods_the_controller_then_deletes_first(
 
         async with (
             watching(kube, namespace) as watcher,
-            controller_for(lab.kubeconfig, namespace, tmp_path / "controller.log", request),
+            controller_for(lab, namespace, tmp_path / "controller.log", request),
         ):
 
             async def two_deleted() -> list[Any] | None:
@@ -468,7 +446,6 @@ BAD_VALUES: list[Any] = [
 ]
 
 
-@pytest.mark.lab(nodes=6)
 @pytest.mark.parametrize(("annotation", "value", "reason"), BAD_VALUES)
 async def test_bad_staging_value_warns_once_and_holds_every_node(
     kube: LabHandle,
@@ -497,7 +474,6 @@ async def test_bad_staging_value_warns_once_and_holds_every_node(
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") == 0
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_nodes(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -505,12 +481,7 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
     before = await seed_six(kube, namespace, annotations)
     first_hash = await newest_revision_hash(kube, namespace)
     await set_image(kube, namespace, NAME, NEW)
-
-    async def new_hash() -> str | None:
-        revision = await newest_revision_hash(kube, namespace)
-        return revision if revision != first_hash else None
-
-    second_hash = await wait_for(new_hash, timeout=15, what="a new ControllerRevision")
+    second_hash = await revision_after(kube, namespace, first_hash)
     wanted = {
         node: ("False", HELD_BY_PARTITION) if node in ("edge-5", "edge-6") else ("True", None)
         for node in SIX
@@ -540,7 +511,6 @@ async def test_ota_with_a_partition_offers_the_upgrade_to_all_but_the_last_two_n
     assert await events(kube, namespace, reason=SUCCESSFUL_DELETE) == []
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -573,7 +543,6 @@ async def test_a_closed_maintenance_window_holds_every_deletion_until_it_opens(
     assert await deleted_on(kube, namespace) == SIX
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under_the_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
@@ -601,13 +570,11 @@ async def test_ota_pods_past_their_deadline_are_upgraded_by_the_controller_under
     assert sorted(reasons) == ["OTADeadlineUpgrade"] * 5
 
 
-@pytest.mark.lab(nodes=6)
 async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     before = await seed_six(kube, namespace, advanced_rolling_update("2"))
-    await kube.disconnect("edge-6")
-    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-6")
     await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
 
     async def two_broken() -> dict[str, Any] | None:
@@ -649,14 +616,12 @@ async def test_a_crash_looping_revision_is_broken_not_offline_and_stops_at_the_b
     await running_everywhere(kube, namespace, NEW, SIX, timeout=90)
 
 
-@pytest.mark.lab(nodes=6)
 async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_finish_it(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     annotations = advanced_rolling_update("2", **{MAX_FAILED_ANNOTATION: "1"})
     before = await seed_six(kube, namespace, annotations)
-    await kube.disconnect("edge-6")
-    await kube.wait_node_ready("edge-6", "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-6")
     await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
 
     async def failed() -> list[Any] | None:
@@ -708,7 +673,6 @@ async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_f
     assert recorded == [ROLLOUT_FAILED]
 
 
-@pytest.mark.lab(nodes=6)
 async def test_ota_nodes_that_upgrade_into_a_failing_pod_trip_the_failure_budget(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:

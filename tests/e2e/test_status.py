@@ -7,11 +7,12 @@ import subprocess
 
 import pytest
 
-from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
 from tests.e2e.support.cli import edgerollout
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import LabHandle, set_image, wait_for
 from tests.e2e.support.seed import NAME, NEW, NODES, seed_daemonset
+
+pytestmark = pytest.mark.lab(nodes=3)
 
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
@@ -31,14 +32,11 @@ def states(stdout: str) -> dict[str, str]:
     return {row[0]: " ".join(row[4:]) for row in rows}
 
 
-@pytest.mark.lab(nodes=3)
 async def test_status_shows_disconnected_nodes_waiting_and_watch_ends_when_rolled_out(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     await seed_daemonset(kube, namespace, annotations=ARU)
-    await kube.disconnect("edge-2", "edge-3")
-    for node in ("edge-2", "edge-3"):
-        await kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 20)
+    await kube.cut_off("edge-2", "edge-3")
     await set_image(kube, namespace, NAME, NEW)
 
     async def edge1_updated() -> subprocess.CompletedProcess[str] | None:
@@ -84,7 +82,6 @@ async def test_status_shows_disconnected_nodes_waiting_and_watch_ends_when_rolle
     assert states(watched.stdout.split("Strategy:")[-1]) == dict.fromkeys(NODES, "updated")
 
 
-@pytest.mark.lab(nodes=3)
 async def test_status_of_a_missing_daemonset_says_so_and_exits_3(
     kube: LabHandle, namespace: str
 ) -> None:

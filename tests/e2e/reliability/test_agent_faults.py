@@ -29,11 +29,14 @@ from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.control_plane import audit_log_path
 from tests.e2e.reliability.conftest import Plan
-from tests.e2e.support.agents import agent_of, snapshot
+from tests.e2e.support.agents import agent_of, refused_with, snapshot
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import LabHandle, by_node, condition, set_image, wait_for
 from tests.e2e.support.seed import NAME, NODES, SELECTOR, seed_daemonset
+
+# The session's lab of three nodes, each running edgerollout's agent (as the agent's own tests).
+pytestmark = pytest.mark.lab(nodes=3, agents=True)
 
 CORPUS = Path(__file__).parent / "corpus"
 OTA = {UPDATE_STRATEGY_ANNOTATION: vocabulary.OTA}
@@ -42,12 +45,12 @@ NOTHING_CHANGED = "nothing was changed"
 SENT = "was sent but not confirmed"
 
 
-async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
+async def outdated_pod(kube: LabHandle, namespace: str, image: str) -> Any:
     """Move the DaemonSet to `image`; the pod on NODE once the controller marks it outdated."""
-    await set_image(cloud, ns, NAME, image)
+    await set_image(kube, namespace, NAME, image)
 
     async def marked() -> Any:
-        pods = by_node(await cloud.pods(ns, SELECTOR)).get(NODE, [])
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(NODE, [])
         if len(pods) != 1 or pods[0].metadata.deletion_timestamp is not None:
             return None
         need = condition(pods[0], "PodNeedUpgrade")
@@ -58,62 +61,60 @@ async def outdated_pod(cloud: LabHandle, ns: str, image: str) -> Any:
 
 @pytest.mark.timeout(1800)
 async def test_agent_cut_off_mid_upgrade_tells_the_truth_and_upgrades_once_back(
-    agents_lab: Lab,
-    cloud: LabHandle,
-    ns: str,
-    ota_controller: ControllerProcess,
+    lab: Lab,
+    kube: LabHandle,
+    namespace: str,
+    controller: ControllerProcess,
     reliability: Plan,
 ) -> None:
     attempts = 4 * reliability.runs
     rng = random.Random(f"agent-cut:{reliability.seed}")  # noqa: S311 - chaos, not security
-    audit_log = audit_log_path(agents_lab.folder)
+    audit_log = audit_log_path(lab.folder)
     offset = audit_log.stat().st_size
-    await seed_daemonset(cloud, ns, annotations=OTA)
-    edge2 = agent_of(agents_lab, NODE)
+    await seed_daemonset(kube, namespace, annotations=OTA)
+    edge2 = agent_of(lab, NODE)
     outcomes: dict[str, int] = {}
     deleted: list[str] = []
     for attempt in range(attempts):
-        pod = await outdated_pod(cloud, ns, f"nginx:1.20.{attempt}")
+        pod = await outdated_pod(kube, namespace, f"nginx:1.20.{attempt}")
         uid = pod.metadata.uid
-        request = asyncio.create_task(edge2.upgrade(ns, pod.metadata.name))
+        request = asyncio.create_task(edge2.upgrade(namespace, pod.metadata.name))
         await asyncio.sleep(rng.uniform(0.0, 0.015))
-        await cloud.disconnect(NODE)
+        await kube.disconnect(NODE)
         answer = await request
-        after = await cloud.core.list_namespaced_pod(
-            ns, field_selector=f"metadata.name={pod.metadata.name}"
+        after = await kube.core.list_namespaced_pod(
+            namespace, field_selector=f"metadata.name={pod.metadata.name}"
         )
         same = [p for p in after.items if p.metadata.uid == uid]
         gone = not same or same[0].metadata.deletion_timestamp is not None
         if answer.status == 200:
             kind = "done"
-            assert answer.text == f"Start updating pod {ns}/{pod.metadata.name}"
+            assert answer.text == f"Start updating pod {namespace}/{pod.metadata.name}"
             assert gone, f"attempt {attempt}: 200 but pod {uid} is still there"
         else:
-            body = json.loads(answer.text)
-            assert (answer.status, body["reason"]) == (503, "CloudUnreachable"), answer.text
-            if SENT in body["message"]:
+            message = refused_with(answer, 503, "CloudUnreachable")
+            if SENT in message:
                 kind = "sent, unconfirmed"
             else:
                 kind = "refused before any write"
-                assert NOTHING_CHANGED in body["message"], body
+                assert NOTHING_CHANGED in message, message
                 assert not gone, f"attempt {attempt}: 'nothing was changed' but {uid} is going"
         outcomes[kind] = outcomes.get(kind, 0) + 1
-        await cloud.connect(NODE)
-        await cloud.wait_node_ready(NODE, "True", timeout=60)
+        await kube.reconnect(NODE, timeout=60)
         if not gone:
-            retry = await edge2.upgrade(ns, pod.metadata.name)
+            retry = await edge2.upgrade(namespace, pod.metadata.name)
             assert retry.status in (200, 409), retry.text
         if gone or retry.status == 200:
             deleted.append(uid)
 
         async def replaced(uid: str = uid) -> bool:
-            pods = by_node(await cloud.pods(ns, SELECTOR)).get(NODE, [])
+            pods = by_node(await kube.pods(namespace, SELECTOR)).get(NODE, [])
             return len(pods) == 1 and pods[0].metadata.uid != uid
 
         await wait_for(replaced, timeout=60, what=f"{NODE}'s pod replaced after attempt {attempt}")
 
     print(f"agent cut mid-upgrade, {attempts} attempts: {outcomes}")
-    audited = audited_pod_deletions(audit_log, ns, offset=offset)
+    audited = audited_pod_deletions(audit_log, namespace, offset=offset)
     by_agent = [e for e in audited if "edgerollout-agent" in e["user"]["username"]]
     assert by_agent, "the agent deleted pods"
     for entry in by_agent:
@@ -165,27 +166,27 @@ async def send_raw(url: str, data: bytes) -> bytes:
 
 
 async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
-    agents_lab: Lab, cloud: LabHandle, ns: str, ota_controller: ControllerProcess
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    await seed_daemonset(cloud, ns, annotations=OTA)
-    pod = await outdated_pod(cloud, ns, "nginx:1.19.5")
+    await seed_daemonset(kube, namespace, annotations=OTA)
+    pod = await outdated_pod(kube, namespace, "nginx:1.19.5")
 
     async def all_marked() -> bool:
-        pods = await cloud.pods(ns, SELECTOR)
+        pods = await kube.pods(namespace, SELECTOR)
         marks = [condition(p, "PodNeedUpgrade") for p in pods]
         return len(pods) == len(NODES) and all(m is not None and m.status == "True" for m in marks)
 
     # The controller marks every node's pod, not only NODE's: the snapshot is taken once it has
     # written them all, so that its last writes are not mistaken for the agent's.
     await wait_for(all_marked, timeout=45, what="every pod marked PodNeedUpgrade=True")
-    state = await snapshot(cloud, ns)
-    agents = await snapshot(cloud, "edgerollout-system")
-    edge2 = agent_of(agents_lab, NODE)
+    state = await snapshot(kube, namespace)
+    agents = await snapshot(kube, "edgerollout-system")
+    edge2 = agent_of(lab, NODE)
     assert edge2.url is not None
     assert edge2.token is not None
     answers: list[tuple[str, int]] = []
     for entry in corpus_requests():
-        raw = entry["raw"].replace("{ns}", ns).replace("{pod}", pod.metadata.name)
+        raw = entry["raw"].replace("{ns}", namespace).replace("{pod}", pod.metadata.name)
         raw = with_token(raw, edge2.token)
         data = raw.encode("utf-8", errors="surrogateescape")
         answer = await send_raw(edge2.url, data)
@@ -199,7 +200,7 @@ async def test_corpus_of_malformed_requests_changes_nothing_and_breaks_nothing(
         health = await edge2.request("GET", "/healthz")
         assert health.status == 200, f"the agent is unwell after {entry['id']}"
 
-    assert await snapshot(cloud, ns) == state
-    assert await snapshot(cloud, "edgerollout-system") == agents
+    assert await snapshot(kube, namespace) == state
+    assert await snapshot(kube, "edgerollout-system") == agents
     assert [code for _, code in answers if code >= 500] == []
     assert len(answers) == len(corpus_requests())

@@ -33,6 +33,8 @@ from tests.e2e.support.lab import (
 )
 from tests.e2e.support.seed import NAME, NEW, NODES, OLD, ON_DELETE, SELECTOR, running_everywhere
 
+pytestmark = pytest.mark.lab(nodes=3)
+
 CORPUS = Path(__file__).parent / "corpus"
 STRATEGY = UPDATE_STRATEGY_ANNOTATION
 MAX_UNAVAILABLE = MAX_UNAVAILABLE_ANNOTATION
@@ -42,7 +44,6 @@ def corpus(name: str) -> list[str]:
     return [json.loads(line) for line in (CORPUS / name).read_text().splitlines() if line]
 
 
-@pytest.mark.lab(nodes=3)
 @pytest.mark.parametrize(
     ("corpus_file", "reason", "annotations_for"),
     [

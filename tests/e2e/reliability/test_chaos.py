@@ -20,8 +20,9 @@ from tests.e2e.support.lab import LabHandle
 
 NODES = 6
 
+pytestmark = pytest.mark.lab(nodes=NODES)
 
-@pytest.mark.lab(nodes=NODES)
+
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 async def test_rollout_keeps_its_promises_under_faults(

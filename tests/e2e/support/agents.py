@@ -1,8 +1,7 @@
 """What the agent's end-to-end tests share: a client for the agents, cluster snapshots.
 
-The session's labs run without agents, so these tests run on a lab of their own with one agent per
-node (the conftest's `agents_lab`, one per test module), and talk to each agent over HTTP as a
-process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
+These tests run on the session's lab with an agent on every node (`@pytest.mark.lab(agents=True)`),
+and talk to each agent over HTTP as a process on that node would. "Nothing changed" is checked by comparing snapshots of the pods the
 test made: a refusal must leave every UID, resourceVersion and deletion timestamp exactly as it was.
 """
 
@@ -16,14 +15,20 @@ from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import PodCondition
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.views import pod_condition
 from edgerollout_lab.cluster import Lab
-from tests.e2e.support.lab import LabHandle, by_node, pod_ready, wait_for
+from tests.e2e.support.lab import (
+    LabHandle,
+    by_node,
+    hold_for,
+    pod_admission_rule,
+    pod_ready,
+    wait_for,
+)
 
 JSON = dict[str, Any]
 OTA = {UPDATE_STRATEGY_ANNOTATION: "ota"}  # any letter case is accepted
@@ -127,13 +132,40 @@ def listed_condition(pod: JSON, kind: str) -> PodCondition | None:
     return pod_condition(pod, kind)
 
 
-def refusal(answer: Answer) -> JSON:
-    """The refusal body, checked to be exactly {code, reason, message} with the answer's code."""
+def refused_with(answer: Answer, code: int, reason: str) -> str:
+    """Check that the answer is a refusal with this code and reason, its body exactly
+    {code, reason, message} (JSON, the code that of the answer); its message."""
     assert answer.content_type == "application/json", answer
     body: JSON = answer.json()
     assert sorted(body) == ["code", "message", "reason"], body
-    assert body["code"] == answer.status, body
-    return body
+    assert (answer.status, body["code"], body["reason"]) == (code, code, reason), body
+    return str(body["message"])
+
+
+def assert_refused(answer: Answer, code: int, reason: str, message: str) -> None:
+    """The answer is exactly this refusal: code, reason and the whole message."""
+    assert refused_with(answer, code, reason) == message
+
+
+async def assert_upgrade_started(agent: AgentClient, namespace: str, pod: str) -> None:
+    """The agent takes the upgrade of the pod: 200, "Start updating pod NS/POD" (text/plain)."""
+    answer = await agent.upgrade(namespace, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Start updating pod {namespace}/{pod}",
+    )
+
+
+async def assert_pull_requested(agent: AgentClient, namespace: str, pod: str) -> None:
+    """The agent takes the pre-pull for the pod: 200, "Image pre-pull requested for pod NS/POD"
+    (text/plain)."""
+    answer = await agent.imagepull(namespace, pod)
+    assert (answer.status, answer.content_type, answer.text) == (
+        200,
+        "text/plain",
+        f"Image pre-pull requested for pod {namespace}/{pod}",
+    )
 
 
 PodState = tuple[str, str, Any, str | None]
@@ -151,6 +183,17 @@ async def snapshot(handle: LabHandle, namespace: str) -> dict[str, PodState]:
         )
         for pod in listed.items
     }
+
+
+async def assert_nothing_changes(
+    handle: LabHandle, namespace: str, state: dict[str, PodState], *, seconds: float = 3
+) -> None:
+    """Every pod of the namespace stays exactly as `state` (a snapshot) for `seconds`."""
+
+    async def unchanged() -> bool:
+        return await snapshot(handle, namespace) == state
+
+    await hold_for(unchanged, seconds=seconds, what="every pod as it was")
 
 
 def bare_pod(name: str, *, node: str, finalizers: list[str] | None = None) -> Any:
@@ -192,50 +235,6 @@ async def running_on_every_node(handle: LabHandle, namespace: str, app: str) -> 
 HOLD = "e2e.edgerollout.io/hold"
 
 
-def _hold_policy(namespace: str) -> tuple[Any, Any]:
-    """An admission policy that keeps the HOLD finalizer on this namespace's pods, and its binding.
-
-    KWOK, the lab's kubelet, clears the finalizers of a pod being deleted; refusing that update
-    keeps the pod Terminating for as long as the test needs it.
-    """
-    name = f"hold-{namespace}"
-    kept = f"'{HOLD}' in object.metadata.finalizers"
-    held = f"'{HOLD}' in oldObject.metadata.finalizers"
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ],
-            },
-            "validations": [
-                {
-                    "expression": f"!has(oldObject.metadata.finalizers) || !({held}) || "
-                    f"(has(object.metadata.finalizers) && {kept})",
-                    "message": f"the test holds this pod with the finalizer {HOLD}",
-                }
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
-    return policy, binding
-
-
 async def _release(handle: LabHandle, namespace: str, name: str) -> bool:
     """Try to drop the pod's finalizers; True once the pod is gone."""
     try:
@@ -253,46 +252,58 @@ async def _release(handle: LabHandle, namespace: str, name: str) -> bool:
 async def terminating_pod(
     handle: LabHandle, namespace: str, name: str, *, node: str
 ) -> AsyncIterator[None]:
-    """A bare pod on `node` that has been deleted and stays Terminating until the block ends."""
-    admission = client.AdmissionregistrationV1Api(handle.api)
-    policy, binding = _hold_policy(namespace)
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
+    """A bare pod on `node` that has been deleted and stays Terminating until the block ends.
+
+    KWOK, the lab's kubelet, clears the finalizers of a pod being deleted; an admission rule that
+    refuses that update keeps the pod's HOLD finalizer, and the pod Terminating, for as long as the
+    test needs it.
+    """
+    kept = f"'{HOLD}' in object.metadata.finalizers"
+    held_before = f"'{HOLD}' in oldObject.metadata.finalizers"
     try:
-        await handle.core.create_namespaced_pod(
-            namespace, bare_pod(name, node=node, finalizers=[HOLD])
-        )
-        await wait_for(lambda: running(handle, namespace, name), timeout=30, what=f"{name} Running")
+        async with pod_admission_rule(
+            handle,
+            namespace,
+            name=f"hold-{namespace}",
+            operation="UPDATE",
+            expression=f"!has(oldObject.metadata.finalizers) || !({held_before}) || "
+            f"(has(object.metadata.finalizers) && {kept})",
+            message=f"the test holds this pod with the finalizer {HOLD}",
+        ):
+            await handle.core.create_namespaced_pod(
+                namespace, bare_pod(name, node=node, finalizers=[HOLD])
+            )
+            await wait_for(
+                lambda: running(handle, namespace, name), timeout=30, what=f"{name} Running"
+            )
 
-        async def held() -> bool:
-            try:
-                await handle.core.patch_namespaced_pod(
-                    name, namespace, {"metadata": {"finalizers": None}}, dry_run="All"
-                )
-            except ApiException as error:
-                if error.status == 422:
-                    return True
-                raise
-            return False
+            async def held() -> bool:
+                try:
+                    await handle.core.patch_namespaced_pod(
+                        name, namespace, {"metadata": {"finalizers": None}}, dry_run="All"
+                    )
+                except ApiException as error:
+                    if error.status == 422:
+                        return True
+                    raise
+                return False
 
-        await wait_for(held, timeout=30, what="the hold policy in force")
-        await handle.core.delete_namespaced_pod(name, namespace)
-        before = await snapshot(handle, namespace)
-        assert before[name][2] is not None
+            await wait_for(held, timeout=30, what="the hold policy in force")
+            await handle.core.delete_namespaced_pod(name, namespace)
+            before = await snapshot(handle, namespace)
+            assert before[name][2] is not None
 
-        async def settled() -> bool:
-            nonlocal before
-            now = await snapshot(handle, namespace)
-            same, before = now == before, now
-            return same
+            async def settled() -> bool:
+                nonlocal before
+                now = await snapshot(handle, namespace)
+                same, before = now == before, now
+                return same
 
-        await wait_for(settled, timeout=30, what=f"{name} Terminating and left alone", interval=2)
-        yield
+            await wait_for(
+                settled, timeout=30, what=f"{name} Terminating and left alone", interval=2
+            )
+            yield
     finally:
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy_binding(binding["metadata"]["name"])
-        with contextlib.suppress(ApiException):
-            await admission.delete_validating_admission_policy(policy["metadata"]["name"])
         await wait_for(
             lambda: _release(handle, namespace, name), timeout=30, what=f"{name} released"
         )

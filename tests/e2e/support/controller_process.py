@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from edgerollout_lab import controller_process
+from edgerollout_lab.cluster import Lab
 
 
 class ControllerProcess(controller_process.ControllerProcess):
@@ -27,11 +28,13 @@ class ControllerProcess(controller_process.ControllerProcess):
 
 @contextlib.asynccontextmanager
 async def controller_for(
-    kubeconfig: Path, namespace: str, log: Path, request: pytest.FixtureRequest
+    lab: Lab, namespace: str, log: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[ControllerProcess]:
-    """The controller scoped to one namespace for one test, started and ready; its log is printed
-    if the test failed, and it must stop cleanly (exit 0) when asked."""
-    handle = ControllerProcess.launch(kubeconfig, log, f"--namespace={namespace}")
+    """The controller scoped to one namespace for one test, started and ready (with the lab's
+    pre-pull toolbox where the lab has one: real nodes pull it from the lab's registry); its log
+    is printed if the test failed, and it must stop cleanly (exit 0) when asked."""
+    toolbox = [f"--prepull-toolbox-image={lab.toolbox_image}"] if lab.toolbox_image else []
+    handle = ControllerProcess.launch(lab.kubeconfig, log, f"--namespace={namespace}", *toolbox)
     await handle.wait_ready()
     with stopped_cleanly(handle, request, "controller", handle.log_text):
         yield handle

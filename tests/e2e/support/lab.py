@@ -16,7 +16,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import ConditionStatus, PodCondition
-from edgerollout.domain.vocabulary import DAEMONSET_KIND
+from edgerollout.domain.vocabulary import DAEMONSET_KIND, SUCCESSFUL_DELETE
 from edgerollout.kube import views
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
 from edgerollout_lab import cluster, link
@@ -88,6 +88,21 @@ class LabHandle:
     async def connect(self, *nodes: str) -> None:
         await asyncio.to_thread(cluster.connect, self.lab.folder, list(nodes))
 
+    async def cut_off(self, *nodes: str, timeout: float | None = None) -> None:
+        """Cut the nodes' links and wait until each is marked Ready=Unknown, its Lease expired
+        (by default up to 20 s past the lab's grace period, for each)."""
+        await self.disconnect(*nodes)
+        for name in nodes:
+            await self.wait_node_ready(
+                name, "Unknown", timeout=timeout or self.lab.node_monitor_grace_seconds + 20
+            )
+
+    async def reconnect(self, *nodes: str, timeout: float = 30) -> None:
+        """Restore the nodes' links and wait until each is Ready again."""
+        await self.connect(*nodes)
+        for name in nodes:
+            await self.wait_node_ready(name, "True", timeout=timeout)
+
     async def node_ready(self, name: str) -> str:
         """The status of the node's Ready condition: "True", "False" or "Unknown" (also if none)."""
         node = await self.core.read_node(name)
@@ -111,8 +126,7 @@ async def restore_node(kube: LabHandle, name: str) -> None:
     except ApiException as error:
         if error.status != 409:  # 409 Conflict: it was never deleted
             raise
-    await kube.connect(name)
-    await kube.wait_node_ready(name, "True", timeout=60)
+    await kube.reconnect(name, timeout=60)
 
 
 def pod_ready(pod: client.V1Pod) -> bool:
@@ -169,19 +183,75 @@ async def events(kube: LabHandle, namespace: str, *, reason: str | None = None) 
     return sorted(found, key=lambda event: (event.first_timestamp, event.metadata.name))
 
 
+async def deleted_on(kube: LabHandle, namespace: str) -> list[str]:
+    """The nodes of the controller's SuccessfulDelete Events in the namespace, sorted (each Event
+    says `Deleted pod: POD on node NODE: WHY`)."""
+    return sorted(
+        e.message.split(" on node ")[1].split(":")[0]
+        for e in await events(kube, namespace, reason=SUCCESSFUL_DELETE)
+    )
+
+
 def condition(pod: client.V1Pod, kind: str) -> PodCondition | None:
     """The pod's condition of that type, or None (its status compares equal to "True" etc.)."""
     return views.pod_condition(served(pod), kind)
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """What a lab is made of: `nodes` simulated nodes, `real_nodes` real ones (a kubelet and
+    containerd each) beside them, and edgerollout's agent on every node or on none."""
+
+    nodes: int = 4
+    real_nodes: int = 0
+    agents: bool = False
+
+    @property
+    def name(self) -> str:
+        """A folder name telling the shape, as `lab-3-agents`."""
+        real = f"-real-{self.real_nodes}" if self.real_nodes else ""
+        return f"lab-{self.nodes}{real}{'-agents' if self.agents else ''}"
+
+    def up(self, folder: Path) -> Lab:
+        return cluster.up(
+            folder,
+            nodes=self.nodes,
+            say=lambda _: None,
+            agents=self.agents,
+            real_nodes=self.real_nodes,
+        )
+
+
+class SessionLabs:
+    """The session's labs, one running at a time (two cores; real nodes claim the machine): the
+    lab of the shape last asked for, replaced only when a test asks for another shape."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current: Lab | None = None
+        self.shape: Shape | None = None
+
+    def get(self, shape: Shape) -> Lab:
+        if self.current is not None and self.shape == shape:
+            return self.current
+        self.close()
+        self.current, self.shape = shape.up(self.root / shape.name), shape
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            cluster.down(self.current.folder, say=lambda _: None)
+            self.current, self.shape = None, None
 
 
 @contextlib.contextmanager
 def lab_of_its_own(
     folder: Path, *, nodes: int, agents: bool = False, real_nodes: int = 0
 ) -> Iterator[Lab]:
-    """A lab apart from the session's (for a module's tests); stopped when the block ends,
-    whatever happened. With `agents`, every node runs edgerollout's agent; `real_nodes` adds
+    """A lab apart from the session's, for tests that change it for good; stopped when the block
+    ends, whatever happened. With `agents`, every node runs edgerollout's agent; `real_nodes` adds
     real nodes (a kubelet and containerd each) beside the simulated ones."""
-    lab = cluster.up(folder, nodes=nodes, say=lambda _: None, agents=agents, real_nodes=real_nodes)
+    lab = Shape(nodes=nodes, real_nodes=real_nodes, agents=agents).up(folder)
     try:
         yield lab
     finally:
@@ -203,9 +273,7 @@ async def lab_handle(lab: Lab) -> AsyncIterator[LabHandle]:
             _, _, wanted = link.read_wanted(lab.folder)
             cut = sorted(name for name, up in wanted.items() if not up)
             if cut:
-                await handle.connect(*cut)
-            for name in cut:
-                await handle.wait_node_ready(name, "True", timeout=30)
+                await handle.reconnect(*cut)
 
 
 @contextlib.asynccontextmanager
@@ -233,3 +301,47 @@ async def fresh_namespace(handle: LabHandle, *, prefix: str = "t") -> AsyncItera
         except ApiException as error:
             if error.status != 404:
                 raise
+
+
+@contextlib.asynccontextmanager
+async def pod_admission_rule(
+    handle: LabHandle, namespace: str, *, name: str, operation: str, expression: str, message: str
+) -> AsyncIterator[None]:
+    """A ValidatingAdmissionPolicy, and its binding, that deny `operation` on the namespace's pods
+    unless `expression` (CEL) holds, saying `message`; both deleted when the block ends."""
+    admission = client.AdmissionregistrationV1Api(handle.api)
+    policy: Any = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": [operation],
+                        "resources": ["pods"],
+                    }
+                ],
+            },
+            "validations": [{"expression": expression, "message": message}],
+        },
+    }
+    binding: Any = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    await admission.create_validating_admission_policy(policy)
+    await admission.create_validating_admission_policy_binding(binding)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy_binding(name)
+        with contextlib.suppress(ApiException):
+            await admission.delete_validating_admission_policy(name)

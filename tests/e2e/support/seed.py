@@ -77,3 +77,13 @@ async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:
     listed = await kube.apps.list_namespaced_controller_revision(namespace)
     newest = max(listed.items, key=lambda revision: revision.revision)
     return str(newest.metadata.labels[CONTROLLER_REVISION_HASH_LABEL])
+
+
+async def revision_after(kube: LabHandle, namespace: str, first: str) -> str:
+    """Wait for a ControllerRevision newer than the one hashed `first`; its hash."""
+
+    async def new_hash() -> str | None:
+        revision = await newest_revision_hash(kube, namespace)
+        return revision if revision != first else None
+
+    return await wait_for(new_hash, timeout=15, what="a new ControllerRevision")

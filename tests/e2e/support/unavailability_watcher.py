@@ -19,7 +19,7 @@ import datetime
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -140,6 +140,13 @@ class UnavailabilityWatcher:
         if self.relists:
             lines.append(f"(the watch was restarted from a fresh list {self.relists} time(s))")
         return "\n".join(lines)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
 
     async def start(self) -> None:
         """List the pods (the first recorded state), then follow them from that list's version."""

@@ -148,20 +148,18 @@ def test_ota_writes_meet_an_exact_target_and_agent_latencies_are_shown_as_measur
     ]
 
 
+SLOW_LINK: dict[str, Any] = {
+    "payload_bytes": 52_428_800,
+    "link_rate_bytes_per_second": 2_000_000.0,
+    "ota_with_imagepull": {"prepull_seconds": 27.4, "downtime_seconds": 1.6},
+    "ota_without_imagepull": {"downtime_seconds": 28.3},
+    "advanced_rolling_update": {"downtime_seconds": 28.9},
+}
+
+
 def test_slow_link_compares_downtime_with_and_without_imagepull() -> None:
-    results = {
-        "scenarios": {
-            "slow-link": {
-                "payload_bytes": 52_428_800,
-                "link_rate_bytes_per_second": 2_000_000.0,
-                "ota_with_imagepull": {"prepull_seconds": 27.4, "downtime_seconds": 1.6},
-                "ota_without_imagepull": {"downtime_seconds": 28.3},
-                "advanced_rolling_update": {"downtime_seconds": 28.9},
-                "downtime_ratio": 17.7,
-            }
-        }
-    }
-    assert rows(results) == [
+    slow = {**SLOW_LINK, "downtime_ratio": 17.7}
+    assert rows({"scenarios": {"slow-link": slow}}) == [
         Row(
             "7 OTA downtime, imagepull first (52 MB layer, 2 MB/s link)",
             "1.6 s",
@@ -173,22 +171,9 @@ def test_slow_link_compares_downtime_with_and_without_imagepull() -> None:
 
 
 def test_slow_link_compares_advanced_rolling_update_with_and_without_prepull_first() -> None:
-    results = {
-        "scenarios": {
-            "slow-link": {
-                "payload_bytes": 52_428_800,
-                "link_rate_bytes_per_second": 2_000_000.0,
-                "ota_with_imagepull": {"prepull_seconds": 27.4, "downtime_seconds": 1.6},
-                "ota_without_imagepull": {"downtime_seconds": 28.3},
-                "advanced_rolling_update": {"downtime_seconds": 28.9},
-                "advanced_rolling_update_with_prepull": {
-                    "prepull_seconds": 27.2,
-                    "downtime_seconds": 1.2,
-                },
-            }
-        }
-    }
-    assert rows(results)[-1] == Row(
+    prepull = {"prepull_seconds": 27.2, "downtime_seconds": 1.2}
+    slow = {**SLOW_LINK, "advanced_rolling_update_with_prepull": prepull}
+    assert rows({"scenarios": {"slow-link": slow}})[-1] == Row(
         "7 AdvancedRollingUpdate downtime, prepull first (pull 27.2 s)",
         "1.2 s",
         "without prepull 28.9 s",

@@ -32,6 +32,8 @@ STAGE_NAMES = [
 ]
 IMAGES = ".spec.containers.[].image"
 NOT_DELETING = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+PENDING = {"key": ".status.phase", "operator": "In", "values": ["Pending"]}
+RUNNING = {"key": ".status.phase", "operator": "In", "values": ["Running"]}
 NODE_READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 OWNER_KIND = ".metadata.ownerReferences.[].kind"
 NON_JOB_IMAGES = 'select( any( .metadata.ownerReferences.[]?; .kind == "Job" ) | not ) | .spec.containers.[].image'
@@ -113,7 +115,7 @@ def test_pod_start_makes_pending_pods_running_unless_deleted_or_failing() -> Non
 
     assert spec["selector"]["matchExpressions"] == [
         NOT_DELETING,
-        {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+        PENDING,
         {"key": IMAGES, "operator": "NotIn", "values": [UNPULLABLE_IMAGE]},
         {"key": NON_JOB_IMAGES, "operator": "NotIn", "values": [CRASHLOOP_IMAGE]},
     ]
@@ -125,7 +127,7 @@ def test_job_pod_of_an_unpullable_image_fails_and_never_starts() -> None:
 
     assert spec["selector"]["matchExpressions"] == [
         NOT_DELETING,
-        {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+        PENDING,
         {"key": IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
         {"key": OWNER_KIND, "operator": "In", "values": ["Job"]},
     ]
@@ -139,7 +141,7 @@ def test_pod_ready_again_excludes_job_pods_crash_loops_and_pods_being_deleted() 
 
     assert expressions == [
         NOT_DELETING,
-        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        RUNNING,
         {"key": NODE_READY, "operator": "NotIn", "values": ["True"]},
         {"key": OWNER_KIND, "operator": "NotIn", "values": ["Job"]},
         {"key": IMAGES, "operator": "NotIn", "values": [CRASHLOOP_IMAGE]},
@@ -166,7 +168,7 @@ def test_pod_job_complete_only_takes_running_job_pods_to_succeeded() -> None:
 
     assert spec["selector"]["matchExpressions"] == [
         NOT_DELETING,
-        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        RUNNING,
         {"key": OWNER_KIND, "operator": "In", "values": ["Job"]},
     ]
     assert re.search(r"^phase: Succeeded$", spec["next"]["statusTemplate"], re.MULTILINE)
@@ -218,7 +220,7 @@ def test_a_pod_not_a_jobs_of_the_unpullable_image_waits_in_image_pull_back_off()
         "selector": {
             "matchExpressions": [
                 NOT_DELETING,
-                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+                PENDING,
                 {"key": NON_JOB_IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
                 # Once written, the status stays: the pod is Pending still, and left alone.
                 {"key": ".status.containerStatuses", "operator": "DoesNotExist"},
@@ -256,7 +258,7 @@ def test_a_pod_not_a_jobs_of_the_crashloop_image_runs_but_waits_in_crash_loop_ba
         "selector": {
             "matchExpressions": [
                 NOT_DELETING,
-                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+                PENDING,
                 {"key": NON_JOB_IMAGES, "operator": "In", "values": [CRASHLOOP_IMAGE]},
                 # A pod that cannot pull one of its images does not get as far as crashing.
                 {"key": IMAGES, "operator": "NotIn", "values": [UNPULLABLE_IMAGE]},

@@ -236,24 +236,24 @@ def test_kubernetes_go_mod_replaces_every_staging_module_with_the_pinned_release
     assert {old: new for old, new in replaced.items() if new != (old, staging_version)} == {}
 
 
-def test_kubernetes_binaries_are_stamped_with_the_pinned_version() -> None:
-    flags = component("kubernetes").ldflags.split()
-
-    assert flags[:2] == ["-s", "-w"]
-    assert dict(flag.split("=", 1) for flag in flags[2:] if flag != "-X") == {
+STAMPS = {
+    "kubernetes": {
         "k8s.io/component-base/version.gitVersion": "v1.36.5",
         "k8s.io/component-base/version.gitMajor": "1",
         "k8s.io/component-base/version.gitMinor": "36",
         "k8s.io/component-base/version.gitTreeState": "clean",
         "k8s.io/client-go/pkg/version.gitVersion": "v1.36.5",
-    }
-
-
-def test_helm_binary_is_stamped_with_the_pinned_version() -> None:
-    flags = component("helm").ldflags.split()
-
-    assert flags[:2] == ["-s", "-w"]
-    assert dict(flag.split("=", 1) for flag in flags[2:] if flag != "-X") == {
+    },
+    "helm": {
         "helm.sh/helm/v4/internal/version.version": "v4.3.1",
         "helm.sh/helm/v4/internal/version.gitTreeState": "clean",
-    }
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(STAMPS))
+def test_binaries_are_stripped_and_stamped_with_the_pinned_version(name: str) -> None:
+    flags = component(name).ldflags.split()
+
+    assert flags[:2] == ["-s", "-w"]
+    assert dict(flag.split("=", 1) for flag in flags[2:] if flag != "-X") == STAMPS[name]

@@ -138,9 +138,7 @@ async def nodes_down(chaos: Chaos) -> None:
     flappers = chaos.rng.sample(chaos.nodes, FLAPPERS)
     chaos.notes.append(f"flapped {', '.join(sorted(flappers))}")
     chaos.flappers = flappers
-    await chaos.kube.disconnect(*flappers)
-    for node in flappers:
-        await chaos.kube.wait_node_ready(node, "Unknown", timeout=NODE_MONITOR_GRACE_SECONDS + 30)
+    await chaos.kube.cut_off(*flappers, timeout=NODE_MONITOR_GRACE_SECONDS + 30)
 
 
 async def node_flapping(chaos: Chaos) -> None:

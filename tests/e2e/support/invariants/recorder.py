@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,23 @@ def _parse_time(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+@dataclass(frozen=True)
+class Followed:
+    """One kind of object the recorder follows: how it lists them (and watches from a listing)."""
+
+    kind: str
+    lister: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    async def list(self) -> Any:
+        return await self.lister(*self.args, **self.kwargs)
+
+    def stream(self, stream: Any, version: str) -> Any:
+        """The watch events from `version` on."""
+        return stream.stream(self.lister, *self.args, resource_version=version, **self.kwargs)
+
+
 class Recorder:
     """Follows the rollout's objects and the audit log, writing what happened into `history`."""
 
@@ -86,27 +104,27 @@ class Recorder:
         """List everything once (the first recorded state), then follow each kind."""
         self.history.started_at = time.time()
         namespace = self.history.namespace
-        followers: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
-            (
+        followers = [
+            Followed(
                 "pods",
                 self.core.list_namespaced_pod,
                 (namespace,),
                 {"label_selector": self.selector},
             ),
-            ("nodes", self.core.list_node, (), {}),
-            (
+            Followed("nodes", self.core.list_node),
+            Followed(
                 "daemonsets",
                 self.apps.list_namespaced_daemon_set,
                 (namespace,),
                 {"field_selector": f"metadata.name={self.daemonset}"},
             ),
-            ("events", self.core.list_namespaced_event, (namespace,), {}),
+            Followed("events", self.core.list_namespaced_event, (namespace,)),
         ]
-        for name, lister, args, kwargs in followers:
-            version = await self._list(name, lister, args, kwargs)
+        for followed in followers:
+            version = await self._list(followed)
             self._tasks.append(
                 asyncio.create_task(
-                    self._follow(name, lister, args, kwargs, version), name=f"invariants-{name}"
+                    self._follow(followed, version), name=f"invariants-{followed.kind}"
                 )
             )
         self._tasks.append(asyncio.create_task(self._tail_audit(), name="invariants-audit"))
@@ -124,17 +142,10 @@ class Recorder:
                 await task
         self._tasks.clear()
 
-    async def _list(
-        self,
-        kind: str,
-        lister: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        *,
-        late: bool = False,
-    ) -> str:
+    async def _list(self, followed: Followed, *, late: bool = False) -> str:
         history = self.history
-        listed = await lister(*args, **kwargs)
+        kind = followed.kind
+        listed = await followed.list()
         now = time.time()
         if kind == "pods":
             present = {pod.metadata.uid for pod in listed.items}
@@ -152,19 +163,13 @@ class Recorder:
             self._apply(kind, "ADDED", item, now, late=late)
         return str(listed.metadata.resource_version)
 
-    async def _follow(
-        self,
-        kind: str,
-        lister: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        version: str,
-    ) -> None:
+    async def _follow(self, followed: Followed, version: str) -> None:
+        kind = followed.kind
         while True:
             stream = watch.Watch()
             self._watches.append(stream)
             try:
-                async for event in stream.stream(lister, *args, resource_version=version, **kwargs):
+                async for event in followed.stream(stream, version):
                     self._apply(kind, event["type"], event["object"], time.time())
                     if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         version = event["object"].metadata.resource_version
@@ -175,24 +180,18 @@ class Recorder:
                 self.interruptions += 1
                 lost = time.time()
                 log.info("invariant watch of %s interrupted: %s", kind, error)
-                version = await self._list_again(kind, lister, args, kwargs)
+                version = await self._list_again(followed)
                 if kind == "daemonsets":
                     self.history.ds_unseen.append((lost, time.time()))
             finally:
                 self._watches.remove(stream)
                 await stream.close()
 
-    async def _list_again(
-        self,
-        kind: str,
-        lister: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> str:
+    async def _list_again(self, followed: Followed) -> str:
         while True:
             await asyncio.sleep(0.5)
             with contextlib.suppress(Exception):
-                return await self._list(kind, lister, args, kwargs, late=True)
+                return await self._list(followed, late=True)
 
     def _daemonset_gone(self, now: float) -> None:
         history = self.history
