@@ -1,9 +1,9 @@
-"""The agent's identity installed into another namespace keeps its limits (issue 17, design §8.3).
+"""The agent's identity installed into another namespace keeps its limits (design §8.3).
 
 An operator who installs with kustomize `namespace: edge-system` (or a Helm release namespace)
 must not lose the own-node admission policy: the policy matches the ServiceAccount
 `edgerollout-agent` of any namespace. A lab of its own, without the lab's agents (which install the
-identity into edgerollout-system), installs the shipped identity through such an overlay and acts
+identity into edgerollout-system), installs the identity of deploy/base through such an overlay and acts
 as edge-1's agent with a token bound to a pod on edge-1.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +32,7 @@ from tests.e2e.support.agents import bare_pod, running, snapshot
 from tests.e2e.support.lab import lab_handle, lab_of_its_own, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-MANIFESTS = ROOT / "src" / "edgerollout" / "manifests"
+IDENTITY = ROOT / "deploy" / "base" / "agent-identity.yaml"
 NAMESPACE = "edge-system"
 POLICY = AGENT_OWN_NODE_POLICY
 WORKLOADS = "shop"
@@ -46,16 +46,17 @@ def _kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
 
 
 def _overlay(folder: Path) -> Path:
-    """A kustomization that installs the shipped identity into edge-system, as an operator's."""
+    """A kustomization that installs the agent's identity of deploy/base into edge-system, as an
+    operator's overlay would (kustomize loads no file from outside its folder: it is copied)."""
     folder.mkdir(parents=True)
-    base = os.path.relpath(MANIFESTS, folder)
+    shutil.copyfile(IDENTITY, folder / IDENTITY.name)
     (folder / "kustomization.yaml").write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
                 "namespace": NAMESPACE,
-                "resources": [base],
+                "resources": [IDENTITY.name],
             }
         )
     )
