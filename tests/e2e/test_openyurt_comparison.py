@@ -621,7 +621,12 @@ async def test_a_restart_mid_rollout_keeps_the_budget(
     print(
         f"comparison restart {which}: nodes unavailable at once, at most {watcher.max_unavailable}"
     )
-    assert watcher.max_unavailable == 1, watcher.timeline()
+    # edgerollout rebuilds the budget from the API server and holds it. OpenYurt's controller,
+    # restarted, may see two replaced pods turn available in one moment and delete one node too
+    # many (its cache still shows the next node's old pod available): a race, seen in 2 of 5 runs
+    # on a loaded machine (docs/openyurt-comparison.md), so both counts are its outcome.
+    unavailable = {EDGEROLLOUT: {1}, OPENYURT_PEER: {1, 2}}[which]
+    assert watcher.max_unavailable in unavailable, watcher.timeline()
 
 
 # --- old pods that are not available ------------------------------------------------------------
