@@ -1,4 +1,4 @@
-"""The OTA deadline and the progress deadline, read from their annotations (issue 21)."""
+"""The OTA deadline and the progress deadline, read from their annotations (design §13.1, §13.3)."""
 
 from datetime import timedelta
 

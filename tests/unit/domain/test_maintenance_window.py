@@ -1,4 +1,4 @@
-"""Maintenance windows: the grammar, when a window is open, and DST nights (issue 21).
+"""Maintenance windows: the grammar, when a window is open, and DST nights (design §13.2).
 
 Dates are of 2026: 5 January is a Monday; in Europe/Berlin the clocks go forward at 02:00 on
 Sunday 29 March (to 03:00 summer time, +02:00) and back at 03:00 on Sunday 25 October (to 02:00
