@@ -496,16 +496,26 @@ async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_rest
     assert _on_real(lab, old) == []
     assert len(_on_real(lab, new)) == 1
     (upgraded_pod,) = by_node(await kube.pods(namespace, SELECTOR))[REAL]
-    listed = await kube.core.list_namespaced_event(namespace)
-    pulls = sorted(
-        (e.involved_object.name.startswith("prepull-"), e.message.split(" in ", 1)[0])
-        for e in listed.items
-        if e.reason == "Pulled"
-        and f'"{new}"' in (e.message or "")
-        and e.involved_object.name in (upgraded_pod.metadata.name, pulled_by_job(listed))
-    )
-    # Pulled once, by the pull Job; the upgraded pod found the image on the node.
-    assert pulls == [
+
+    async def pulled() -> list[tuple[bool, str]]:
+        listed = await kube.core.list_namespaced_event(namespace)
+        pods = {upgraded_pod.metadata.name, *pulled_by_jobs(listed)}
+        return sorted(
+            (e.involved_object.name.startswith("prepull-"), e.message.split(" in ", 1)[0])
+            for e in listed.items
+            if e.reason == "Pulled"
+            and f'"{new}"' in (e.message or "")
+            and e.involved_object.name in pods
+        )
+
+    async def both_told() -> bool:
+        return len(await pulled()) >= 2
+
+    # The kubelet writes its Events asynchronously: a loaded lab lists them a moment later.
+    await wait_for(both_told, timeout=30, what="the kubelet's two Pulled Events")
+    # One pull Job's pod; pulled once, by it; the upgraded pod found the image on the node.
+    assert len(pulled_by_jobs(await kube.core.list_namespaced_event(namespace))) == 1
+    assert await pulled() == [
         (
             False,
             f'Container image "{new}" already present on machine and can be accessed by the pod',
@@ -514,11 +524,10 @@ async def test_ota_imagepull_puts_the_image_on_the_real_node_before_upgrade_rest
     ]
 
 
-def pulled_by_job(events: Any) -> str:
-    """The name of the pull Job's pod, from the events of the namespace."""
-    (name,) = {
-        e.involved_object.name
+def pulled_by_jobs(events: Any) -> set[str]:
+    """The names of the pull Jobs' pods, from the events of the namespace."""
+    return {
+        str(e.involved_object.name)
         for e in events.items
         if e.involved_object.kind == "Pod" and e.involved_object.name.startswith("prepull-")
     }
-    return str(name)
