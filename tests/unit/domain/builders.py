@@ -5,6 +5,7 @@ hour, that started without a hitch), so that each test spells out only what its 
 """
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from edgerollout.domain.model import (
@@ -23,11 +24,13 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.prepull import JobView, PullTemplate
 from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.verdicts import Labels, no_labels
 from edgerollout.domain.spec.max_unavailable import (
     InvalidMaxUnavailable,
     MaxUnavailable,
     read_max_unavailable,
 )
+from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 from edgerollout.domain.vocabulary import ON_DELETE
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -167,3 +170,27 @@ def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMa
     if isinstance(count, InvalidMaxUnavailable):
         return count
     return MaxUnavailable.of(count, base=base)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInputs:
+    """A whole cluster as the planning rules read it: what the product's planner
+    (`planning.plan_deletions`) and the oracle (`planner_oracle.full_plan_deletions`) both plan.
+
+    `desired_nodes` is how many nodes the native controller says should run the DaemonSet
+    (`status.desiredNumberScheduled`); `counted_while_not_ready` the readiness of skipped nodes that
+    count is known to hold; `staging` and the nodes' `labels` say which nodes are held.
+    """
+
+    pods: Iterable[PodView]
+    nodes: Iterable[NodeView]
+    target: TargetRevision = TARGET
+    max_unavailable: int = 1
+    min_ready_seconds: int = 0
+    now: datetime = NOW
+    in_flight: Iterable[InFlightDeletion] = ()
+    desired_nodes: int | None = None
+    counted_while_not_ready: frozenset[NodeReadiness] = frozenset()
+    staging: Staging = NOT_STAGED
+    labels: Labels = no_labels
+    progress_deadline: timedelta | None = None

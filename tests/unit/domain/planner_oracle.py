@@ -6,42 +6,25 @@ docstring. `test_rollout_book` checks that both give the same plan over random h
 """
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
 
-from edgerollout.domain.model import InFlightDeletion, NodeName, NodeReadiness, NodeView, PodView
+from edgerollout.domain.model import InFlightDeletion, NodeName, NodeReadiness, PodView
 from edgerollout.domain.planning.health import Broken
 from edgerollout.domain.planning.holds import hold_nodes
-from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.domain.planning.verdicts import (
     HOLDING_AN_OLD_POD,
     Deletion,
     DeletionPlan,
     DeletionReason,
-    Labels,
     NodeVerdict,
     deletion_of,
     judge_node,
-    no_labels,
     shortfall,
 )
-from edgerollout.domain.spec.staging import NOT_STAGED, Staging
+
+from .builders import PlanInputs
 
 
-def full_plan_deletions(
-    *,
-    pods: Iterable[PodView],
-    nodes: Iterable[NodeView],
-    target: TargetRevision,
-    max_unavailable: int,
-    min_ready_seconds: int,
-    now: datetime,
-    in_flight: Iterable[InFlightDeletion] = (),
-    desired_nodes: int | None = None,
-    counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
-    staging: Staging = NOT_STAGED,
-    labels: Labels = no_labels,
-    progress_deadline: timedelta | None = None,
-) -> DeletionPlan:
+def full_plan_deletions(cluster: PlanInputs) -> DeletionPlan:
     """Choose the pods to delete now (see the module docstring for the rules).
 
     `desired_nodes` is how many nodes the native controller says should run the DaemonSet
@@ -57,9 +40,10 @@ def full_plan_deletions(
     the deletions come out ordered by node name, then pod name. `staging` and the nodes' `labels`
     say which nodes are held (see `staging.hold_nodes`).
     """
-    readiness = {node.name: node.readiness for node in nodes}
-    in_flight = tuple(in_flight)
-    pods_by_node = _pods_by_node(pods, in_flight)
+    readiness = {node.name: node.readiness for node in cluster.nodes}
+    in_flight = tuple(cluster.in_flight)
+    pods_by_node = _pods_by_node(cluster.pods, in_flight)
+    target, max_unavailable, now = cluster.target, cluster.max_unavailable, cluster.now
     ready, missing = NodeReadiness.READY, NodeReadiness.MISSING
     names = sorted(pods_by_node)
     skipped = tuple(name for name in names if readiness.get(name, missing) is not ready)
@@ -82,7 +66,11 @@ def full_plan_deletions(
         else:
             live = [pod for pod in held if not pod.deleting and pod.uid not in being_deleted]
         verdict, outdated, failing = judge_node(
-            live, target, min_ready_seconds, now, progress_deadline=progress_deadline
+            live,
+            target,
+            cluster.min_ready_seconds,
+            now,
+            progress_deadline=cluster.progress_deadline,
         )
         verdicts[name] = verdict
         if failing is not None:
@@ -96,16 +84,17 @@ def full_plan_deletions(
         else:
             candidates.append((outdated, name))
 
-    if desired_nodes is not None:
-        counted = sum(
-            1 for name in skipped if readiness.get(name, missing) in counted_while_not_ready
+    if cluster.desired_nodes is not None:
+        tolerated = cluster.counted_while_not_ready
+        counted = sum(1 for name in skipped if readiness.get(name, missing) in tolerated)
+        unavailable += shortfall(
+            cluster.desired_nodes, judged=len(verdicts), counted_skipped=counted
         )
-        unavailable += shortfall(desired_nodes, judged=len(verdicts), counted_skipped=counted)
     room = max(0, max_unavailable - unavailable)
     holds = hold_nodes(
-        staging,
+        cluster.staging,
         nodes=names,
-        labels=labels,
+        labels=cluster.labels,
         done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
         ready=lambda name: name in verdicts,
         outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,

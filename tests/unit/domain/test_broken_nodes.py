@@ -16,7 +16,19 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, TARGET, daemonset, node, old_pod, pod, revision, snapshot
+from .builders import (
+    NEW,
+    NOW,
+    OLD,
+    TARGET,
+    PlanInputs,
+    daemonset,
+    node,
+    old_pod,
+    pod,
+    revision,
+    snapshot,
+)
 from .planning import plan_deletions
 
 DEADLINE = timedelta(seconds=600)
@@ -34,13 +46,7 @@ def test_a_crash_looping_new_pod_is_broken_unavailable_and_says_why() -> None:
     ]
     nodes = [node(f"edge-{i}") for i in range(1, 5)]
     result = plan_deletions(
-        pods=pods,
-        nodes=nodes,
-        target=TARGET,
-        max_unavailable=2,
-        min_ready_seconds=0,
-        now=NOW,
-        progress_deadline=DEADLINE,
+        PlanInputs(pods=pods, nodes=nodes, max_unavailable=2, progress_deadline=DEADLINE)
     )
     assert result.verdicts[NodeName("edge-1")] is NodeVerdict.BROKEN
     assert result.unavailable == 1
@@ -57,13 +63,11 @@ def test_a_ready_pod_that_crashed_after_starting_is_never_counted_available() ->
         "web-1", "edge-1", ready_for=timedelta(minutes=20), restarted=NOW - timedelta(minutes=5)
     )
     result = plan_deletions(
-        pods=[restarted, old_pod("web-2", "edge-2")],
-        nodes=[node("edge-1"), node("edge-2")],
-        target=TARGET,
-        max_unavailable=1,
-        min_ready_seconds=0,
-        now=NOW,
-        progress_deadline=DEADLINE,
+        PlanInputs(
+            pods=[restarted, old_pod("web-2", "edge-2")],
+            nodes=[node("edge-1"), node("edge-2")],
+            progress_deadline=DEADLINE,
+        )
     )
     assert result.verdicts[NodeName("edge-1")] is NodeVerdict.BROKEN
     assert result.broken[NodeName("edge-1")].reason == "Restarted"
@@ -72,13 +76,11 @@ def test_a_ready_pod_that_crashed_after_starting_is_never_counted_available() ->
 
 def test_an_offline_node_is_skipped_never_broken() -> None:
     result = plan_deletions(
-        pods=[pod("web-1", "edge-1", ready=False, failures=[CRASHING])],
-        nodes=[node("edge-1", NodeReadiness.UNKNOWN)],
-        target=TARGET,
-        max_unavailable=1,
-        min_ready_seconds=0,
-        now=NOW,
-        progress_deadline=DEADLINE,
+        PlanInputs(
+            pods=[pod("web-1", "edge-1", ready=False, failures=[CRASHING])],
+            nodes=[node("edge-1", NodeReadiness.UNKNOWN)],
+            progress_deadline=DEADLINE,
+        )
     )
     assert result.skipped_nodes == (NodeName("edge-1"),)
     assert result.broken == {}

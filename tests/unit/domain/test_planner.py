@@ -1,13 +1,13 @@
 """Which pods an AdvancedRollingUpdate deletes now (design §4), scenario by scenario."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
-    InFlightDeletion,
     NodeName,
     NodeReadiness,
     NodeView,
@@ -16,34 +16,15 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan, DeletionReason, NodeVerdict
 
-from .builders import NOW, TARGET, in_flight, node, old_pod, pod, uid
+from .builders import PlanInputs, in_flight, node, old_pod, pod, uid
 from .planning import plan_deletions
 
 NOT_READY = NodeReadiness.NOT_READY
 
 
-def plan(
-    pods: Iterable[PodView],
-    nodes: Iterable[NodeView],
-    *,
-    max_unavailable: int = 1,
-    min_ready_seconds: int = 0,
-    deleting: Sequence[InFlightDeletion] = (),
-    target: TargetRevision = TARGET,
-    desired_nodes: int | None = None,
-    counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
-) -> DeletionPlan:
-    return plan_deletions(
-        pods=pods,
-        nodes=nodes,
-        target=target,
-        max_unavailable=max_unavailable,
-        min_ready_seconds=min_ready_seconds,
-        now=NOW,
-        in_flight=deleting,
-        desired_nodes=desired_nodes,
-        counted_while_not_ready=counted_while_not_ready,
-    )
+def plan(pods: Iterable[PodView], nodes: Iterable[NodeView], **options: Any) -> DeletionPlan:
+    """The planner's plan of `pods` on `nodes`; `options` are the other fields of `PlanInputs`."""
+    return plan_deletions(PlanInputs(pods=pods, nodes=nodes, **options))
 
 
 def deleted(result: DeletionPlan) -> list[str]:
@@ -213,7 +194,7 @@ def test_excess_pods_on_a_node_are_unavailable_and_none_is_deleted(
 
 def test_node_whose_deleted_pod_is_gone_counts_as_unavailable_until_replaced() -> None:
     pods = [old_pod("next", "edge-2")]
-    result = plan(pods, ready_nodes("edge-1", "edge-2"), deleting=[in_flight("gone", "edge-1")])
+    result = plan(pods, ready_nodes("edge-1", "edge-2"), in_flight=[in_flight("gone", "edge-1")])
     assert result.verdicts == {
         NodeName("edge-1"): NodeVerdict.EMPTY,
         NodeName("edge-2"): NodeVerdict.OUTDATED,
@@ -226,7 +207,7 @@ def test_in_flight_deletion_still_shown_running_is_not_deleted_twice_and_holds_b
     result = plan(
         pods,
         ready_nodes("edge-1", "edge-2"),
-        deleting=[in_flight("deleted-already", "edge-1")],
+        in_flight=[in_flight("deleted-already", "edge-1")],
     )
     assert deleted(result) == []
     assert result.unavailable == 1
@@ -234,13 +215,13 @@ def test_in_flight_deletion_still_shown_running_is_not_deleted_twice_and_holds_b
 
 def test_in_flight_unavailable_old_pod_is_not_replaced_again() -> None:
     pods = [old_pod("crashing", "edge-1", ready=False)]
-    result = plan(pods, ready_nodes("edge-1"), deleting=[in_flight("crashing", "edge-1")])
+    result = plan(pods, ready_nodes("edge-1"), in_flight=[in_flight("crashing", "edge-1")])
     assert deleted(result) == []
 
 
 def test_replacement_that_arrived_makes_the_in_flight_node_available_again() -> None:
     pods = [pod("replacement", "edge-1"), old_pod("next", "edge-2")]
-    result = plan(pods, ready_nodes("edge-1", "edge-2"), deleting=[in_flight("gone", "edge-1")])
+    result = plan(pods, ready_nodes("edge-1", "edge-2"), in_flight=[in_flight("gone", "edge-1")])
     assert result.verdicts[NodeName("edge-1")] is NodeVerdict.UP_TO_DATE
     assert deleted(result) == ["next"]
 

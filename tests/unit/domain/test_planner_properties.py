@@ -9,6 +9,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ from edgerollout.domain.planning.reconcile import plan as plan_reconcile
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionPlan, DeletionReason
 
-from .builders import NEW, NOW, OLD, TARGET, daemonset, revision, snapshot
+from .builders import NEW, NOW, OLD, PlanInputs, daemonset, revision, snapshot
 from .planning import plan_deletions
 
 READY = NodeReadiness.READY
@@ -47,6 +48,17 @@ class Cluster:
             for name, readiness in self.readiness.items()
             if readiness is not NodeReadiness.MISSING
         ]
+
+    def plan_inputs(self, **options: Any) -> PlanInputs:
+        """The cluster as the planners read it, but for `options` (fields of `PlanInputs`)."""
+        read = PlanInputs(
+            pods=self.pods,
+            nodes=self.nodes,
+            max_unavailable=self.max_unavailable,
+            min_ready_seconds=self.min_ready_seconds,
+            in_flight=self.in_flight,
+        )
+        return replace(read, **options)
 
 
 @st.composite
@@ -103,15 +115,7 @@ def plan(cluster: Cluster, *, shuffle: random.Random | None = None) -> DeletionP
         shuffle.shuffle(pods)
         shuffle.shuffle(nodes)
         shuffle.shuffle(in_flight)
-    return plan_deletions(
-        pods=pods,
-        nodes=nodes,
-        target=TARGET,
-        max_unavailable=cluster.max_unavailable,
-        min_ready_seconds=cluster.min_ready_seconds,
-        now=NOW,
-        in_flight=in_flight,
-    )
+    return plan_deletions(cluster.plan_inputs(pods=pods, nodes=nodes, in_flight=in_flight))
 
 
 def oracle_available(pod: PodView, min_ready_seconds: int, now: datetime) -> bool:

@@ -130,17 +130,12 @@ def budget_base_of(step: Step) -> int:
 
 
 def full_plan(step: Step) -> DeletionPlan:
-    cluster = step.cluster
     return full_plan_deletions(
-        pods=cluster.pods,
-        nodes=cluster.nodes,
-        target=step.target,
-        max_unavailable=cluster.max_unavailable,
-        min_ready_seconds=cluster.min_ready_seconds,
-        now=NOW,
-        in_flight=cluster.in_flight,
-        desired_nodes=step.desired_nodes,
-        counted_while_not_ready=step.counted_while_not_ready,
+        step.cluster.plan_inputs(
+            target=step.target,
+            desired_nodes=step.desired_nodes,
+            counted_while_not_ready=step.counted_while_not_ready,
+        )
     )
 
 

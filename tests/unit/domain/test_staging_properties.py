@@ -78,19 +78,10 @@ def staged(draw: st.DrawFn) -> Staged:
 
 
 def full_plan(subject: Staged) -> DeletionPlan:
-    cluster = subject.cluster
-    return plan_deletions(
-        pods=cluster.pods,
-        nodes=cluster.nodes,
-        target=TARGET,
-        max_unavailable=cluster.max_unavailable,
-        min_ready_seconds=cluster.min_ready_seconds,
-        now=NOW,
-        in_flight=cluster.in_flight,
-        staging=subject.staging,
-        labels=subject.labels_of,
-        progress_deadline=DEADLINE,
+    inputs = subject.cluster.plan_inputs(
+        staging=subject.staging, labels=subject.labels_of, progress_deadline=DEADLINE
     )
+    return plan_deletions(inputs)
 
 
 @settings(max_examples=400, deadline=None)
