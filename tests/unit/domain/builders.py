@@ -113,6 +113,10 @@ def revision(name: str, number: int, revision_hash: str | None) -> RevisionView:
     return RevisionView(name=name, revision=number, hash=revision_hash)
 
 
+REVISIONS = (revision("ds-old", 1, OLD), revision("ds-new", 2, NEW))
+"""The DaemonSet's two ControllerRevisions: the previous one (OLD) and the newest (NEW)."""
+
+
 def daemonset(
     annotations: Mapping[str, str] | None = None,
     *,

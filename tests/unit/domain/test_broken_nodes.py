@@ -17,23 +17,20 @@ from edgerollout.domain.vocabulary import (
 )
 
 from .builders import (
-    NEW,
     NOW,
-    OLD,
+    REVISIONS,
     TARGET,
     PlanInputs,
     daemonset,
     node,
     old_pod,
     pod,
-    revision,
     snapshot,
 )
 from .planning import plan_deletions
 
 DEADLINE = timedelta(seconds=600)
 ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
 
 

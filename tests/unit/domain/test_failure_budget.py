@@ -23,9 +23,8 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, daemonset, node, old_pod, pod, revision, snapshot
+from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, snapshot
 
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
 PULLING = ContainerFailure(container="web", reason="ImagePullBackOff")
 

@@ -6,7 +6,7 @@ minReadySeconds; every other Ready node is unavailable; other nodes do not count
 """
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.model import (
+    DaemonSetView,
     InFlightDeletion,
     NodeName,
     NodeReadiness,
@@ -22,11 +23,12 @@ from edgerollout.domain.model import (
     PodUID,
     PodView,
 )
+from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.reconcile import plan as plan_reconcile
 from edgerollout.domain.planning.rollout_book import RolloutBook
-from edgerollout.domain.planning.verdicts import DeletionPlan, DeletionReason
+from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan, DeletionReason
 
-from .builders import NEW, NOW, OLD, PlanInputs, daemonset, revision, snapshot
+from .builders import NEW, NOW, OLD, REVISIONS, PlanInputs, daemonset, snapshot
 from .planning import plan_deletions
 
 READY = NodeReadiness.READY
@@ -161,20 +163,50 @@ def outdated_available_nodes(cluster: Cluster) -> int:
     return count
 
 
-@settings(max_examples=300, deadline=None)
-@given(clusters())
-def test_deletions_never_push_unavailability_past_the_budget(cluster: Cluster) -> None:
-    result = plan(cluster)
-    before = oracle_unavailable(cluster, cluster.pods)
-    deleted = {deletion.uid for deletion in result.deletions}
-    after_pods = [
-        replace(pod, deleting=True) if pod.uid in deleted else pod for pod in cluster.pods
-    ]
-    after = oracle_unavailable(cluster, after_pods)
+def unavailable_before_and_after(
+    cluster: Cluster, pods: Sequence[PodView], deletions: Iterable[Deletion], now: datetime = NOW
+) -> tuple[int, int]:
+    """The unavailable nodes the oracle counts among `pods`, then once `deletions` terminate."""
+    deleted = {deletion.uid for deletion in deletions}
+    after = [replace(pod, deleting=True) if pod.uid in deleted else pod for pod in pods]
+    return oracle_unavailable(cluster, pods, now), oracle_unavailable(cluster, after, now)
 
+
+def assert_budget_kept(cluster: Cluster, result: DeletionPlan) -> None:
+    """The plan counts what the oracle counts, and its deletions keep within max-unavailable."""
+    before, after = unavailable_before_and_after(cluster, cluster.pods, result.deletions)
     assert result.unavailable == before
     assert after <= max(cluster.max_unavailable, before)
     assert result.unavailable_after == after
+
+
+def observed(
+    subject: DaemonSetView,
+    world: Cluster,
+    pods: Sequence[PodView],
+    now: datetime,
+    changed: Iterable[str],
+) -> Snapshot:
+    """What the caches show in one round of a rollout over `world`'s nodes."""
+    return snapshot(
+        subject, revisions=REVISIONS, pods=pods, nodes=world.nodes, now=now, changed_nodes=changed
+    )
+
+
+def changed_between(before: Collection[PodView], after: Collection[PodView]) -> set[str]:
+    """The nodes whose pods differ from one round to the next (what the cache's events report)."""
+    names = {pod.node_name for pod in [*before, *after] if pod.node_name is not None}
+    return {
+        name
+        for name in names
+        if [p for p in before if p.node_name == name] != [p for p in after if p.node_name == name]
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters())
+def test_deletions_never_push_unavailability_past_the_budget(cluster: Cluster) -> None:
+    assert_budget_kept(cluster, plan(cluster))
 
 
 @settings(max_examples=300, deadline=None)
@@ -228,7 +260,6 @@ def test_repeated_reconciles_converge_with_every_ready_node_current(
     if max_unavailable is not None:
         annotations["apps.openyurt.io/max-unavailable"] = max_unavailable
     subject = daemonset(annotations, min_ready_seconds=min_ready_seconds)
-    revisions = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
     world = replace(cluster, in_flight=[], min_ready_seconds=min_ready_seconds)
     pods, now = list(cluster.pods), NOW
     ready_nodes = [name for name, readiness in cluster.readiness.items() if readiness is READY]
@@ -236,31 +267,15 @@ def test_repeated_reconciles_converge_with_every_ready_node_current(
     changed: set[str] = set()
 
     for _ in range(3 * len(ready_nodes) + 5):
-        taken = snapshot(
-            subject,
-            revisions=revisions,
-            pods=pods,
-            nodes=world.nodes,
-            now=now,
-            changed_nodes=changed,
-        )
-        result = plan_reconcile(taken, book)
+        result = plan_reconcile(observed(subject, world, pods, now, changed), book)
         assert result.budget is not None
-        before = oracle_unavailable(world, pods, now)
-        deleted = {deletion.uid for deletion in result.deletions}
-        after = oracle_unavailable(
-            world, [replace(p, deleting=True) if p.uid in deleted else p for p in pods], now
-        )
+        before, after = unavailable_before_and_after(world, pods, result.deletions, now)
         assert after <= max(result.budget.value, before)
+        deleted = {deletion.uid for deletion in result.deletions}
         if not deleted and all(_up_to_date(world, pods, name, now) for name in ready_nodes):
             return
         following = _next_round(world, pods, deleted, now)
-        changed = {
-            name
-            for name in {p.node_name for p in [*pods, *following] if p.node_name is not None}
-            if [p for p in pods if p.node_name == name]
-            != [p for p in following if p.node_name == name]
-        }
+        changed = changed_between(pods, following)
         pods = following
         now += timedelta(seconds=60)
     raise AssertionError(f"no convergence: {pods}")

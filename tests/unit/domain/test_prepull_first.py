@@ -39,9 +39,19 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, NOW_RFC3339, OLD, daemonset, node, pod, revision, snapshot, uid
+from .builders import (
+    NEW,
+    NOW,
+    NOW_RFC3339,
+    OLD,
+    REVISIONS,
+    daemonset,
+    node,
+    pod,
+    snapshot,
+    uid,
+)
 
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 FIRST = {
     UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
     MAX_UNAVAILABLE_ANNOTATION: "1",

@@ -30,19 +30,20 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, daemonset, revision, snapshot
+from .builders import NEW, NOW, OLD, REVISIONS, daemonset, snapshot
 from .test_planner_properties import (
     READY,
     Cluster,
     _next_round,
     _up_to_date,
+    changed_between,
     clusters,
     live_pods,
+    observed,
     oracle_available,
-    oracle_unavailable,
+    unavailable_before_and_after,
 )
 
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 FALLBACK = timedelta(seconds=660)  # PrepullSettings' deadline (600 s) and margin (60 s)
 WINDOW_PER_BUDGET = 2
 
@@ -183,12 +184,7 @@ def test_the_budget_is_never_exceeded(subject: Subject) -> None:
     cluster = subject.cluster
     decided = decide(subject)
     assert decided.budget is not None
-    before = oracle_unavailable(cluster, cluster.pods)
-    deleted = {deletion.uid for deletion in decided.deletions}
-    after = oracle_unavailable(
-        cluster,
-        [replace(pod, deleting=True) if pod.uid in deleted else pod for pod in cluster.pods],
-    )
+    before, after = unavailable_before_and_after(cluster, cluster.pods, decided.deletions)
     assert after <= max(decided.budget.value, before)
 
 
@@ -249,14 +245,7 @@ def test_a_rollout_with_pre_pull_converges_whether_the_pulls_succeed_or_fail(
     outcomes = itertools.cycle(pull_outcomes)
 
     for _ in range(4 * len(ready_nodes) + 5):
-        taken = snapshot(
-            subject,
-            revisions=REVISIONS,
-            pods=pods,
-            nodes=world.nodes,
-            now=now,
-            changed_nodes=changed,
-        )
+        taken = observed(subject, world, pods, now, changed)
         decided = plan(taken, book)
         by_uid = {pod.uid: pod for pod in pods}
         for deletion in decided.deletions:
@@ -274,12 +263,7 @@ def test_a_rollout_with_pre_pull_converges_whether_the_pulls_succeed_or_fail(
         ]
         pods = [_pull_ends(pod, next(outcomes), now) for pod in pods]
         following = _next_round(world, pods, deleted, now)
-        changed = {
-            name
-            for name in {p.node_name for p in [*taken.pods, *following] if p.node_name is not None}
-            if [p for p in taken.pods if p.node_name == name]
-            != [p for p in following if p.node_name == name]
-        }
+        changed = changed_between(taken.pods, following)
         pods = following
         now += timedelta(seconds=60)
     raise AssertionError(f"no convergence: {pods}")

@@ -29,14 +29,13 @@ from edgerollout.domain.vocabulary import (
     WAIT_PULL_IMAGE,
 )
 
-from .builders import NEW, NOW, OLD, node, old_pod, pod, revision
+from .builders import NEW, NOW, OLD, REVISIONS, node, old_pod, pod
 
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
     "apps.openyurt.io/max-unavailable": "30%",
 }
 OTA = {"apps.openyurt.io/update-strategy": "OTA"}
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 NOT_READY = NodeReadiness.NOT_READY
 
 

@@ -32,9 +32,8 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, daemonset, old_pod, pod, revision, snapshot, uid
+from .builders import NEW, NOW, REVISIONS, daemonset, old_pod, pod, snapshot, uid
 
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}
 OTA = {UPDATE_STRATEGY_ANNOTATION: "OTA"}
 POOLS = {"edge-1": "pool-b", "edge-2": "pool-a", "edge-3": "pool-a", "edge-4": "pool-b"}

@@ -26,10 +26,9 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, OLD, daemonset, node, old_pod, pod, revision, snapshot
+from .builders import NEW, OLD, REVISIONS, daemonset, node, old_pod, pod, snapshot
 from .test_maintenance_window import instants, read_specs, spec_lists
 
-REVISIONS = [revision("ds-old", 1, OLD), revision("ds-new", 2, NEW)]
 STATES = ["old", "old", "new", "crashing", "offline"]
 
 
