@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import CachedPod, node_from_api, pod_from_api
 
 from .fake_api import END, FakeApi, unreachable
-from .objects import node_json, pod_json
+from .objects import JSON, node_json, pod_json
 from .running import caught_up, running, until
 
 Change = tuple[Any, Any]
@@ -27,11 +28,23 @@ def node(name: str, readiness: NodeReadiness = NodeReadiness.READY) -> NodeView:
     )
 
 
-def node_informer(api: FakeApi) -> tuple[Informer[NodeView], list[Change]]:
+def node_informer(api: FakeApi, *nodes: JSON) -> tuple[Informer[NodeView], list[Change]]:
+    """An informer of the nodes, and the changes it reports; `nodes` are stored first."""
+    for one in nodes:
+        api.put(NODES, one)
     informer = Informer(api, NODES, node_from_api)
     changes: list[Change] = []
     informer.subscribe(lambda old, new: changes.append((old, new)))
     return informer, changes
+
+
+@contextlib.asynccontextmanager
+async def watching(api: FakeApi) -> AsyncIterator[tuple[Informer[NodeView], list[Change]]]:
+    """A running node informer past its first list, the changes that list reported forgotten."""
+    informer, changes = node_informer(api)
+    async with running(informer):
+        changes.clear()
+        yield informer, changes
 
 
 def watched_versions(api: FakeApi, resource: Resource = NODES) -> list[str]:
@@ -82,10 +95,8 @@ async def test_initial_list_reads_every_page_and_reports_each_object_added() -> 
 async def test_watch_events_update_the_store_and_report_old_and_new() -> None:
     api = FakeApi()
     api.put(NODES, node_json("edge-1"))
-    informer, changes = node_informer(api)
 
-    async with running(informer):
-        changes.clear()
+    async with watching(api) as (informer, changes):
         api.publish(NODES, "ADDED", node_json("edge-2"))
         api.publish(NODES, "MODIFIED", node_json("edge-1", ready="False"))
         deleted = api.publish(NODES, "DELETED", node_json("edge-2"))
@@ -102,10 +113,8 @@ async def test_watch_events_update_the_store_and_report_old_and_new() -> None:
 async def test_modification_that_changes_no_kept_field_reports_nothing() -> None:
     api = FakeApi()
     api.put(NODES, node_json("edge-1", heartbeat="2025-03-01T12:00:00Z"))
-    informer, changes = node_informer(api)
 
-    async with running(informer):
-        changes.clear()
+    async with watching(api) as (informer, changes):
         heartbeat = api.publish(
             NODES, "MODIFIED", node_json("edge-1", heartbeat="2025-03-01T12:00:40Z")
         )
@@ -131,10 +140,8 @@ async def test_deletion_of_an_unknown_object_reports_nothing() -> None:
 async def test_bookmark_moves_the_resource_version_without_reporting() -> None:
     api = FakeApi()
     api.put(NODES, node_json("edge-1"))
-    informer, changes = node_informer(api)
 
-    async with running(informer):
-        changes.clear()
+    async with watching(api) as (informer, changes):
         version = api.bookmark(NODES)
         await until(lambda: informer.resource_version == version, what="bookmark applied")
 
@@ -147,10 +154,8 @@ async def test_expired_watch_lists_again_and_reports_what_changed_meanwhile() ->
     api.put(NODES, node_json("edge-1"))
     api.put(NODES, node_json("edge-2"))
     api.put(NODES, node_json("edge-3"))
-    informer, changes = node_informer(api)
 
-    async with running(informer):
-        changes.clear()
+    async with watching(api) as (informer, changes):
         # Changes the watch never delivered, then the server's 410.
         api.remove(NODES, "edge-2")
         api.put(NODES, node_json("edge-3", ready="Unknown"))
@@ -174,8 +179,7 @@ async def test_broken_watch_backs_off_and_resumes_from_the_last_version(
     sleeps: list[float],
 ) -> None:
     api = FakeApi()
-    api.put(NODES, node_json("edge-1"))
-    informer, changes = node_informer(api)
+    informer, changes = node_informer(api, node_json("edge-1"))
 
     async with running(informer):
         added = api.publish(NODES, "ADDED", node_json("edge-2"))
@@ -293,8 +297,7 @@ async def test_event_the_cache_cannot_read_makes_it_list_again_instead_of_dying(
     sleeps: list[float],
 ) -> None:
     api = FakeApi()
-    api.put(NODES, node_json("edge-1"))
-    informer, changes = node_informer(api)
+    informer, changes = node_informer(api, node_json("edge-1"))
 
     task = asyncio.create_task(informer.run())
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,19 +62,30 @@ class Replica:
             task.result()
 
 
+TIMING = {
+    "lease_duration": LEASE_DURATION,
+    "renew_deadline": RENEW_DEADLINE,
+    "retry_period": RETRY_PERIOD,
+}
+
+
+def elector(
+    api: FakeApi,
+    identity: str,
+    timing: Mapping[str, float] = TIMING,
+    on_change: Callable[[bool], None] | None = None,
+) -> LeaderElector:
+    """An elector for this file's Lease, with this file's short durations unless told."""
+    return LeaderElector(
+        api, namespace=NAMESPACE, name=NAME, identity=identity, on_change=on_change, **timing
+    )
+
+
 def replica(api: FakeApi, identity: str) -> Replica:
     transitions: list[bool] = []
-    elector = LeaderElector(
-        api,
-        namespace=NAMESPACE,
-        name=NAME,
-        identity=identity,
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
-        on_change=transitions.append,
+    return Replica(
+        elector=elector(api, identity, on_change=transitions.append), transitions=transitions
     )
-    return Replica(elector=elector, transitions=transitions)
 
 
 @contextlib.asynccontextmanager
@@ -102,11 +113,33 @@ async def wait_leading(one: Replica, within: float = 1.0) -> None:
     await asyncio.wait_for(one.started_leading.wait(), within)
 
 
+def assert_never_led(one: Replica) -> None:
+    """`one` has not led: its leading coroutine never started and it was never told it leads."""
+    assert not one.started_leading.is_set()
+    assert not one.elector.is_leader
+    assert one.transitions == []
+
+
+@contextlib.asynccontextmanager
+async def leader_and_standby(api: FakeApi) -> AsyncIterator[tuple[Replica, Replica]]:
+    """replica-a leading, and replica-b started after it."""
+    async with replicas(api, "replica-a", "replica-b") as (a, b):
+        await start_leading(a)
+        b.start()
+        yield a, b
+
+
+async def start_leading(one: Replica) -> asyncio.Task[None]:
+    """Start `one` and wait until it leads; its `run()` task."""
+    task = one.start()
+    await wait_leading(one)
+    return task
+
+
 async def test_replica_creates_the_missing_lease_and_leads() -> None:
     api = FakeApi()
     async with replicas(api, "replica-a") as (a,):
-        a.start()
-        await wait_leading(a)
+        await start_leading(a)
 
         assert a.elector.is_leader
         assert a.transitions == [True]
@@ -122,25 +155,17 @@ async def test_replica_creates_the_missing_lease_and_leads() -> None:
 
 async def test_standby_waits_while_the_leader_renews() -> None:
     api = FakeApi()
-    async with replicas(api, "replica-a", "replica-b") as (a, b):
-        a.start()
-        await wait_leading(a)
-        b.start()
+    async with leader_and_standby(api) as (a, b):
         await asyncio.sleep(LEASE_DURATION * 2)
 
-        assert not b.started_leading.is_set()
-        assert not b.elector.is_leader
-        assert b.transitions == []
+        assert_never_led(b)
         assert a.elector.is_leader
         assert lease_spec(api)["holderIdentity"] == "replica-a"
 
 
 async def test_standby_takes_over_a_lease_duration_after_the_record_stops_changing() -> None:
     api = FakeApi()
-    async with replicas(api, "replica-a", "replica-b") as (a, b):
-        a.start()
-        await wait_leading(a)
-        b.start()
+    async with leader_and_standby(api) as (a, b):
         await asyncio.sleep(LEASE_DURATION)
         acquired_before = lease_spec(api)["acquireTime"]
 
@@ -170,18 +195,10 @@ async def test_the_standby_takes_over_before_a_replica_that_started_after_the_cr
     monkeypatch.setattr("edgerollout.kube.leader.time.monotonic", lambda: now[0])
     api = FakeApi()
 
-    def elector(identity: str) -> LeaderElector:
-        return LeaderElector(
-            api,
-            namespace=NAMESPACE,
-            name=NAME,
-            identity=identity,
-            lease_duration=15,
-            renew_deadline=10,
-            retry_period=2,
-        )
-
-    leader, standby, restarted = elector("a"), elector("b"), elector("a-restarted")
+    timing = {"lease_duration": 15, "renew_deadline": 10, "retry_period": 2}
+    leader, standby, restarted = (
+        elector(api, identity, timing) for identity in ("a", "b", "a-restarted")
+    )
 
     async def attempt(one: LeaderElector, at: float) -> bool:
         now[0] = at
@@ -201,8 +218,7 @@ async def test_the_standby_takes_over_before_a_replica_that_started_after_the_cr
 async def test_leadership_lapses_at_the_renew_deadline_when_renewals_fail() -> None:
     api = FakeApi()
     async with replicas(api, "replica-a") as (a,):
-        task = a.start()
-        await wait_leading(a)
+        task = await start_leading(a)
         last_renewals = len(api.calls_to("replace", LEASES))
         await until(lambda: len(api.calls_to("replace", LEASES)) > last_renewals, what="renewal")
         renewed = time.monotonic()
@@ -220,8 +236,7 @@ async def test_leadership_lapses_at_the_renew_deadline_when_renewals_fail() -> N
 async def test_run_raises_leadership_lost_and_cancels_the_leading_coroutine() -> None:
     api = FakeApi()
     async with replicas(api, "replica-a") as (a,):
-        task = a.start()
-        await wait_leading(a)
+        task = await start_leading(a)
         api.fail("get", LEASES, unreachable(), times=None)
 
         with pytest.raises(LeadershipLost, match=f"could not renew lease {NAMESPACE}/{NAME}"):
@@ -246,9 +261,7 @@ async def test_conflict_on_replace_does_not_acquire() -> None:
         b.start()
         await until(lambda: len(api.calls_to("replace", LEASES)) >= 3, what="three attempts")
 
-        assert not b.started_leading.is_set()
-        assert not b.elector.is_leader
-        assert b.transitions == []
+        assert_never_led(b)
 
         api.clear_failures()
         await wait_leading(b)
@@ -281,8 +294,7 @@ async def test_lease_changed_between_read_and_write_does_not_acquire() -> None:
         await until(lambda: len(api.calls_to("replace", LEASES)) >= 1, what="an attempt")
         await asyncio.sleep(RETRY_PERIOD * 3)
 
-        assert not b.started_leading.is_set()
-        assert not b.elector.is_leader
+        assert_never_led(b)
         assert lease_spec(api)["holderIdentity"] == "replica-c"
 
 
@@ -302,8 +314,7 @@ class LapsingApi(FakeApi):
 async def test_renewal_that_succeeds_after_the_deadline_passed_still_ends_leadership() -> None:
     api = LapsingApi()
     async with replicas(api, "replica-a") as (a,):
-        task = a.start()
-        await wait_leading(a)
+        task = await start_leading(a)
         api.elector = a.elector
         await until(lambda: not a.elector.is_leader, what="leadership lapsed")
         await until(
@@ -337,8 +348,7 @@ class CancelDuringRenewalApi(FakeApi):
 async def test_cancelling_run_while_a_renewal_is_answered_stops_it() -> None:
     api = CancelDuringRenewalApi()
     async with replicas(api, "replica-a") as (a,):
-        task = a.start()
-        await wait_leading(a)
+        task = await start_leading(a)
         renewals = len(api.calls_to("replace", LEASES))
 
         api.victim = task
@@ -356,15 +366,13 @@ async def test_conflict_on_create_means_another_replica_won() -> None:
         a.start()
         await until(lambda: len(api.calls_to("create", LEASES)) >= 2, what="two attempts")
 
-        assert not a.started_leading.is_set()
-        assert not a.elector.is_leader
+        assert_never_led(a)
 
 
 async def test_release_empties_the_holder_so_the_standby_takes_over_at_once() -> None:
     api = FakeApi()
     async with replicas(api, "replica-a", "replica-b") as (a, b):
-        a.start()
-        await wait_leading(a)
+        await start_leading(a)
         await a.stop()
         await a.elector.release()
 

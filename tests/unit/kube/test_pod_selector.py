@@ -19,6 +19,16 @@ def with_selector(selector: JSON | None) -> JSON:
     return daemonset
 
 
+def expressions(*terms: tuple[str, ...]) -> JSON:
+    """`matchExpressions` of (key, operator, value...) terms; a term without values has none."""
+    return {
+        "matchExpressions": [
+            {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+            for key, operator, *values in terms
+        ]
+    }
+
+
 def test_daemonset_selector_is_its_match_labels() -> None:
     assert pod_selector(daemonset_json("web")) == "app=web"
 
@@ -29,40 +39,19 @@ def test_daemonset_selector_is_its_match_labels() -> None:
         pytest.param(
             {"matchLabels": {"tier": "edge", "app": "web"}}, "app=web,tier=edge", id="labels-sorted"
         ),
-        pytest.param(
-            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]},
-            "zone in (a,b)",
-            id="in",
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["c"]}]},
-            "zone notin (c)",
-            id="not-in",
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "edge", "operator": "Exists"}]}, "edge", id="exists"
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "legacy", "operator": "DoesNotExist"}]},
-            "!legacy",
-            id="does-not-exist",
-        ),
+        pytest.param(expressions(("zone", "In", "a", "b")), "zone in (a,b)", id="in"),
+        pytest.param(expressions(("zone", "NotIn", "c")), "zone notin (c)", id="not-in"),
+        pytest.param(expressions(("edge", "Exists")), "edge", id="exists"),
+        pytest.param(expressions(("legacy", "DoesNotExist")), "!legacy", id="does-not-exist"),
         pytest.param(
             {
                 "matchLabels": {"app": "web"},
-                "matchExpressions": [
-                    {"key": "zone", "operator": "In", "values": ["a"]},
-                    {"key": "legacy", "operator": "DoesNotExist"},
-                ],
+                **expressions(("zone", "In", "a"), ("legacy", "DoesNotExist")),
             },
             "app=web,zone in (a),!legacy",
             id="labels-then-expressions-in-order",
         ),
-        pytest.param(
-            {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]},
-            "",
-            id="unknown-operator-left-out",
-        ),
+        pytest.param(expressions(("zone", "Near", "a")), "", id="unknown-operator-left-out"),
         pytest.param({}, "", id="empty"),
         pytest.param(None, "", id="absent"),
     ],

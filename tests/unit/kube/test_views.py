@@ -661,6 +661,7 @@ def reduced(daemonset: CachedDaemonSet) -> tuple[DaemonSetView, tuple[str, ...],
 
 
 def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
+    annotations = {"apps.openyurt.io/update-strategy": "OTA"}
     daemonset = daemonset_from_api(
         {
             "metadata": {
@@ -668,7 +669,7 @@ def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
                 "namespace": "edge",
                 "uid": "ds-uid",
                 "generation": 5,
-                "annotations": {"apps.openyurt.io/update-strategy": "OTA"},
+                "annotations": annotations,
             },
             "spec": {
                 "updateStrategy": {"type": "OnDelete"},
@@ -683,7 +684,7 @@ def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
             namespace="edge",
             name="web",
             uid=DaemonSetUID("ds-uid"),
-            annotations={"apps.openyurt.io/update-strategy": "OTA"},
+            annotations=annotations,
             update_strategy_type="OnDelete",
             min_ready_seconds=30,
             desired_nodes=12,
