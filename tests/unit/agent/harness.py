@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 from aiohttp import web
@@ -124,6 +124,24 @@ async def refusal(response: Any) -> JSON:
     assert sorted(body) == ["code", "message", "reason"]
     assert body["code"] == response.status
     return body
+
+
+def refused(code: int, reason: str, message: str) -> tuple[int, JSON]:
+    """A refusal as `posted_refusal` returns it: the status, and the body that repeats it."""
+    return code, {"code": code, "reason": reason, "message": message}
+
+
+async def posted_refusal(
+    api: FakeApi,
+    path: str,
+    *,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> tuple[int, JSON]:
+    """POST `path` to the agent on `api`: the answer's status and its refusal body, checked."""
+    async with serving(agent(api, token=token)) as client:
+        response = await client.post(path, headers=headers)
+        return response.status, await refusal(response)
 
 
 class HangingApi(FakeApi):

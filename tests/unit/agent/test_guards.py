@@ -4,8 +4,11 @@ of a pod at a time, idle connections, and what an unauthenticated caller is told
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
+from asyncio import StreamReader, StreamWriter
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -14,7 +17,7 @@ from edgerollout.agent.runner import app_runner
 from edgerollout.agent.scoping import NodeScoping
 from edgerollout.agent.server import Agent, host_name
 from edgerollout.kube.api import PODS, ApiError
-from edgerollout.settings import AGENT, Address
+from edgerollout.settings import AGENT, Address, AgentSettings
 from tests.unit.kube.fake_api import FakeApi
 
 from .harness import (
@@ -28,15 +31,13 @@ from .harness import (
     cluster,
     node_pods,
     ota_pod,
+    posted_refusal,
     refusal,
+    refused,
     serving,
 )
 
-FORBIDDEN = {
-    "code": 403,
-    "reason": "Forbidden",
-    "message": "this request is not served; the agent's log says why",
-}
+FORBIDDEN = refused(403, "Forbidden", "this request is not served; the agent's log says why")
 ROUTES = [
     ("GET", "/pods"),
     ("GET", "/healthz"),
@@ -68,7 +69,7 @@ async def test_browser_and_rebound_host_requests_are_403_on_every_route_and_noth
 
     async with serving(agent(api, ota_pod(), token=TOKEN)) as client:
         response = await client.request(method, path, headers={**AUTHORIZED, **headers})
-        assert (response.status, await refusal(response)) == (403, FORBIDDEN)
+        assert (response.status, await refusal(response)) == FORBIDDEN
 
     assert api.calls == []
 
@@ -128,14 +129,11 @@ async def test_without_proven_node_scoping_changes_are_503_and_nothing_is_asked(
 
     async with serving(subject) as client:
         response = await client.post(path, headers=AUTHORIZED)
-        assert (response.status, await refusal(response)) == (
+        assert (response.status, await refusal(response)) == refused(
             503,
-            {
-                "code": 503,
-                "reason": "NodeScopingNotEnforced",
-                "message": "the API server is not proven to confine this agent to its node, so "
-                "it changes nothing: the policy binding is missing",
-            },
+            "NodeScopingNotEnforced",
+            "the API server is not proven to confine this agent to its node, so "
+            "it changes nothing: the policy binding is missing",
         )
 
     assert api.calls == []
@@ -173,13 +171,8 @@ async def test_a_second_upgrade_of_a_pod_being_upgraded_is_409_and_asks_nothing(
         await asyncio.sleep(0.1)
         calls_before = len(api.calls)
         second = await client.post(UPGRADE, headers=AUTHORIZED)
-        assert (second.status, await refusal(second)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "UpgradeInProgress",
-                "message": "pod default/web-x is being upgraded by an earlier request",
-            },
+        assert (second.status, await refusal(second)) == refused(
+            409, "UpgradeInProgress", "pod default/web-x is being upgraded by an earlier request"
         )
         assert len(api.calls) == calls_before
         done = await first
@@ -199,14 +192,9 @@ async def test_requests_beyond_the_in_flight_cap_are_503() -> None:
         first = asyncio.create_task(client.post(UPGRADE, headers=AUTHORIZED))
         await asyncio.sleep(0.1)
         busy = await client.get("/pods", headers=AUTHORIZED)
-        assert (busy.status, busy.headers["Retry-After"], await refusal(busy)) == (
-            503,
-            "1",
-            {
-                "code": 503,
-                "reason": "TooManyRequests",
-                "message": "too many requests at once; try again shortly",
-            },
+        assert busy.headers["Retry-After"] == "1"
+        assert (busy.status, await refusal(busy)) == refused(
+            503, "TooManyRequests", "too many requests at once; try again shortly"
         )
         assert (await first).status == 200
         after = await client.get("/pods", headers=AUTHORIZED)
@@ -235,54 +223,48 @@ async def test_unauthenticated_callers_get_a_generic_api_server_refusal() -> Non
     api = cluster(ota_pod())
     api.fail("delete", PODS, ApiError(403, "Forbidden", "user system:serviceaccount:x cannot"))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(UPGRADE)
-        assert (response.status, await refusal(response)) == (
-            403,
-            {
-                "code": 403,
-                "reason": "Forbidden",
-                "message": "the API server refused: see the agent's log",
-            },
-        )
+    assert await posted_refusal(api, UPGRADE) == refused(
+        403, "Forbidden", "the API server refused: see the agent's log"
+    )
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    settings: AgentSettings,
+) -> AsyncIterator[tuple[int, StreamReader, StreamWriter]]:
+    """A connection to the agent served on a socket of 127.0.0.1: its port, reader and writer."""
+    runner = app_runner(agent(FakeApi(), token=TOKEN), settings)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        port = runner.addresses[0][1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        yield port, reader, writer
+        writer.close()
+    finally:
+        await runner.cleanup()
 
 
 async def test_an_idle_connection_is_closed_after_the_keepalive_timeout() -> None:
     assert AGENT.keepalive_timeout <= 15
-    runner = app_runner(
-        agent(FakeApi(), token=TOKEN), dataclasses.replace(AGENT, keepalive_timeout=0.3)
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected(dataclasses.replace(AGENT, keepalive_timeout=0.3)) as (
+        port,
+        reader,
+        writer,
+    ):
         writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         await writer.drain()
         head = await reader.readuntil(b"ok")
         assert head.startswith(b"HTTP/1.1 200 OK")
         closed = await asyncio.wait_for(reader.read(), timeout=3)
         assert closed == b""
-        writer.close()
-    finally:
-        await runner.cleanup()
 
 
 async def test_a_request_without_a_host_header_is_not_a_browsers_and_is_served() -> None:
-    runner = app_runner(agent(FakeApi(), token=TOKEN), AGENT)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected(AGENT) as (_, reader, writer):
         writer.write(f"GET /pods HTTP/1.0\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
         await writer.drain()
         answer = await asyncio.wait_for(reader.read(), timeout=3)
-        writer.close()
-    finally:
-        await runner.cleanup()
 
     assert answer.startswith(b"HTTP/1.0 200 OK\r\n")
 

@@ -11,14 +11,12 @@ import pytest
 from edgerollout.agent.server import POD_ROUTE
 from tests.unit.kube.fake_api import FakeApi
 
-from .harness import IMAGEPULL, NODE, UPGRADE, agent, cluster, ota_pod, refusal, serving
+from .harness import IMAGEPULL, NODE, UPGRADE, agent, cluster, ota_pod, refusal, refused, serving
 
 TOKEN = "s3cret-token"
-UNAUTHORIZED = {
-    "code": 401,
-    "reason": "Unauthorized",
-    "message": "a valid bearer token is required (Authorization header)",
-}
+UNAUTHORIZED = refused(
+    401, "Unauthorized", "a valid bearer token is required (Authorization header)"
+)
 
 
 def cached_pod(namespace: str, name: str) -> dict[str, object]:
@@ -75,13 +73,8 @@ async def test_pods_before_the_cache_has_anything_is_503_and_readyz_says_not_rea
         ready = await client.get("/readyz")
         healthy = await client.get("/healthz")
 
-        assert (pods.status, await refusal(pods)) == (
-            503,
-            {
-                "code": 503,
-                "reason": "CacheNotReady",
-                "message": "no pods known yet: the API server has not answered",
-            },
+        assert (pods.status, await refusal(pods)) == refused(
+            503, "CacheNotReady", "no pods known yet: the API server has not answered"
         )
         assert (ready.status, (await refusal(ready))["reason"]) == (503, "CacheNotReady")
         assert (healthy.status, await healthy.text()) == (200, "ok")
@@ -109,7 +102,7 @@ async def test_missing_or_wrong_bearer_token_is_401_and_nothing_is_asked(
 
     async with serving(agent(api, ota_pod(), token=TOKEN)) as client:
         response = await client.request(method, path, headers=headers)
-        assert (response.status, await refusal(response)) == (401, UNAUTHORIZED)
+        assert (response.status, await refusal(response)) == UNAUTHORIZED
 
     assert api.calls == []
 
@@ -156,9 +149,8 @@ async def test_unknown_route_is_404_with_a_json_body(method: str, path: str) -> 
 
     async with serving(agent(api)) as client:
         response = await client.request(method, path)
-        assert (response.status, await refusal(response)) == (
-            404,
-            {"code": 404, "reason": "NotFound", "message": f"no such route: {path}"},
+        assert (response.status, await refusal(response)) == refused(
+            404, "NotFound", f"no such route: {path}"
         )
 
     assert api.calls == []
@@ -180,13 +172,8 @@ async def test_wrong_method_is_405_with_a_json_body(method: str, path: str) -> N
 
     async with serving(agent(api)) as client:
         response = await client.request(method, path)
-        assert (response.status, await refusal(response)) == (
-            405,
-            {
-                "code": 405,
-                "reason": "MethodNotAllowed",
-                "message": f"{method} is not allowed on {path} (allowed: {allowed})",
-            },
+        assert (response.status, await refusal(response)) == refused(
+            405, "MethodNotAllowed", f"{method} is not allowed on {path} (allowed: {allowed})"
         )
 
     assert api.calls == []
@@ -205,13 +192,8 @@ async def test_body_over_64_kib_is_413_and_the_api_server_is_not_asked(path: str
 
     async with serving(agent(api)) as client:
         response = await client.post(path, data=b"x" * (64 * 1024 + 1))
-        assert (response.status, await refusal(response)) == (
-            413,
-            {
-                "code": 413,
-                "reason": "RequestEntityTooLarge",
-                "message": "bodies are limited to 65536 bytes",
-            },
+        assert (response.status, await refusal(response)) == refused(
+            413, "RequestEntityTooLarge", "bodies are limited to 65536 bytes"
         )
 
     assert api.calls == []

@@ -33,26 +33,28 @@ def daemonset(paused: str | None) -> DaemonSetView:
     )
 
 
-@pytest.mark.parametrize("value", ["true", "True", " TRUE "])
-def test_upgrade_of_a_paused_daemonsets_pod_is_409_rollout_paused(value: str) -> None:
-    assert judge_pause(POD, daemonset=daemonset(value), action=Action.UPGRADE) == Refusal(
+def paused(annotation: str) -> Refusal:
+    """The refusal of an upgrade of POD, which tells what the pause annotation says."""
+    return Refusal(
         409,
         "RolloutPaused",
         "the rollout of DaemonSet edge/nginx-daemonset is paused "
-        f'(edgerollout.io/paused: "{value}"), so pod edge/nginx-daemonset-bwzss is not '
+        f"(edgerollout.io/paused: {annotation}), so pod edge/nginx-daemonset-bwzss is not "
         "upgraded; to continue: edgerollout resume nginx-daemonset -n edge",
+    )
+
+
+@pytest.mark.parametrize("value", ["true", "True", " TRUE "])
+def test_upgrade_of_a_paused_daemonsets_pod_is_409_rollout_paused(value: str) -> None:
+    assert judge_pause(POD, daemonset=daemonset(value), action=Action.UPGRADE) == paused(
+        f'"{value}"'
     )
 
 
 @pytest.mark.parametrize("value", ["yes", "", "paused"])
 def test_a_value_neither_true_nor_false_refuses_the_upgrade_and_is_named(value: str) -> None:
-    assert judge_pause(POD, daemonset=daemonset(value), action=Action.UPGRADE) == Refusal(
-        409,
-        "RolloutPaused",
-        "the rollout of DaemonSet edge/nginx-daemonset is paused "
-        f'(edgerollout.io/paused: "{value}", which is neither "true" nor "false" and counts '
-        "as paused), so pod edge/nginx-daemonset-bwzss is not upgraded; to continue: "
-        "edgerollout resume nginx-daemonset -n edge",
+    assert judge_pause(POD, daemonset=daemonset(value), action=Action.UPGRADE) == paused(
+        f'"{value}", which is neither "true" nor "false" and counts as paused'
     )
 
 

@@ -24,7 +24,9 @@ from .harness import (
     image_ready,
     need_upgrade,
     ota_pod,
+    posted_refusal,
     refusal,
+    refused,
     serving,
 )
 
@@ -165,12 +167,9 @@ async def test_imagepull_after_a_failed_pull_asks_again_keeping_the_transition_t
 async def test_missing_pod_is_404(path: str) -> None:
     api = cluster()
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            404,
-            {"code": 404, "reason": "PodNotFound", "message": "pod default/web-x does not exist"},
-        )
+    assert await posted_refusal(api, path) == refused(
+        404, "PodNotFound", "pod default/web-x does not exist"
+    )
 
     assert reads(api) == [("get", "pods")]
 
@@ -179,17 +178,12 @@ async def test_missing_pod_is_404(path: str) -> None:
 async def test_pod_on_another_node_is_403_and_its_daemonset_is_not_read(path: str) -> None:
     api = cluster(ota_pod(node="edge-1"))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            403,
-            {
-                "code": 403,
-                "reason": "PodOnAnotherNode",
-                "message": "pod default/web-x is bound to node edge-1, not to this node edge-2: "
-                "a node may only act on its own pods",
-            },
-        )
+    assert await posted_refusal(api, path) == refused(
+        403,
+        "PodOnAnotherNode",
+        "pod default/web-x is bound to node edge-1, not to this node edge-2: "
+        "a node may only act on its own pods",
+    )
 
     assert reads(api) == [("get", "pods")]
 
@@ -198,16 +192,9 @@ async def test_pod_on_another_node_is_403_and_its_daemonset_is_not_read(path: st
 async def test_terminating_pod_is_409(path: str) -> None:
     api = cluster(ota_pod(deleting=True))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "PodTerminating",
-                "message": "pod default/web-x is already terminating",
-            },
-        )
+    assert await posted_refusal(api, path) == refused(
+        409, "PodTerminating", "pod default/web-x is already terminating"
+    )
 
     assert api.writes == []
 
@@ -216,17 +203,12 @@ async def test_terminating_pod_is_409(path: str) -> None:
 async def test_pod_without_a_controller_is_400_not_an_ota_pod(path: str) -> None:
     api = cluster(ota_pod(owner_uid=None))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            400,
-            {
-                "code": 400,
-                "reason": "NotAnOTAPod",
-                "message": "pod default/web-x is owned by no controller, not by a DaemonSet "
-                "with the OTA update strategy",
-            },
-        )
+    assert await posted_refusal(api, path) == refused(
+        400,
+        "NotAnOTAPod",
+        "pod default/web-x is owned by no controller, not by a DaemonSet "
+        "with the OTA update strategy",
+    )
 
     assert reads(api) == [("get", "pods")]
 
@@ -247,17 +229,11 @@ async def test_pod_of_a_daemonset_without_the_ota_strategy_is_400(
     api = cluster(ota_pod())
     api.put(DAEMONSETS, daemonset_json(annotations=annotations, update_strategy=update_strategy))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            400,
-            {
-                "code": 400,
-                "reason": "NotAnOTAPod",
-                "message": "pod default/web-x belongs to DaemonSet web, which does not use the "
-                "OTA update strategy",
-            },
-        )
+    assert await posted_refusal(api, path) == refused(
+        400,
+        "NotAnOTAPod",
+        "pod default/web-x belongs to DaemonSet web, which does not use the OTA update strategy",
+    )
 
     assert reads(api) == [("get", "pods"), ("get", "daemonsets")]
 
@@ -296,17 +272,12 @@ async def test_pod_without_an_upgrade_is_409(
 ) -> None:
     api = cluster(ota_pod(conditions=conditions))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(path)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "NoUpgradeAvailable",
-                "message": f"pod default/web-x has no newer version: its PodNeedUpgrade "
-                f"condition is {seen}, expected True",
-            },
-        )
+    assert await posted_refusal(api, path) == refused(
+        409,
+        "NoUpgradeAvailable",
+        f"pod default/web-x has no newer version: its PodNeedUpgrade "
+        f"condition is {seen}, expected True",
+    )
 
     assert api.writes == []
 
@@ -317,18 +288,13 @@ async def test_pod_without_an_upgrade_is_409(
 async def test_upgrade_while_the_pre_pull_is_not_done_is_409(reason: str, state: str) -> None:
     api = cluster(ota_pod(conditions=[need_upgrade(), image_ready("False", reason)]))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(UPGRADE)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "ImagePullNotDone",
-                "message": "the image pre-pull requested for pod default/web-x (revision "
-                f"hash-new) has {state} (PodImageReady=False, reason {reason}); upgrade once "
-                "it has succeeded",
-            },
-        )
+    assert await posted_refusal(api, UPGRADE) == refused(
+        409,
+        "ImagePullNotDone",
+        "the image pre-pull requested for pod default/web-x (revision "
+        f"hash-new) has {state} (PodImageReady=False, reason {reason}); upgrade once "
+        "it has succeeded",
+    )
 
     assert api.writes == []
 
@@ -343,12 +309,7 @@ PAUSED_MESSAGE = (
 async def test_upgrade_while_the_rollout_is_paused_is_409_and_deletes_nothing() -> None:
     api = cluster(ota_pod(), strategy=PAUSED)
 
-    async with serving(agent(api)) as client:
-        response = await client.post(UPGRADE)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {"code": 409, "reason": "RolloutPaused", "message": PAUSED_MESSAGE},
-        )
+    assert await posted_refusal(api, UPGRADE) == refused(409, "RolloutPaused", PAUSED_MESSAGE)
 
     assert reads(api) == [("get", "pods"), ("get", "daemonsets")]
     assert api.stored(PODS, POD, namespace="default") is not None
@@ -393,16 +354,9 @@ async def test_imagepull_of_a_pod_whose_mark_names_no_revision_is_409() -> None:
     unnamed = {**need_upgrade(), "message": "an upgrade is available"}
     api = cluster(ota_pod(conditions=[unnamed]))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(IMAGEPULL)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "NoUpgradeAvailable",
-                "message": "pod default/web-x names no newer revision yet",
-            },
-        )
+    assert await posted_refusal(api, IMAGEPULL) == refused(
+        409, "NoUpgradeAvailable", "pod default/web-x names no newer revision yet"
+    )
 
     assert api.writes == []
 
@@ -411,17 +365,11 @@ async def test_upgrade_of_a_pod_replaced_meanwhile_is_409_pod_changed() -> None:
     api = cluster(ota_pod())
     api.fail("delete", PODS, conflict(PODS, POD, "Precondition failed: UID in precondition"))
 
-    async with serving(agent(api)) as client:
-        response = await client.post(UPGRADE)
-        assert (response.status, await refusal(response)) == (
-            409,
-            {
-                "code": 409,
-                "reason": "PodChanged",
-                "message": "pod default/web-x changed while it was being upgraded; list the "
-                "pods again",
-            },
-        )
+    assert await posted_refusal(api, UPGRADE) == refused(
+        409,
+        "PodChanged",
+        "pod default/web-x changed while it was being upgraded; list the pods again",
+    )
 
 
 @pytest.mark.parametrize(
@@ -438,12 +386,9 @@ async def test_other_api_server_refusals_are_passed_on(
     api = cluster(ota_pod())
     api.fail("delete", PODS, error)
 
-    async with serving(agent(api, token=TOKEN)) as client:
-        response = await client.post(UPGRADE, headers=AUTHORIZED)
-        assert (response.status, await refusal(response)) == (
-            code,
-            {"code": code, "reason": reason, "message": f"the API server refused: {error.message}"},
-        )
+    assert await posted_refusal(api, UPGRADE, token=TOKEN, headers=AUTHORIZED) == refused(
+        code, reason, f"the API server refused: {error.message}"
+    )
 
 
 # --- the cloud is unreachable -----------------------------------------------------------------
@@ -457,18 +402,13 @@ async def test_unreachable_api_server_is_503_and_nothing_is_written(
     api = cluster(ota_pod())
     api.fail("get", resource, unreachable("cannot connect to 127.0.0.1:6443: Connection refused"))
 
-    async with serving(agent(api, token=TOKEN)) as client:
-        response = await client.post(path, headers=AUTHORIZED)
-        assert (response.status, await refusal(response)) == (
-            503,
-            {
-                "code": 503,
-                "reason": "CloudUnreachable",
-                "message": "the API server cannot be reached from node edge-2 (cannot connect to "
-                "127.0.0.1:6443: Connection refused); nothing was changed, try again once the "
-                "link is back",
-            },
-        )
+    assert await posted_refusal(api, path, token=TOKEN, headers=AUTHORIZED) == refused(
+        503,
+        "CloudUnreachable",
+        "the API server cannot be reached from node edge-2 (cannot connect to "
+        "127.0.0.1:6443: Connection refused); nothing was changed, try again once the "
+        "link is back",
+    )
 
     assert api.writes == []
 
@@ -483,14 +423,11 @@ async def test_api_server_that_does_not_answer_is_503_within_the_cloud_timeout(p
     async with serving(agent(api, token=TOKEN, cloud_timeout=0.3)) as client:
         response = await client.post(path, headers=AUTHORIZED)
         elapsed = time.monotonic() - started
-        assert (response.status, await refusal(response)) == (
+        assert (response.status, await refusal(response)) == refused(
             503,
-            {
-                "code": 503,
-                "reason": "CloudUnreachable",
-                "message": "the API server cannot be reached from node edge-2 (did not answer "
-                "in time); nothing was changed, try again once the link is back",
-            },
+            "CloudUnreachable",
+            "the API server cannot be reached from node edge-2 (did not answer "
+            "in time); nothing was changed, try again once the link is back",
         )
 
     assert 0.3 <= elapsed < 1.5
