@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from edgerollout_lab.cluster import Lab
+from tests.e2e.support.bench import Smoke, shared_smoke
 from tests.e2e.support.controller_process import ControllerProcess, controller_for
 from tests.e2e.support.lab import LabHandle, SessionLabs, Shape, fresh_namespace, lab_handle
 
@@ -52,6 +53,12 @@ def _labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionLabs]:
         yield labs
     finally:
         labs.close()
+
+
+@pytest.fixture(scope="session")
+def bench_smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
+    """One benchmark smoke run (about three and a half minutes, on labs of its own) for the session."""
+    return shared_smoke(tmp_path_factory.mktemp("bench"))
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The benchmark's peer still works: `python -m bench --smoke --peer openyurt` on scenarios 1-4
-(50 nodes), with OpenYurt's yurt-manager in the same lab and rounds as edgerollout and native.
+"""The benchmark's peer still works: `python -m bench --smoke --peer openyurt` (50 nodes), with
+OpenYurt's yurt-manager in the same lab and rounds as edgerollout and native: the session's one
+smoke run (`bench_smoke`), which takes the peer in whenever it is built.
 
 Skipped unless the peer is built (`./dev lab build --peer openyurt`), which `./dev test` does not
 do. As in the smoke test without the peer, only what holds whatever the machine's speed is checked:
@@ -14,29 +15,22 @@ from __future__ import annotations
 import pytest
 from bench import peer
 
-from edgerollout_lab import build
-from edgerollout_lab.versions import OPENYURT
-from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke, smoke_run
+from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke, peer_built
 
 pytestmark = [
     pytest.mark.skipif(
-        bool(build.missing_components(OPENYURT)),
+        not peer_built(),
         reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
     ),
-    # One run (about two and a half minutes) serves every test of this module.
+    # The session's smoke run (about three and a half minutes) serves every test of this module.
     pytest.mark.timeout(900),
 ]
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
-    scenarios = ("rolling", "disconnected", "ota")
-    return smoke_run(
-        tmp_path_factory.mktemp("bench"),
-        "--peer",
-        "openyurt",
-        *(f"--scenario={name}" for name in scenarios),
-    )
+@pytest.fixture
+def smoke(bench_smoke: Smoke) -> Smoke:
+    assert bench_smoke[0]["options"]["peer"] == "openyurt"
+    return bench_smoke
 
 
 def test_openyurt_updates_every_node_in_the_rounds_taking_turns_with_the_others(

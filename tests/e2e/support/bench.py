@@ -1,5 +1,9 @@
 """The benchmark's smoke run (`python -m bench --smoke`), as its end-to-end tests start it: on labs
-of its own, 50 nodes each, writing its results, plots and table to a folder."""
+of its own, 50 nodes each, writing its results, plots and table to a folder.
+
+One run serves the session (`shared_smoke`, the `bench_smoke` fixture): every scenario, with
+OpenYurt's yurt-manager as a third controller when it is built, so that the smoke tests and the
+peer's read the same rounds instead of starting the same 50-node lab twice."""
 
 from __future__ import annotations
 
@@ -8,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from edgerollout_lab import build
+from edgerollout_lab.versions import OPENYURT
 
 ROOT = Path(__file__).resolve().parents[3]
 NODES = 50
@@ -29,3 +36,13 @@ def smoke_run(out: Path, *options: str) -> Smoke:
     )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     return json.loads((out / "smoke.json").read_text()), result.stdout, out
+
+
+def peer_built() -> bool:
+    """Whether OpenYurt's yurt-manager is built (`./dev lab build --peer openyurt`)."""
+    return not build.missing_components(OPENYURT)
+
+
+def shared_smoke(out: Path) -> Smoke:
+    """Every scenario of the smoke run, with the peer beside edgerollout and native if it is built."""
+    return smoke_run(out, *(("--peer", "openyurt") if peer_built() else ()))
