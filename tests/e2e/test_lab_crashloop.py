@@ -150,20 +150,29 @@ async def hold_statuses(kube: LabHandle, namespace: str) -> None:
     await hold_for(unchanged, seconds=HOLD_SECONDS, what="every pod's status as it was")
 
 
+async def failing_pods(
+    kube: LabHandle, namespace: str, image: str, reason: str, phase: str
+) -> dict[str, client.V1Pod]:
+    """A DaemonSet of `image`: its pod on each node, in `phase` and placed on that node, its
+    container not ready (waiting for `reason`); its container statuses are the caller's to check."""
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=image, strategy=ON_DELETE)
+    )
+    pods = await one_pod_per_node(kube, namespace, reason)
+    for node, pod in pods.items():
+        status = served(pod.status)
+        assert status["phase"] == phase
+        await assert_placed(kube, node, status)
+        assert conditions(status) == not_ready_conditions("nginx")
+    return pods
+
+
 async def test_a_daemonset_pod_of_the_crashloop_image_runs_but_is_never_ready_until_fixed(
     kube: LabHandle, namespace: str
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=CRASHLOOP_IMAGE, strategy=ON_DELETE)
-    )
-
-    pods = await one_pod_per_node(kube, namespace, "CrashLoopBackOff")
-    for node, pod in pods.items():
-        status = served(pod.status)
-        assert status["phase"] == "Running"
-        await assert_placed(kube, node, status)
-        assert conditions(status) == not_ready_conditions("nginx")
-        assert stamped(status["containerStatuses"]) == [crash_looping("nginx", pod)]
+    pods = await failing_pods(kube, namespace, CRASHLOOP_IMAGE, "CrashLoopBackOff", "Running")
+    for pod in pods.values():
+        assert stamped(served(pod.status)["containerStatuses"]) == [crash_looping("nginx", pod)]
     await hold_statuses(kube, namespace)
 
     await set_image(kube, namespace, NAME, NEW)
@@ -203,17 +212,9 @@ async def test_only_the_container_of_the_crashloop_image_crash_loops(
 async def test_a_daemonset_pod_of_the_unpullable_image_stays_pending_in_image_pull_back_off(
     kube: LabHandle, namespace: str
 ) -> None:
-    await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=UNPULLABLE_IMAGE, strategy=ON_DELETE)
-    )
-
-    pods = await one_pod_per_node(kube, namespace, "ImagePullBackOff")
-    for node, pod in pods.items():
-        status = served(pod.status)
-        assert status["phase"] == "Pending"
-        await assert_placed(kube, node, status)
-        assert conditions(status) == not_ready_conditions("nginx")
-        assert stamped(status["containerStatuses"]) == [
+    pods = await failing_pods(kube, namespace, UNPULLABLE_IMAGE, "ImagePullBackOff", "Pending")
+    for pod in pods.values():
+        assert stamped(served(pod.status)["containerStatuses"]) == [
             {
                 "name": "nginx",
                 "image": UNPULLABLE_IMAGE,
