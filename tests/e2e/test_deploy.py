@@ -1053,45 +1053,55 @@ def _schema_errors(stderr: str, *, command: str) -> list[str]:
 
 CACHE_DIR_PATTERN = "^/var/lib/[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
 
+
+def _bad(case: str, values: dict[str, Any], *errors: str) -> Any:
+    """A case of `BAD_VALUES`: the values given, and the lines naming each bad one."""
+    return pytest.param(values, list(errors), id=case)
+
+
+def _bad_cache_dir(case: str, path: str, *errors: str) -> Any:
+    return _bad(f"cache-dir-{case}", {"agent": {"cacheDir": path}}, *errors)
+
+
+def _not_under_var_lib(path: str) -> str:
+    return f"- at '/agent/cacheDir': '{path}' does not match pattern '{CACHE_DIR_PATTERN}'"
+
+
+# Inside a folder the agent's cache may not share (the schema's `not` rule).
+INSIDE_A_SHARED_FOLDER = "- at '/agent/cacheDir': 'not' failed"
+
 BAD_VALUES = [
-    pytest.param(
+    _bad(
+        "replicas-not-a-number-and-unknown-pull-policy",
         {"controller": {"replicas": "two"}, "image": {"pullPolicy": "Sometimes"}},
-        [
-            "- at '/controller/replicas': got string, want integer",
-            "- at '/image/pullPolicy': value must be one of '', 'Always', 'IfNotPresent', 'Never'",
-        ],
-        id="replicas-not-a-number-and-unknown-pull-policy",
+        "- at '/controller/replicas': got string, want integer",
+        "- at '/image/pullPolicy': value must be one of '', 'Always', 'IfNotPresent', 'Never'",
     ),
-    pytest.param(
+    _bad(
+        "unknown-log-format",
         {"logFormat": "xml"},
-        ["- at '/logFormat': value must be one of 'json', 'text'"],
-        id="unknown-log-format",
+        "- at '/logFormat': value must be one of 'json', 'text'",
     ),
-    pytest.param(
+    _bad(
+        "misspelt-key",
         {"controller": {"replica": 3}},
-        ["- at '/controller': additional properties 'replica' not allowed"],
-        id="misspelt-key",
+        "- at '/controller': additional properties 'replica' not allowed",
     ),
-    pytest.param(
+    _bad(
+        "namespace-not-a-dns-label",
         {"namespace": {"name": "Edge_Ops"}},
-        [
-            "- at '/namespace/name': 'Edge_Ops' does not match pattern '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'"
-        ],
-        id="namespace-not-a-dns-label",
+        "- at '/namespace/name': 'Edge_Ops' does not match pattern "
+        "'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'",
     ),
-    pytest.param(
+    _bad(
+        "no-replicas",
         {"controller": {"replicas": 0}},
-        ["- at '/controller/replicas': minimum: got 0, want 1"],
-        id="no-replicas",
+        "- at '/controller/replicas': minimum: got 0, want 1",
     ),
     # The cache folder is a hostPath that a root init container chowns: under /var/lib only.
     *(
-        pytest.param(
-            {"agent": {"cacheDir": path}},
-            [f"- at '/agent/cacheDir': '{path}' does not match pattern '{CACHE_DIR_PATTERN}'"],
-            id=f"cache-dir-{name}",
-        )
-        for name, path in [
+        _bad_cache_dir(case, path, _not_under_var_lib(path))
+        for case, path in [
             ("outside-var-lib", "/etc/edgerollout"),
             ("dot-dot", "/var/lib/../etc"),
             ("dot-dot-deeper", "/var/lib/edgerollout-cache/../../etc"),
@@ -1100,24 +1110,18 @@ BAD_VALUES = [
         ]
     ),
     *(
-        pytest.param(
-            {"agent": {"cacheDir": path}},
-            ["- at '/agent/cacheDir': 'not' failed"],
-            id=f"cache-dir-{name}",
-        )
-        for name, path in [
+        _bad_cache_dir(case, path, INSIDE_A_SHARED_FOLDER)
+        for case, path in [
             ("the-kubelets", "/var/lib/kubelet"),
             ("the-agent-tokens", "/var/lib/edgerollout"),
             ("inside-containerd", "/var/lib/containerd/io.containerd"),
         ]
     ),
-    pytest.param(
-        {"agent": {"cacheDir": "/var/lib/edgerollout/../../etc"}},
-        [
-            f"- at '/agent/cacheDir': '/var/lib/edgerollout/../../etc' does not match pattern '{CACHE_DIR_PATTERN}'",
-            "- at '/agent/cacheDir': 'not' failed",
-        ],
-        id="cache-dir-dot-dot-out-of-the-agent-tokens",
+    _bad_cache_dir(
+        "dot-dot-out-of-the-agent-tokens",
+        "/var/lib/edgerollout/../../etc",
+        _not_under_var_lib("/var/lib/edgerollout/../../etc"),
+        INSIDE_A_SHARED_FOLDER,
     ),
 ]
 
