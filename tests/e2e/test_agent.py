@@ -41,6 +41,7 @@ from tests.e2e.support.agents import (
     assert_nothing_changes,
     assert_pull_requested,
     assert_refused,
+    assert_upgrade_held_for_the_pull,
     assert_upgrade_started,
     bare_pod,
     listed_condition,
@@ -243,14 +244,16 @@ async def test_imagepull_marks_the_newest_revision_and_holds_the_upgrade_back(
     state = await snapshot(kube, namespace)
     assert state[pod][1] == after.metadata.resource_version
 
-    assert_refused(
-        await edge2.upgrade(namespace, pod),
-        409,
-        "ImagePullNotDone",
-        f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has not finished "
-        "yet (PodImageReady=False, reason WaitPullImage); upgrade once it has succeeded",
+    await assert_upgrade_held_for_the_pull(
+        kube,
+        edge2,
+        namespace,
+        pod,
+        state,
+        revision=newest,
+        pull="has not finished yet",
+        reason="WaitPullImage",
     )
-    await assert_nothing_changes(kube, namespace, state)
 
 
 async def pull_outcome(kube: LabHandle, namespace: str, pod: str) -> tuple[str, str, str] | None:
@@ -308,14 +311,16 @@ async def test_failed_pull_holds_the_upgrade_back_and_changes_nothing(
     assert outcome == ("False", "PullImageFail", f"controllerrevision: {newest}")
     state = await snapshot(kube, namespace)
 
-    assert_refused(
-        await edge1.upgrade(namespace, pod),
-        409,
-        "ImagePullNotDone",
-        f"the image pre-pull requested for pod {namespace}/{pod} (revision {newest}) has failed "
-        "(PodImageReady=False, reason PullImageFail); upgrade once it has succeeded",
+    await assert_upgrade_held_for_the_pull(
+        kube,
+        edge1,
+        namespace,
+        pod,
+        state,
+        revision=newest,
+        pull="has failed",
+        reason="PullImageFail",
     )
-    await assert_nothing_changes(kube, namespace, state)
 
 
 # --- a paused rollout (edgerollout pause / resume) --------------------------------------------

@@ -196,6 +196,30 @@ async def assert_nothing_changes(
     await hold_for(unchanged, seconds=seconds, what="every pod as it was")
 
 
+async def assert_upgrade_held_for_the_pull(
+    handle: LabHandle,
+    agent: AgentClient,
+    namespace: str,
+    pod: str,
+    state: dict[str, PodState],
+    *,
+    revision: str,
+    pull: str,
+    reason: str,
+) -> None:
+    """The agent refuses the upgrade of `pod` (409 ImagePullNotDone) while the pre-pull of
+    `revision` it requested `pull` ("has not finished yet", "has failed"; PodImageReady=False for
+    `reason`), and every pod of the namespace stays as `state`."""
+    assert_refused(
+        await agent.upgrade(namespace, pod),
+        409,
+        "ImagePullNotDone",
+        f"the image pre-pull requested for pod {namespace}/{pod} (revision {revision}) {pull} "
+        f"(PodImageReady=False, reason {reason}); upgrade once it has succeeded",
+    )
+    await assert_nothing_changes(handle, namespace, state)
+
+
 def bare_pod(name: str, *, node: str, finalizers: list[str] | None = None) -> Any:
     """A pod of no controller, bound to `node` directly (no scheduler involved).
 
