@@ -106,6 +106,8 @@ INVALID_PAUSED: Final = "InvalidPaused"
 INVALID_PARTITION: Final = "InvalidPartition"
 INVALID_NODE_SELECTOR: Final = "InvalidNodeSelector"
 INVALID_WAVES: Final = "InvalidWaves"
+# A rollout annotation's value longer than edgerollout reads (design §12.7).
+ANNOTATION_TOO_LONG: Final = "AnnotationTooLong"
 # Reasons of `PodNeedUpgrade=False` on an OTA pod that is outdated but held back (design §12).
 HELD_BY_PAUSE: Final = "RolloutPaused"
 HELD_BY_INVALID_SETTING: Final = "HeldByInvalidSetting"

@@ -19,11 +19,13 @@ The update strategy itself is chosen before (`strategy.choose_strategy`): a Daem
 ours has no rollout spec.
 """
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from edgerollout.domain.events import Notice
+from edgerollout.domain.spec.bounds import LONGEST, bounded
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.spec.max_failed import read_max_failed
@@ -52,10 +54,27 @@ class RolloutSpec:
 
 
 def read_rollout_spec(annotations: Mapping[str, str]) -> RolloutSpec:
-    """Read the rollout annotations of one DaemonSet (user input never raises)."""
+    """Read the rollout annotations of one DaemonSet (user input never raises). A value too long
+    to read (`bounds.LONGEST`) is left unread and holds the rollout, as an unreadable one does.
+
+    Reconciles repeat on every pod's change while the annotations stay as they were: a reading is
+    kept for the last `KEPT_READINGS` sets of values, which are bounded in length (design §12.7)."""
+    return _read(tuple(sorted((k, v) for k, v in annotations.items() if k in LONGEST)))
+
+
+KEPT_READINGS = 256
+
+
+@functools.lru_cache(maxsize=KEPT_READINGS)
+def _read(items: tuple[tuple[str, str], ...]) -> RolloutSpec:
+    readable = bounded(dict(items))
+    annotations = readable.annotations
+    staging = read_staging(annotations)
+    if readable.notices:
+        staging = replace(staging, invalid=True, notices=staging.notices + readable.notices)
     deadline = read_progress_deadline(annotations.get(PROGRESS_DEADLINE_ANNOTATION))
     return RolloutSpec(
-        staging=read_staging(annotations),
+        staging=staging,
         max_unavailable=read_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION)),
         progress_deadline=deadline if isinstance(deadline, Notice) else timedelta(seconds=deadline),
         max_failed=read_max_failed(annotations.get(MAX_FAILED_ANNOTATION)),

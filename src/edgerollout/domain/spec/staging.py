@@ -39,8 +39,9 @@ With `edgerollout.io/prepull: "true"` (design §13.5, `prepull_first`), an Advan
 holds a node whose image has not been pre-pulled (`PULLING`), unless something else holds it.
 """
 
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from edgerollout.domain.events import EventType, Notice
@@ -68,6 +69,9 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 
+MOST_SELECTOR_REQUIREMENTS = 64
+"""Every node is matched against every requirement on each reconcile (design §12.7)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Waves:
@@ -75,15 +79,19 @@ class Waves:
 
     names: tuple[str, ...]
     label: str
+    _positions: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Each name's wave, found in one step for each node (the names are unique, §12.5).
+        positions = {name: index for index, name in reversed(list(enumerate(self.names)))}
+        object.__setattr__(self, "_positions", positions)
 
     def index_of(self, labels: Mapping[str, str]) -> int | None:
         """The wave of a node with these labels; None when it is in no wave."""
         value = labels.get(self.label)
-        if value is not None and value in self.names and value != EVERY_OTHER_WAVE:
-            return self.names.index(value)
-        if EVERY_OTHER_WAVE in self.names:
-            return self.names.index(EVERY_OTHER_WAVE)
-        return None
+        if value is not None and value != EVERY_OTHER_WAVE and value in self._positions:
+            return self._positions[value]
+        return self._positions.get(EVERY_OTHER_WAVE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,9 +178,16 @@ def _read_selector(raw: str | None) -> LabelSelector | Notice | None:
         problem = "an empty selector would select every node; remove the annotation for that"
     else:
         try:
-            return parse_label_selector(raw)
+            selector = parse_label_selector(raw)
         except LabelSelectorError as error:
             problem = str(error)
+        else:
+            if len(selector.requirements) <= MOST_SELECTOR_REQUIREMENTS:
+                return selector
+            problem = (
+                f"{len(selector.requirements)} requirements are more than the "
+                f"{MOST_SELECTOR_REQUIREMENTS} a node is matched against"
+            )
     return _warning(
         INVALID_NODE_SELECTOR,
         NODE_SELECTOR_ANNOTATION,
@@ -234,7 +249,7 @@ def _waves_problem(names: tuple[str, ...]) -> str | None:
             problem = label_value_problem(name)
             if problem is not None:
                 return f'"{name}" is not a label value: {problem}'
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    repeated = sorted(name for name, seen in Counter(names).items() if seen > 1)
     if repeated:
         return f"{', '.join(repeated)} {'is' if len(repeated) == 1 else 'are'} named twice"
     return None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.spec.bounds import LONGEST, too_long_notice
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
     DEPRECATED_UPDATE_STRATEGY,
@@ -62,6 +63,9 @@ def choose_strategy(*, annotations: Mapping[str, str], update_strategy_type: str
     raw = annotations.get(UPDATE_STRATEGY_ANNOTATION)
     if raw is None:
         return StrategyChoice(strategy=None)
+    if len(raw) > LONGEST[UPDATE_STRATEGY_ANNOTATION]:
+        notice = too_long_notice(UPDATE_STRATEGY_ANNOTATION, raw)
+        return StrategyChoice(strategy=None, notices=(notice,))
     value = raw.strip()
     strategy = _BY_LOWERCASE_NAME.get(value.lower())
     if strategy is None:
