@@ -18,11 +18,11 @@ from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.prepull import JobState
 from edgerollout.domain.vocabulary import PREPULL_LABEL
-from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS
+from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Resource
 from edgerollout.settings import CONTROLLER
 
 from ..domain.builders import NOW
-from ..kube.fake_api import FakeApi
+from ..kube.fake_api import JSON, FakeApi
 from ..kube.objects import (
     NEW,
     OLD,
@@ -33,7 +33,7 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import caught_up, running
+from ..kube.running import published, running
 
 API_UID = "uid-ds-api"
 PLAIN_UID = "uid-ds-plain"
@@ -46,6 +46,10 @@ class Cluster:
     cache: ClusterCache
     enqueued: list[str]
     states: RolloutStates
+
+    async def publish(self, resource: Resource, event_type: str, obj: JSON) -> None:
+        """Publish a watch event and wait until the cache has applied it."""
+        await published(self.api, self.cache.informers, resource, event_type, obj)
 
 
 @pytest.fixture
@@ -93,10 +97,7 @@ async def test_listed_cache_is_synced_and_knows_the_opted_in_daemonsets(cluster:
 
 
 async def test_change_of_an_opted_in_daemonset_enqueues_its_key(cluster: Cluster) -> None:
-    changed = cluster.api.publish(
-        DAEMONSETS, "MODIFIED", daemonset_json("web", min_ready_seconds=30)
-    )
-    await caught_up(cluster.cache.daemonsets, changed)
+    await cluster.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", min_ready_seconds=30))
 
     assert cluster.enqueued == ["default/web"]
 
@@ -104,35 +105,31 @@ async def test_change_of_an_opted_in_daemonset_enqueues_its_key(cluster: Cluster
 async def test_change_of_a_daemonset_without_the_annotation_enqueues_nothing(
     cluster: Cluster,
 ) -> None:
-    changed = cluster.api.publish(
+    await cluster.publish(
         DAEMONSETS,
         "MODIFIED",
         daemonset_json("plain", uid=PLAIN_UID, annotations={}, min_ready_seconds=30),
     )
-    await caught_up(cluster.cache.daemonsets, changed)
 
     assert cluster.enqueued == []
 
 
 async def test_daemonset_that_loses_the_annotation_is_enqueued_once_more(cluster: Cluster) -> None:
-    changed = cluster.api.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations={}))
-    await caught_up(cluster.cache.daemonsets, changed)
+    await cluster.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations={}))
 
     assert cluster.enqueued == ["default/web"]
     assert cluster.cache.opted_in_keys() == ["default/api"]
 
 
 async def test_deleted_daemonset_is_enqueued_and_forgotten(cluster: Cluster) -> None:
-    deleted = cluster.api.publish(DAEMONSETS, "DELETED", daemonset_json("web"))
-    await caught_up(cluster.cache.daemonsets, deleted)
+    await cluster.publish(DAEMONSETS, "DELETED", daemonset_json("web"))
 
     assert cluster.enqueued == ["default/web"]
     assert WEB_UID not in cluster.cache.key_by_uid
 
 
 async def test_pod_change_enqueues_its_opted_in_owner(cluster: Cluster) -> None:
-    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
-    await caught_up(cluster.cache.pods, changed)
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
 
     assert cluster.enqueued == ["default/web"]
 
@@ -140,10 +137,9 @@ async def test_pod_change_enqueues_its_opted_in_owner(cluster: Cluster) -> None:
 async def test_pod_change_of_a_daemonset_without_the_annotation_enqueues_nothing(
     cluster: Cluster,
 ) -> None:
-    changed = cluster.api.publish(
+    await cluster.publish(
         PODS, "MODIFIED", pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, ready=False)
     )
-    await caught_up(cluster.cache.pods, changed)
 
     assert cluster.enqueued == []
     assert pod_names(cluster, PLAIN_KEY) == ["plain-a"]
@@ -152,29 +148,24 @@ async def test_pod_change_of_a_daemonset_without_the_annotation_enqueues_nothing
 async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
     cluster: Cluster,
 ) -> None:
-    added = cluster.api.publish(
+    await cluster.publish(
         PODS,
         "ADDED",
         pod_json("web-7d9f-x2", node="edge-1", owner_uid=WEB_UID, owner_kind="ReplicaSet"),
     )
-    await caught_up(cluster.cache.pods, added)
 
     assert cluster.enqueued == []
     assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
 
 
 async def test_node_readiness_change_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
-    changed = cluster.api.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
-    await caught_up(cluster.cache.nodes, changed)
+    await cluster.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
 
     assert cluster.enqueued == ["default/api", "default/web"]
 
 
 async def test_node_heartbeat_with_the_same_readiness_enqueues_nothing(cluster: Cluster) -> None:
-    changed = cluster.api.publish(
-        NODES, "MODIFIED", node_json("edge-2", heartbeat="2025-03-01T12:00:40Z")
-    )
-    await caught_up(cluster.cache.nodes, changed)
+    await cluster.publish(NODES, "MODIFIED", node_json("edge-2", heartbeat="2025-03-01T12:00:40Z"))
 
     assert cluster.enqueued == []
 
@@ -184,8 +175,7 @@ async def test_node_label_change_enqueues_every_opted_in_daemonset(
 ) -> None:
     relabelled = node_json("edge-2")
     relabelled["metadata"]["labels"]["apps.openyurt.io/nodepool"] = "pool-a"
-    changed = cluster.api.publish(NODES, "MODIFIED", relabelled)
-    await caught_up(cluster.cache.nodes, changed)
+    await cluster.publish(NODES, "MODIFIED", relabelled)
 
     assert cluster.enqueued == ["default/api", "default/web"]
     assert cluster.cache.nodes.store["edge-2"].labels == {
@@ -195,10 +185,8 @@ async def test_node_label_change_enqueues_every_opted_in_daemonset(
 
 
 async def test_node_added_or_removed_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
-    added = cluster.api.publish(NODES, "ADDED", node_json("edge-3"))
-    await caught_up(cluster.cache.nodes, added)
-    removed = cluster.api.publish(NODES, "DELETED", node_json("edge-1"))
-    await caught_up(cluster.cache.nodes, removed)
+    await cluster.publish(NODES, "ADDED", node_json("edge-3"))
+    await cluster.publish(NODES, "DELETED", node_json("edge-1"))
 
     assert cluster.enqueued == ["default/api", "default/web"] * 2
 
@@ -208,18 +196,16 @@ async def test_pods_are_indexed_by_owner_uid_and_moved_and_removed(cluster: Clus
     assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
     assert pod_names(cluster, API_KEY) == ["api-a"]
 
-    adopted = cluster.api.publish(
+    await cluster.publish(
         PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=API_UID)
     )
-    await caught_up(cache.pods, adopted)
     assert pod_names(cluster, WEB_KEY) == ["web-a"]
     assert pod_names(cluster, API_KEY) == ["api-a", "web-b"]
     # Both owners are looked at again: one lost a pod, the other gained one.
     assert cluster.enqueued == ["default/web", "default/api"]
 
     for name in ("web-a", "web-b", "api-a"):
-        gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node="edge-1"))
-        await caught_up(cache.pods, gone)
+        await cluster.publish(PODS, "DELETED", pod_json(name, node="edge-1"))
     assert list(snapshot_of(cluster, WEB_KEY).pods) == []
     assert list(snapshot_of(cluster, API_KEY).pods) == []
     assert WEB_UID not in cache.pods_by_owner
@@ -227,10 +213,7 @@ async def test_pods_are_indexed_by_owner_uid_and_moved_and_removed(cluster: Clus
 
 
 async def test_indexed_pod_is_the_newest_record(cluster: Cluster) -> None:
-    changed = cluster.api.publish(
-        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=NEW)
-    )
-    await caught_up(cluster.cache.pods, changed)
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=NEW))
 
     assert {pod.name: pod.revision_hash for pod in snapshot_of(cluster, WEB_KEY).pods} == {
         "web-a": NEW,
@@ -239,28 +222,25 @@ async def test_indexed_pod_is_the_newest_record(cluster: Cluster) -> None:
 
 
 async def test_pod_released_by_its_daemonset_leaves_its_index(cluster: Cluster) -> None:
-    released = cluster.api.publish(
+    await cluster.publish(
         PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=None)
     )
-    await caught_up(cluster.cache.pods, released)
 
     assert pod_names(cluster, WEB_KEY) == ["web-a"]
     assert cluster.enqueued == ["default/web"]
 
 
 async def test_revision_change_enqueues_its_owner_and_is_indexed(cluster: Cluster) -> None:
-    added = cluster.api.publish(
+    await cluster.publish(
         CONTROLLER_REVISIONS, "ADDED", revision_json("web-2", number=2, revision_hash=NEW)
     )
-    await caught_up(cluster.cache.revisions, added)
 
     assert cluster.enqueued == ["default/web"]
     assert sorted(r.view.name for r in cluster.cache.revisions_of(WEB_UID)) == ["web-1", "web-2"]
 
-    removed = cluster.api.publish(
+    await cluster.publish(
         CONTROLLER_REVISIONS, "DELETED", revision_json("web-1", number=1, revision_hash=OLD)
     )
-    await caught_up(cluster.cache.revisions, removed)
     assert [r.view.name for r in cluster.cache.revisions_of(WEB_UID)] == ["web-2"]
 
 
@@ -288,12 +268,10 @@ def pull_job_json(
 async def test_pull_job_progress_enqueues_the_daemonset_of_the_pod_it_pulls_for(
     cluster: Cluster,
 ) -> None:
-    started = cluster.api.publish(JOBS, "ADDED", pull_job_json("prepull-1", for_pod="api-a"))
-    await caught_up(cluster.cache.jobs, started)
-    done = cluster.api.publish(
+    await cluster.publish(JOBS, "ADDED", pull_job_json("prepull-1", for_pod="api-a"))
+    await cluster.publish(
         JOBS, "MODIFIED", pull_job_json("prepull-1", for_pod="api-a", complete=True)
     )
-    await caught_up(cluster.cache.jobs, done)
 
     assert cluster.enqueued == ["default/api", "default/api"]
     assert snapshot_of(cluster, API_KEY).pull_jobs["prepull-1"].state is JobState.SUCCEEDED
@@ -301,8 +279,7 @@ async def test_pull_job_progress_enqueues_the_daemonset_of_the_pod_it_pulls_for(
 
 async def test_a_pull_job_owned_by_another_pod_enqueues_nothing(cluster: Cluster) -> None:
     forged = pull_job_json("prepull-1", for_pod="api-a", complete=True, owner_uid="uid-web-a")
-    added = cluster.api.publish(JOBS, "ADDED", forged)
-    await caught_up(cluster.cache.jobs, added)
+    await cluster.publish(JOBS, "ADDED", forged)
 
     assert cluster.enqueued == []
     assert snapshot_of(cluster, API_KEY).pull_jobs["prepull-1"].owner_uid == "uid-web-a"
@@ -313,8 +290,7 @@ async def test_jobs_that_are_not_pull_jobs_are_not_kept_and_enqueue_nothing(
 ) -> None:
     other = pull_job_json("backup", for_pod="web-a")
     other["metadata"] = {"name": "backup", "namespace": "default"}
-    added = cluster.api.publish(JOBS, "ADDED", other)
-    await caught_up(cluster.cache.jobs, added)
+    await cluster.publish(JOBS, "ADDED", other)
 
     assert cluster.enqueued == []
     assert dict(snapshot_of(cluster, WEB_KEY).pull_jobs) == {}
@@ -330,20 +306,15 @@ async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster)
     assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a"], "edge-2": ["web-b"]}
     assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"]}
 
-    added = cluster.api.publish(PODS, "ADDED", pod_json("web-c", node="edge-1"))
-    await caught_up(cache.pods, added)
+    await cluster.publish(PODS, "ADDED", pod_json("web-c", node="edge-1"))
     assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"], "edge-2": ["web-b"]}
 
-    adopted = cluster.api.publish(
-        PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID)
-    )
-    await caught_up(cache.pods, adopted)
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID))
     assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"]}
     assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"], "edge-2": ["web-b"]}
 
     for name, node in (("web-a", "edge-1"), ("web-c", "edge-1"), ("web-b", "edge-2")):
-        gone = cluster.api.publish(PODS, "DELETED", pod_json(name, node=node))
-        await caught_up(cache.pods, gone)
+        await cluster.publish(PODS, "DELETED", pod_json(name, node=node))
     assert by_node(cluster, WEB_KEY) == {}
     assert WEB_UID not in cache.pods_by_owner_node
     assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"]}
@@ -353,25 +324,21 @@ async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster)
 async def test_changed_nodes_are_kept_only_for_a_rollout_with_a_state_and_handed_over_once(
     cluster: Cluster,
 ) -> None:
-    cache, states = cluster.cache, cluster.states
-    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
-    await caught_up(cache.pods, changed)
+    states = cluster.states
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
     # No state yet: a state made now has nothing to report.
     web = states.of(WEB_KEY, DaemonSetUID(WEB_UID))
     assert web.take_changed_nodes() == frozenset()
 
-    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", ready=False))
-    await caught_up(cache.pods, changed)
-    other = cluster.api.publish(
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", ready=False))
+    await cluster.publish(
         PODS, "MODIFIED", pod_json("api-a", node="edge-1", owner_uid=API_UID, ready=False)
     )
-    await caught_up(cache.pods, other)
     assert web.take_changed_nodes() == {"edge-2"}
     assert web.take_changed_nodes() == frozenset()
 
     assert states.drop(WEB_KEY) is web
-    changed = cluster.api.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2"))
-    await caught_up(cache.pods, changed)
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2"))
     assert web.take_changed_nodes() == frozenset()
     assert states.of(WEB_KEY, DaemonSetUID(WEB_UID)).take_changed_nodes() == frozenset()
 
@@ -383,14 +350,9 @@ async def test_a_node_whose_readiness_changes_is_a_changed_node_of_every_rollout
     web = states.of(WEB_KEY, DaemonSetUID(WEB_UID))
     api = states.of(API_KEY, DaemonSetUID(API_UID))
 
-    heartbeat = cluster.api.publish(
-        NODES, "MODIFIED", node_json("edge-1", heartbeat="2025-03-01T12:00:40Z")
-    )
-    await caught_up(cache.nodes, heartbeat)
-    unknown = cluster.api.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
-    await caught_up(cache.nodes, unknown)
-    removed = cluster.api.publish(NODES, "DELETED", node_json("edge-1"))
-    await caught_up(cache.nodes, removed)
+    await cluster.publish(NODES, "MODIFIED", node_json("edge-1", heartbeat="2025-03-01T12:00:40Z"))
+    await cluster.publish(NODES, "MODIFIED", node_json("edge-2", ready="Unknown"))
+    await cluster.publish(NODES, "DELETED", node_json("edge-1"))
 
     assert web.take_changed_nodes() == {"edge-1", "edge-2"}
     assert api.take_changed_nodes() == {"edge-1", "edge-2"}

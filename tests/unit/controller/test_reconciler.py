@@ -51,10 +51,26 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import caught_up, running, until
+from ..kube.running import caught_up, published, running, until
 
 KEY = f"{NAMESPACE}/web"
 ROLLING_ONE = {**ADVANCED, MAX_UNAVAILABLE: "1"}
+
+
+def newest(kind: str, status: str, reason: str = "", *, at: str = "2025-03-01T12:00:00Z") -> JSON:
+    """A pod condition about the newest revision, written `at` (by default NOW)."""
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": f"controllerrevision: {NEW}",
+        "lastTransitionTime": at,
+    }
+
+
+def status_patch(uid: str, condition: JSON) -> JSON:
+    """The body of the status patch that writes one condition on the pod of `uid`."""
+    return {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
 
 
 def outdated_rollout() -> list[JSON]:
@@ -84,6 +100,10 @@ class Controller:
         assert state is not None
         for _, _, uid in self.deletions():
             state.deletions.drop(uid)
+
+    async def publish(self, resource: Resource, event_type: str, obj: JSON) -> None:
+        """Publish a watch event and wait until the cache has applied it."""
+        await published(self.api, self.cache.informers, resource, event_type, obj)
 
     async def reconcile(self) -> Outcome:
         outcome = await self.reconciler.reconcile(KEY)
@@ -182,8 +202,7 @@ async def test_next_outdated_pod_goes_once_the_replacement_is_seen_available() -
         assert c.pending() == 1  # kept until the replacement is seen (design §4.5)
 
         c.api.publish(PODS, "DELETED", terminating)
-        replacement = c.api.publish(PODS, "ADDED", pod_json("web-d", node="edge-1"))
-        await caught_up(c.cache.pods, replacement)
+        await c.publish(PODS, "ADDED", pod_json("web-d", node="edge-1"))
 
         after_replacement = await c.reconcile()
         assert after_replacement.deleted == 1
@@ -317,34 +336,8 @@ async def test_ota_patches_pod_status_with_exactly_one_condition_per_pod() -> No
             (NAMESPACE, "web-c", "status", STRATEGIC_MERGE),
         ]
         assert [call.body for call in patches] == [
-            {
-                "metadata": {"uid": "uid-web-a"},
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "PodNeedUpgrade",
-                            "status": "True",
-                            "reason": "",
-                            "message": f"controllerrevision: {NEW}",
-                            "lastTransitionTime": "2025-03-01T12:00:00Z",
-                        }
-                    ]
-                },
-            },
-            {
-                "metadata": {"uid": "uid-web-c"},
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "PodNeedUpgrade",
-                            "status": "False",
-                            "reason": "",
-                            "message": f"controllerrevision: {NEW}",
-                            "lastTransitionTime": "2025-03-01T12:00:00Z",
-                        }
-                    ]
-                },
-            },
+            status_patch("uid-web-a", newest("PodNeedUpgrade", "True")),
+            status_patch("uid-web-c", newest("PodNeedUpgrade", "False")),
         ]
         assert outcome.conditions_written == 2
         assert c.deletions() == []
@@ -421,10 +414,7 @@ async def test_misconfigured_daemonset_is_warned_again_once_the_annotation_came_
     async with controller(unknown, outdated_rollout()) as c:
         await c.reconcile()
         for annotations in ({}, unknown):
-            changed = c.api.publish(
-                DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=annotations)
-            )
-            await caught_up(c.cache.daemonsets, changed)
+            await c.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=annotations))
             await c.reconcile()
 
         assert [why for _, why, _ in c.events()] == ["UnknownUpdateStrategy"] * 2
@@ -436,15 +426,7 @@ def waiting_for_pull(name: str, node: str) -> JSON:
         name,
         node=node,
         revision_hash=OLD,
-        conditions=[
-            {
-                "type": "PodImageReady",
-                "status": "False",
-                "reason": "WaitPullImage",
-                "message": f"controllerrevision: {NEW}",
-                "lastTransitionTime": "2025-03-01T11:00:00Z",
-            }
-        ],
+        conditions=[newest("PodImageReady", "False", "WaitPullImage", at="2025-03-01T11:00:00Z")],
     )
 
 
@@ -519,28 +501,14 @@ async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() 
         pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
         assert pod is not None
         name = job_name(pod.view, NEW)
-        done = c.api.publish(JOBS, "ADDED", pull_job_json(name, for_pod="web-a", succeeded=True))
-        await caught_up(c.cache.jobs, done)
+        await c.publish(JOBS, "ADDED", pull_job_json(name, for_pod="web-a", succeeded=True))
         patches_before = len(c.api.calls_to("patch", PODS))
 
         outcome = await c.reconcile()
 
         reports = c.api.calls_to("patch", PODS)[patches_before:]
         assert [call.body for call in reports] == [
-            {
-                "metadata": {"uid": "uid-web-a"},
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "PodImageReady",
-                            "status": "True",
-                            "reason": "PullImageSuccess",
-                            "message": f"controllerrevision: {NEW}",
-                            "lastTransitionTime": "2025-03-01T12:00:00Z",
-                        }
-                    ]
-                },
-            }
+            status_patch("uid-web-a", newest("PodImageReady", "True", "PullImageSuccess"))
         ]
         assert [
             (call.name, call.params["propagation"]) for call in c.api.calls_to("delete", JOBS)
@@ -551,13 +519,7 @@ async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() 
 
 def image_ready(name: str, node: str, status: str, reason: str) -> JSON:
     """An outdated pod whose PodImageReady for the newest revision says (status, reason)."""
-    condition = {
-        "type": "PodImageReady",
-        "status": status,
-        "reason": reason,
-        "message": f"controllerrevision: {NEW}",
-        "lastTransitionTime": "2025-03-01T12:00:00Z",
-    }
+    condition = newest("PodImageReady", status, reason)
     return pod_json(name, node=node, revision_hash=OLD, conditions=[condition])
 
 
@@ -576,13 +538,7 @@ async def test_prepull_first_asks_pulls_the_images_and_only_then_deletes() -> No
         assert asked == [
             (
                 name,
-                {
-                    "type": "PodImageReady",
-                    "status": "False",
-                    "reason": "WaitPullImage",
-                    "message": f"controllerrevision: {NEW}",
-                    "lastTransitionTime": "2025-03-01T12:00:00Z",
-                },
+                newest("PodImageReady", "False", "WaitPullImage"),
             )
             for name in ("web-a", "web-b")
         ]
@@ -592,7 +548,7 @@ async def test_prepull_first_asks_pulls_the_images_and_only_then_deletes() -> No
 
         for name, node in (("web-a", "edge-1"), ("web-b", "edge-2")):
             echo = image_ready(name, node, "False", "WaitPullImage")
-            await caught_up(c.cache.pods, c.api.publish(PODS, "MODIFIED", echo))
+            await c.publish(PODS, "MODIFIED", echo)
         pulling = await c.reconcile()
         jobs = [call.body for call in c.api.calls_to("create", JOBS) if call.body]
         assert [job["spec"]["template"]["spec"]["nodeName"] for job in jobs] == [
@@ -604,13 +560,12 @@ async def test_prepull_first_asks_pulls_the_images_and_only_then_deletes() -> No
         pod = c.cache.pods.get(f"{NAMESPACE}/web-b")
         assert pod is not None
         done = pull_job_json(job_name(pod.view, NEW), for_pod="web-b", succeeded=True)
-        await caught_up(c.cache.jobs, c.api.publish(JOBS, "ADDED", done))
+        await c.publish(JOBS, "ADDED", done)
         reported = await c.reconcile()
         assert reported.conditions_written == 1
         assert reported.deleted == 0  # deleted once the report is seen
 
-        pulled = c.api.publish(PODS, "MODIFIED", image_ready("web-b", "edge-2", "True", "x"))
-        await caught_up(c.cache.pods, pulled)
+        await c.publish(PODS, "MODIFIED", image_ready("web-b", "edge-2", "True", "x"))
         going = await c.reconcile()
         assert c.deletions() == [(NAMESPACE, "web-b", "uid-web-b")]
         assert going.deleted == 1
@@ -645,7 +600,7 @@ async def test_ota_ignores_a_finished_pull_job_its_pod_does_not_own() -> None:
         assert pod is not None
         name = job_name(pod.view, NEW)
         forged = pull_job_json(name, for_pod="web-a", succeeded=True, owner_uid="uid-web-b")
-        await caught_up(c.cache.jobs, c.api.publish(JOBS, "ADDED", forged))
+        await c.publish(JOBS, "ADDED", forged)
 
         outcome = await c.reconcile()
 
@@ -674,12 +629,11 @@ async def test_a_deleted_daemonset_loses_its_rollout_state_and_a_recreated_one_s
         assert c.states.get(KEY) is None
         assert gone["metadata"]["uid"] == WEB_UID
 
-        again = c.api.publish(
+        await c.publish(
             DAEMONSETS,
             "ADDED",
             daemonset_json("web", annotations=ROLLING_ONE, uid="uid-ds-web-2"),
         )
-        await caught_up(c.cache.daemonsets, again)
         await c.reconcile()
         second = c.states.get(KEY)
         assert second is not None
@@ -799,10 +753,7 @@ async def test_a_pause_and_a_resume_are_each_told_once_and_the_rollout_waits_bet
         summary = [r for r in caplog.records if r.getMessage() == "reconciled"][-1]
         assert (structured_fields(summary)["held"], summary.levelname) == (3, "DEBUG")
 
-        resumed = c.api.publish(
-            DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=ROLLING_ONE)
-        )
-        await caught_up(c.cache.daemonsets, resumed)
+        await c.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=ROLLING_ONE))
         await c.reconcile()
 
         assert c.deletions() == [(NAMESPACE, "web-a", "uid-web-a")]
@@ -832,8 +783,7 @@ async def test_the_nodes_metric_tells_updated_outdated_and_offline_nodes_apart()
             "broken": 0.0,
         }
 
-        gone = c.api.publish(DAEMONSETS, "DELETED", daemonset_json("web", annotations=ROLLING_ONE))
-        await caught_up(c.cache.daemonsets, gone)
+        await c.publish(DAEMONSETS, "DELETED", daemonset_json("web", annotations=ROLLING_ONE))
         await c.reconcile()
         assert (nodes("updated"), nodes("offline")) == (0.0, 0.0)
 
@@ -883,8 +833,7 @@ async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> N
 
         for paused in ("true", "false"):  # the echo, then a resume with the nodes still broken
             echo = {**annotations, "edgerollout.io/paused": paused}
-            changed = c.api.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=echo))
-            await caught_up(c.cache.daemonsets, changed)
+            await c.publish(DAEMONSETS, "MODIFIED", daemonset_json("web", annotations=echo))
             await c.reconcile()
         assert [reason for _, reason, _ in c.events()] == [
             "RolloutFailed",

@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+from edgerollout.kube.api import Resource
 from edgerollout.kube.informer import Informer
+
+from .fake_api import JSON, FakeApi
 
 # Kept before any test replaces asyncio.sleep to observe the informer's backoff.
 real_sleep = asyncio.sleep
@@ -33,6 +36,16 @@ async def caught_up(informer: Informer[Any], obj: dict[str, Any]) -> None:
         lambda: informer.resource_version == version,
         what=f"{informer.resource.plural} informer at resourceVersion {version}",
     )
+
+
+async def published(
+    api: FakeApi, informers: Iterable[Informer[Any]], resource: Resource, event_type: str, obj: JSON
+) -> JSON:
+    """Publish a watch event and wait until the informer of its resource has applied it."""
+    (informer,) = [informer for informer in informers if informer.resource == resource]
+    changed = api.publish(resource, event_type, obj)
+    await caught_up(informer, changed)
+    return changed
 
 
 @contextlib.asynccontextmanager
