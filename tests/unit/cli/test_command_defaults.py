@@ -99,16 +99,36 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return calls
 
 
-def test_controller_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
-    result = CliRunner().invoke(controller_command.controller, [])
-
+def _ran_with(ran: list[object], command: click.Command, flags: list[str]) -> list[object]:
+    """What `command` ran, and the log setup it asked for, once it exited 0 with `flags`."""
+    result = CliRunner().invoke(command, flags)
     assert result.exit_code == 0, result.output
-    assert ran == [("text", "info"), CONTROLLER]
+    return ran
+
+
+def _refusal(ran: list[object], command: click.Command, flags: list[str]) -> str:
+    """What `command` wrote when it exited 2 with `flags`, having run nothing."""
+    result = CliRunner().invoke(command, flags)
+    assert result.exit_code == 2
+    assert ran == []
+    return result.output
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text("")
+    return path
+
+
+def test_controller_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
+    assert _ran_with(ran, controller_command.controller, []) == [("text", "info"), CONTROLLER]
     assert ControllerSettings() == CONTROLLER
 
 
 def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -> None:
-    result = CliRunner().invoke(
+    assert _ran_with(
+        ran,
         controller_command.controller,
         [
             "--namespace=shop-17",
@@ -120,10 +140,7 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
             "--log-format=json",
             "--log-level=debug",
         ],
-    )
-
-    assert result.exit_code == 0, result.output
-    assert ran == [
+    ) == [
         ("json", "debug"),
         dataclasses.replace(
             CONTROLLER,
@@ -140,26 +157,22 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
 
 
 def test_agent_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
-    result = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1"])
-
-    assert result.exit_code == 0, result.output
-    assert ran == [("text", "info"), dataclasses.replace(AGENT, node_name="edge-1")]
+    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1"]) == [
+        ("text", "info"),
+        dataclasses.replace(AGENT, node_name="edge-1"),
+    ]
 
 
 def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) -> None:
-    result = CliRunner().invoke(
-        agent_command.agent, ["--node-name=edge-1", "--listen=0.0.0.0:9000"]
-    )
-
-    assert result.exit_code == 0, result.output
-    assert ran == [
+    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1", "--listen=0.0.0.0:9000"]) == [
         ("text", "info"),
         dataclasses.replace(AGENT, node_name="edge-1", listen=Address("0.0.0.0", 9000)),  # noqa: S104
     ]
 
 
 def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: list[object]) -> None:
-    result = CliRunner().invoke(
+    assert _ran_with(
+        ran,
         agent_command.agent,
         [
             "--node-name=edge-1",
@@ -167,10 +180,7 @@ def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: lis
             "--token-file=/etc/agent-token",
             "--scoping-check-interval=0.5",
         ],
-    )
-
-    assert result.exit_code == 0, result.output
-    assert ran == [
+    ) == [
         ("text", "info"),
         dataclasses.replace(
             AGENT,
@@ -199,11 +209,9 @@ def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: lis
 def test_controller_refuses_leader_election_timings_that_cannot_work(
     ran: list[object], flags: list[str], refusal: str
 ) -> None:
-    result = CliRunner().invoke(controller_command.controller, ["--leader-elect", *flags])
-
-    assert result.exit_code == 2
-    assert f"Error: {refusal}" in result.output
-    assert ran == []
+    assert f"Error: {refusal}" in _refusal(
+        ran, controller_command.controller, ["--leader-elect", *flags]
+    )
 
 
 @pytest.mark.parametrize(
@@ -233,25 +241,19 @@ def test_a_bad_address_stops_the_command_naming_the_flag_the_value_and_the_form(
     value: str,
     why: str,
 ) -> None:
-    result = CliRunner().invoke(command, [*required, f"{flag}={value}"])
-
-    assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (
+    assert _refusal(ran, command, [*required, f"{flag}={value}"]).splitlines()[-1] == (
         f"Error: Invalid value for '{flag}': {value!r}: {why}; "
         "expected HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
     )
-    assert ran == []
 
 
 def test_address_flags_take_an_ipv6_host_in_brackets(ran: list[object]) -> None:
-    controller = CliRunner().invoke(
+    _ran_with(
+        ran,
         controller_command.controller,
         ["--metrics-address=[::1]:9090", "--health-address=[::]:9091"],
     )
-    agent = CliRunner().invoke(agent_command.agent, ["--node-name=edge-1", "--listen=[::1]:0"])
-
-    assert (controller.exit_code, agent.exit_code) == (0, 0), controller.output + agent.output
-    assert ran == [
+    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1", "--listen=[::1]:0"]) == [
         ("text", "info"),
         dataclasses.replace(
             CONTROLLER, metrics_address=Address("::1", 9090), health_address=Address("::", 9091)
@@ -262,12 +264,10 @@ def test_address_flags_take_an_ipv6_host_in_brackets(ran: list[object]) -> None:
 
 
 def test_every_controller_flag_reaches_its_settings_field(
-    ran: list[object], tmp_path: Path
+    ran: list[object], kubeconfig: Path
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("")
-
-    result = CliRunner().invoke(
+    assert _ran_with(
+        ran,
         controller_command.controller,
         [
             f"--kubeconfig={kubeconfig}",
@@ -287,10 +287,7 @@ def test_every_controller_flag_reaches_its_settings_field(
             "--log-format=json",
             "--log-level=debug",
         ],
-    )
-
-    assert result.exit_code == 0, result.output
-    assert ran == [
+    ) == [
         ("json", "debug"),
         ControllerSettings(
             kubeconfig=str(kubeconfig),
@@ -312,11 +309,11 @@ def test_every_controller_flag_reaches_its_settings_field(
     ]
 
 
-def test_every_agent_flag_reaches_its_settings_field(ran: list[object], tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("")
-
-    result = CliRunner().invoke(
+def test_every_agent_flag_reaches_its_settings_field(
+    ran: list[object], kubeconfig: Path, tmp_path: Path
+) -> None:
+    assert _ran_with(
+        ran,
         agent_command.agent,
         [
             "--node-name=edge-1",
@@ -329,10 +326,7 @@ def test_every_agent_flag_reaches_its_settings_field(ran: list[object], tmp_path
             "--log-format=json",
             "--log-level=warning",
         ],
-    )
-
-    assert result.exit_code == 0, result.output
-    assert ran == [
+    ) == [
         ("json", "warning"),
         AgentSettings(
             node_name="edge-1",

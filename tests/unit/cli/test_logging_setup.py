@@ -15,6 +15,7 @@ import pytest
 from edgerollout.cli import logging_setup
 from edgerollout.cli.logging_setup import JsonFormatter, TextFormatter
 from edgerollout.logfields import LogFields
+from edgerollout.settings import LogLevel
 
 # 2026-11-23 22:45:00.250 UTC
 CREATED = datetime.datetime(2026, 11, 23, 22, 45, 0, 250000, tzinfo=datetime.UTC).timestamp()
@@ -144,7 +145,13 @@ def restored_logging() -> Iterator[None]:
     ours.setLevel(our_level)
 
 
-def _written(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str, str]]:
+def _written_at(
+    level: LogLevel, capsys: pytest.CaptureFixture[str], *logged: tuple[str, int, str]
+) -> list[tuple[str, str, str]]:
+    """(level, logger, message) of each line written, configured at `level`, of those logged."""
+    logging_setup.configure("json", level=level)
+    for name, at, message in logged:
+        logging.getLogger(name).log(at, message)
     lines = capsys.readouterr().err.splitlines()
     return [(entry["level"], entry["logger"], entry["msg"]) for entry in map(json.loads, lines)]
 
@@ -153,13 +160,13 @@ def _written(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str, str]]:
 def test_debug_level_writes_edgerollout_debug_lines_but_not_other_libraries(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    logging_setup.configure("json", level="debug")
-
-    logging.getLogger("edgerollout.controller").debug("skipped pod")
-    logging.getLogger("aiohttp.client").debug("connection details")
-    logging.getLogger("aiohttp.client").info("retrying")
-
-    assert _written(capsys) == [
+    assert _written_at(
+        "debug",
+        capsys,
+        ("edgerollout.controller", logging.DEBUG, "skipped pod"),
+        ("aiohttp.client", logging.DEBUG, "connection details"),
+        ("aiohttp.client", logging.INFO, "retrying"),
+    ) == [
         ("debug", "edgerollout.controller", "skipped pod"),
         ("info", "aiohttp.client", "retrying"),
     ]
@@ -169,10 +176,10 @@ def test_debug_level_writes_edgerollout_debug_lines_but_not_other_libraries(
 def test_warning_level_leaves_out_info_lines_of_everyone(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    logging_setup.configure("json", level="warning")
-
-    logging.getLogger("edgerollout.agent").info("agent listening")
-    logging.getLogger("aiohttp.client").info("retrying")
-    logging.getLogger("edgerollout.agent").warning("could not save the pod cache")
-
-    assert _written(capsys) == [("warning", "edgerollout.agent", "could not save the pod cache")]
+    assert _written_at(
+        "warning",
+        capsys,
+        ("edgerollout.agent", logging.INFO, "agent listening"),
+        ("aiohttp.client", logging.INFO, "retrying"),
+        ("edgerollout.agent", logging.WARNING, "could not save the pod cache"),
+    ) == [("warning", "edgerollout.agent", "could not save the pod cache")]

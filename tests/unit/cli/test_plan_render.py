@@ -1,9 +1,17 @@
 """`edgerollout plan` as a table and as JSON, from a plan of the pure core."""
 
 import json
+from collections.abc import Mapping
 
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
-from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, NodeView, PodView
+from edgerollout.domain.model import (
+    ContainerFailure,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodView,
+)
 from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -23,6 +31,36 @@ ANNOTATIONS = {
 }
 
 
+def planned(
+    subject: DaemonSetView,
+    pods: list[PodView],
+    readiness: dict[NodeName, NodeReadiness],
+    node_labels: dict[NodeName, Mapping[str, str]] | None = None,
+) -> DryRun:
+    """What `plan` shows of the DaemonSet with these pods, rolling out from OLD to NEW."""
+    by_node: dict[NodeName, list[PodView]] = {}
+    for held in pods:
+        assert held.node_name is not None
+        by_node.setdefault(held.node_name, []).append(held)
+    decided = plan(
+        Snapshot(
+            daemonset=subject,
+            revisions=(revision("old", 1, OLD), revision("new", 2, NEW)),
+            pods=pods,
+            pods_by_node=by_node,
+            readiness=readiness,
+            node_labels=node_labels or {},
+            now=NOW,
+        ),
+        RolloutBook(),
+    )
+    return DryRun(
+        daemonset=subject,
+        plan=decided,
+        nodes=node_plans(decided, pods_by_node=by_node, readiness=readiness),
+    )
+
+
 def dry_run() -> DryRun:
     pods = [pod("web-1", "edge-1"), old_pod("web-2", "edge-2"), old_pod("web-3", "edge-3")]
     nodes = [
@@ -38,28 +76,11 @@ def dry_run() -> DryRun:
         ),
         NodeView(name=NodeName("edge-3"), readiness=NodeReadiness.UNKNOWN),
     ]
-    by_node: dict[NodeName, list[PodView]] = {}
-    for held in pods:
-        assert held.node_name is not None
-        by_node.setdefault(held.node_name, []).append(held)
-    readiness = {node.name: node.readiness for node in nodes}
-    subject = daemonset(ANNOTATIONS)
-    decided = plan(
-        Snapshot(
-            daemonset=subject,
-            revisions=(revision("old", 1, OLD), revision("new", 2, NEW)),
-            pods=pods,
-            pods_by_node=by_node,
-            readiness=readiness,
-            node_labels={node.name: node.labels for node in nodes},
-            now=NOW,
-        ),
-        RolloutBook(),
-    )
-    return DryRun(
-        daemonset=subject,
-        plan=decided,
-        nodes=node_plans(decided, pods_by_node=by_node, readiness=readiness),
+    return planned(
+        daemonset(ANNOTATIONS),
+        pods,
+        readiness={node.name: node.readiness for node in nodes},
+        node_labels={node.name: node.labels for node in nodes},
     )
 
 
@@ -127,8 +148,6 @@ def test_the_header_says_when_a_closed_window_opens_and_that_a_failure_pauses() 
         pod("web-1", "edge-1", ready=False, failures=crashing),
         pod("web-2", "edge-2", ready=False, failures=crashing),
     ]
-    by_node = {NodeName("edge-1"): [pods[0]], NodeName("edge-2"): [pods[1]]}
-    readiness = dict.fromkeys(by_node, NodeReadiness.READY)
     subject = daemonset(
         {
             UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate",
@@ -136,21 +155,10 @@ def test_the_header_says_when_a_closed_window_opens_and_that_a_failure_pauses() 
             "edgerollout.io/maintenance-window": "Mon 02:00-03:00",
         }
     )
-    decided = plan(
-        Snapshot(
-            daemonset=subject,
-            revisions=(revision("old", 1, OLD), revision("new", 2, NEW)),
-            pods=pods,
-            pods_by_node=by_node,
-            readiness=readiness,
-            now=NOW,
-        ),
-        RolloutBook(),
-    )
-    result = DryRun(
-        daemonset=subject,
-        plan=decided,
-        nodes=node_plans(decided, pods_by_node=by_node, readiness=readiness),
+    result = planned(
+        subject,
+        pods,
+        readiness=dict.fromkeys(map(NodeName, ("edge-1", "edge-2")), NodeReadiness.READY),
     )
     lines = render_plan_table(result).splitlines()
     assert lines[1] == "Staging: maintenance window closed, opens 2025-03-03T02:00:00Z"
