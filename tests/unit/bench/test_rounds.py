@@ -10,23 +10,23 @@ from bench.scenarios.rolling import mean_of
 from tests.unit.bench.test_report import ROLLING
 
 
+def a_round(
+    seconds: float, by_method: dict[str, int], median: float, p90: float, note: str
+) -> dict[str, Any]:
+    """One rollout's record, as a round of scenario 1 writes it."""
+    return {
+        "seconds": seconds,
+        "nodes": 1000,
+        "curve": [[0.0, 0], [seconds, 1000]],
+        "controller": {"by_method": by_method},
+        "replacements": {"stages_seconds": {"gone_to_created": {"median": median, "p90": p90}}},
+        "note": note,
+    }
+
+
 def test_numbers_are_averaged_counts_missing_from_a_round_count_zero_curves_are_the_first() -> None:
-    first: dict[str, Any] = {
-        "seconds": 20.0,
-        "nodes": 1000,
-        "curve": [[0.0, 0], [20.0, 1000]],
-        "controller": {"by_method": {"DELETE": 1000, "POST": 20}},
-        "replacements": {"stages_seconds": {"gone_to_created": {"median": 0.4, "p90": 0.8}}},
-        "note": "first",
-    }
-    second: dict[str, Any] = {
-        "seconds": 23.0,
-        "nodes": 1000,
-        "curve": [[0.0, 0], [23.0, 1000]],
-        "controller": {"by_method": {"DELETE": 1000, "GET": 3}},
-        "replacements": {"stages_seconds": {"gone_to_created": {"median": 0.5, "p90": 0.9}}},
-        "note": "second",
-    }
+    first = a_round(20.0, {"DELETE": 1000, "POST": 20}, 0.4, 0.8, "first")
+    second = a_round(23.0, {"DELETE": 1000, "GET": 3}, 0.5, 0.9, "second")
 
     assert mean_of([first, second]) == {
         "seconds": 21.5,

@@ -110,6 +110,16 @@ async def round_trip(port: int, payload: bytes) -> bytes:
         await close(writer)
 
 
+async def sent_and_closed(port: int, payload: bytes, timeout: float = TIMEOUT) -> bytes:
+    """What a new connection to `port` that sends `payload` receives before it is closed."""
+    reader, writer = await connect(port)
+    try:
+        writer.write(payload)
+        return await read_until_closed(reader, timeout=timeout)
+    finally:
+        await close(writer)
+
+
 async def read_until_closed(reader: asyncio.StreamReader, timeout: float = TIMEOUT) -> bytes:
     """Everything the peer sends before it closes the connection; a reset counts as closing."""
     received = b""
@@ -207,12 +217,7 @@ async def test_bytes_sent_through_a_node_link_reach_the_api_server_and_come_back
 async def test_node_whose_link_starts_down_has_new_connections_closed_without_data(
     relay: Relay, api_server: EchoServer
 ) -> None:
-    reader, writer = await connect(relay.ports["edge-3"])
-    try:
-        writer.write(b"hello?")
-        assert await read_until_closed(reader, timeout=1.0) == b""
-    finally:
-        await close(writer)
+    assert await sent_and_closed(relay.ports["edge-3"], b"hello?", timeout=1.0) == b""
     assert not api_server.open_connections
 
 
@@ -230,12 +235,7 @@ async def test_cutting_a_link_closes_its_open_connections_and_resets_new_ones(
 
         assert await read_until_closed(cut_reader) == b""
         await wait_for(lambda: len(api_server.open_connections) == 1, "api-server side cut")
-        new_reader, new_writer = await connect(relay.ports["edge-1"])
-        try:
-            new_writer.write(b"after")
-            assert await read_until_closed(new_reader, timeout=1.0) == b""
-        finally:
-            await close(new_writer)
+        assert await sent_and_closed(relay.ports["edge-1"], b"after", timeout=1.0) == b""
         assert await exchange(other_reader, other_writer, b"still up") == b"still up"
         assert await round_trip(relay.ports["edge-2"], b"new on edge-2") == b"new on edge-2"
     finally:
@@ -271,12 +271,7 @@ async def test_node_connection_is_closed_when_the_api_server_is_unreachable(
     relay: Relay, api_server: EchoServer
 ) -> None:
     await api_server.close()
-    reader, writer = await connect(relay.ports["edge-2"])
-    try:
-        writer.write(b"anyone?")
-        assert await read_until_closed(reader) == b""
-    finally:
-        await close(writer)
+    assert await sent_and_closed(relay.ports["edge-2"], b"anyone?") == b""
     assert relay.process.returncode is None, relay.log()
 
 
