@@ -157,29 +157,38 @@ def _written_at(
 
 
 @pytest.mark.usefixtures("restored_logging")
-def test_debug_level_writes_edgerollout_debug_lines_but_not_other_libraries(
+@pytest.mark.parametrize(
+    ("level", "logged", "written"),
+    [
+        pytest.param(
+            "debug",
+            [
+                ("edgerollout.controller", logging.DEBUG, "skipped pod"),
+                ("aiohttp.client", logging.DEBUG, "connection details"),
+                ("aiohttp.client", logging.INFO, "retrying"),
+            ],
+            [
+                ("debug", "edgerollout.controller", "skipped pod"),
+                ("info", "aiohttp.client", "retrying"),
+            ],
+            id="debug_level_writes_edgerollout_debug_lines_but_not_other_libraries",
+        ),
+        pytest.param(
+            "warning",
+            [
+                ("edgerollout.agent", logging.INFO, "agent listening"),
+                ("aiohttp.client", logging.INFO, "retrying"),
+                ("edgerollout.agent", logging.WARNING, "could not save the pod cache"),
+            ],
+            [("warning", "edgerollout.agent", "could not save the pod cache")],
+            id="warning_level_leaves_out_info_lines_of_everyone",
+        ),
+    ],
+)
+def test_the_level_chooses_the_lines_written(
     capsys: pytest.CaptureFixture[str],
+    level: LogLevel,
+    logged: list[tuple[str, int, str]],
+    written: list[tuple[str, str, str]],
 ) -> None:
-    assert _written_at(
-        "debug",
-        capsys,
-        ("edgerollout.controller", logging.DEBUG, "skipped pod"),
-        ("aiohttp.client", logging.DEBUG, "connection details"),
-        ("aiohttp.client", logging.INFO, "retrying"),
-    ) == [
-        ("debug", "edgerollout.controller", "skipped pod"),
-        ("info", "aiohttp.client", "retrying"),
-    ]
-
-
-@pytest.mark.usefixtures("restored_logging")
-def test_warning_level_leaves_out_info_lines_of_everyone(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert _written_at(
-        "warning",
-        capsys,
-        ("edgerollout.agent", logging.INFO, "agent listening"),
-        ("aiohttp.client", logging.INFO, "retrying"),
-        ("edgerollout.agent", logging.WARNING, "could not save the pod cache"),
-    ) == [("warning", "edgerollout.agent", "could not save the pod cache")]
+    assert _written_at(level, capsys, *logged) == written
