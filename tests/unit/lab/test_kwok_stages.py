@@ -39,6 +39,11 @@ OWNER_KIND = ".metadata.ownerReferences.[].kind"
 NON_JOB_IMAGES = 'select( any( .metadata.ownerReferences.[]?; .kind == "Job" ) | not ) | .spec.containers.[].image'
 
 
+def pending(*more: dict[str, Any]) -> list[dict[str, Any]]:
+    """The selector's expressions of a Stage for pending pods not being deleted, and `more`."""
+    return [NOT_DELETING, PENDING, *more]
+
+
 def documents() -> list[dict[str, Any]]:
     return list(yaml.safe_load_all(kwok_config()))
 
@@ -113,24 +118,20 @@ def test_node_start_picks_nodes_not_ready_and_refresh_picks_ready_ones() -> None
 def test_pod_start_makes_pending_pods_running_unless_deleted_or_failing() -> None:
     spec = stages()["pod-start"]
 
-    assert spec["selector"]["matchExpressions"] == [
-        NOT_DELETING,
-        PENDING,
+    assert spec["selector"]["matchExpressions"] == pending(
         {"key": IMAGES, "operator": "NotIn", "values": [UNPULLABLE_IMAGE]},
         {"key": NON_JOB_IMAGES, "operator": "NotIn", "values": [CRASHLOOP_IMAGE]},
-    ]
+    )
     assert "phase: Running" in spec["next"]["statusTemplate"]
 
 
 def test_job_pod_of_an_unpullable_image_fails_and_never_starts() -> None:
     spec = stages()["pod-job-image-pull-fail"]
 
-    assert spec["selector"]["matchExpressions"] == [
-        NOT_DELETING,
-        PENDING,
+    assert spec["selector"]["matchExpressions"] == pending(
         {"key": IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
         {"key": OWNER_KIND, "operator": "In", "values": ["Job"]},
-    ]
+    )
     template = spec["next"]["statusTemplate"]
     assert "phase: Failed" in template
     assert "reason: ErrImagePull" in template
@@ -218,13 +219,11 @@ def test_a_pod_not_a_jobs_of_the_unpullable_image_waits_in_image_pull_back_off()
     assert spec == {
         "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
         "selector": {
-            "matchExpressions": [
-                NOT_DELETING,
-                PENDING,
+            "matchExpressions": pending(
                 {"key": NON_JOB_IMAGES, "operator": "In", "values": [UNPULLABLE_IMAGE]},
                 # Once written, the status stays: the pod is Pending still, and left alone.
                 {"key": ".status.containerStatuses", "operator": "DoesNotExist"},
-            ]
+            )
         },
         "next": {
             "statusTemplate": '{{ $failing := "lab.invalid/unpullable:1.0" }}\n'
@@ -256,13 +255,11 @@ def test_a_pod_not_a_jobs_of_the_crashloop_image_runs_but_waits_in_crash_loop_ba
     assert spec == {
         "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
         "selector": {
-            "matchExpressions": [
-                NOT_DELETING,
-                PENDING,
+            "matchExpressions": pending(
                 {"key": NON_JOB_IMAGES, "operator": "In", "values": [CRASHLOOP_IMAGE]},
                 # A pod that cannot pull one of its images does not get as far as crashing.
                 {"key": IMAGES, "operator": "NotIn", "values": [UNPULLABLE_IMAGE]},
-            ]
+            )
         },
         "next": {
             "statusTemplate": '{{ $failing := "lab.invalid/crashloop:1.0" }}\n'
