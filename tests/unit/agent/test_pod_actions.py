@@ -9,7 +9,7 @@ import pytest
 
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, PODS, STRATEGIC_MERGE, ApiError, Resource
-from tests.unit.kube.fake_api import FakeApi, conflict, unreachable
+from tests.unit.kube.fake_api import JSON, Call, FakeApi, conflict, unreachable
 from tests.unit.kube.objects import STRATEGY, daemonset_json
 
 from .harness import (
@@ -38,6 +38,13 @@ def reads(api: FakeApi) -> list[tuple[str, str]]:
     return [(call.verb, call.resource.plural) for call in api.calls]
 
 
+def only_write(api: FakeApi, verb: str) -> Call:
+    """The agent's one write, checked to be `verb` on the pod default/web-x."""
+    (write,) = api.writes
+    assert (write.verb, write.resource, write.name, write.namespace) == (verb, PODS, POD, "default")
+    return write
+
+
 # --- success --------------------------------------------------------------------------------
 
 
@@ -51,13 +58,7 @@ async def test_upgrade_deletes_the_pod_with_its_uid_as_precondition() -> None:
         assert await response.text() == "Start updating pod default/web-x"
 
     assert reads(api) == [("get", "pods"), ("get", "daemonsets"), ("delete", "pods")]
-    (write,) = api.writes
-    assert (write.verb, write.resource, write.name, write.namespace) == (
-        "delete",
-        PODS,
-        POD,
-        "default",
-    )
+    write = only_write(api, "delete")
     assert write.params["uid"] == "uid-web-x"
     assert api.stored(PODS, POD, namespace="default") is None
 
@@ -94,13 +95,7 @@ async def test_imagepull_patches_one_pod_image_ready_condition_on_pod_status_wit
         assert response.content_type == "text/plain"
         assert await response.text() == "Image pre-pull requested for pod default/web-x"
 
-    (write,) = api.writes
-    assert (write.verb, write.resource, write.name, write.namespace) == (
-        "patch",
-        PODS,
-        POD,
-        "default",
-    )
+    write = only_write(api, "patch")
     assert (write.params["subresource"], write.params["content_type"]) == (
         "status",
         STRATEGIC_MERGE,
@@ -164,26 +159,36 @@ async def test_imagepull_after_a_failed_pull_asks_again_keeping_the_transition_t
 
 
 @ACTIONS
-async def test_missing_pod_is_404(path: str) -> None:
-    api = cluster()
+@pytest.mark.parametrize(
+    ("pods", "status", "reason", "message"),
+    [
+        pytest.param(
+            [], 404, "PodNotFound", "pod default/web-x does not exist", id="missing_pod_is_404"
+        ),
+        pytest.param(
+            [ota_pod(node="edge-1")],
+            403,
+            "PodOnAnotherNode",
+            "pod default/web-x is bound to node edge-1, not to this node edge-2: "
+            "a node may only act on its own pods",
+            id="pod_on_another_node_is_403_and_its_daemonset_is_not_read",
+        ),
+        pytest.param(
+            [ota_pod(owner_uid=None)],
+            400,
+            "NotAnOTAPod",
+            "pod default/web-x is owned by no controller, not by a DaemonSet "
+            "with the OTA update strategy",
+            id="pod_without_a_controller_is_400_not_an_ota_pod",
+        ),
+    ],
+)
+async def test_a_pod_refused_on_its_own_record_is_read_alone(
+    path: str, pods: list[JSON], status: int, reason: str, message: str
+) -> None:
+    api = cluster(*pods)
 
-    assert await posted_refusal(api, path) == refused(
-        404, "PodNotFound", "pod default/web-x does not exist"
-    )
-
-    assert reads(api) == [("get", "pods")]
-
-
-@ACTIONS
-async def test_pod_on_another_node_is_403_and_its_daemonset_is_not_read(path: str) -> None:
-    api = cluster(ota_pod(node="edge-1"))
-
-    assert await posted_refusal(api, path) == refused(
-        403,
-        "PodOnAnotherNode",
-        "pod default/web-x is bound to node edge-1, not to this node edge-2: "
-        "a node may only act on its own pods",
-    )
+    assert await posted_refusal(api, path) == refused(status, reason, message)
 
     assert reads(api) == [("get", "pods")]
 
@@ -197,20 +202,6 @@ async def test_terminating_pod_is_409(path: str) -> None:
     )
 
     assert api.writes == []
-
-
-@ACTIONS
-async def test_pod_without_a_controller_is_400_not_an_ota_pod(path: str) -> None:
-    api = cluster(ota_pod(owner_uid=None))
-
-    assert await posted_refusal(api, path) == refused(
-        400,
-        "NotAnOTAPod",
-        "pod default/web-x is owned by no controller, not by a DaemonSet "
-        "with the OTA update strategy",
-    )
-
-    assert reads(api) == [("get", "pods")]
 
 
 @ACTIONS
