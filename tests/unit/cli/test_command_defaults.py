@@ -106,6 +106,11 @@ def _ran_with(ran: list[object], command: click.Command, flags: list[str]) -> li
     return ran
 
 
+def _agent_ran_with(ran: list[object], *flags: str) -> list[object]:
+    """What the agent ran with `flags` after the one flag it requires, `--node-name`."""
+    return _ran_with(ran, agent_command.agent, ["--node-name=edge-1", *flags])
+
+
 def _refusal(ran: list[object], command: click.Command, flags: list[str]) -> str:
     """What `command` wrote when it exited 2 with `flags`, having run nothing."""
     result = CliRunner().invoke(command, flags)
@@ -157,29 +162,22 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
 
 
 def test_agent_without_flags_runs_with_the_default_settings(ran: list[object]) -> None:
-    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1"]) == [
+    assert _agent_ran_with(ran) == [
         ("text", "info"),
         dataclasses.replace(AGENT, node_name="edge-1"),
     ]
 
 
 def test_agent_listen_flag_changes_only_the_listen_setting(ran: list[object]) -> None:
-    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1", "--listen=0.0.0.0:9000"]) == [
+    assert _agent_ran_with(ran, "--listen=0.0.0.0:9000") == [
         ("text", "info"),
         dataclasses.replace(AGENT, node_name="edge-1", listen=Address("0.0.0.0", 9000)),  # noqa: S104
     ]
 
 
 def test_agent_auth_and_scoping_flags_change_only_their_settings_fields(ran: list[object]) -> None:
-    assert _ran_with(
-        ran,
-        agent_command.agent,
-        [
-            "--node-name=edge-1",
-            "--auth=none",
-            "--token-file=/etc/agent-token",
-            "--scoping-check-interval=0.5",
-        ],
+    assert _agent_ran_with(
+        ran, "--auth=none", "--token-file=/etc/agent-token", "--scoping-check-interval=0.5"
     ) == [
         ("text", "info"),
         dataclasses.replace(
@@ -253,7 +251,7 @@ def test_address_flags_take_an_ipv6_host_in_brackets(ran: list[object]) -> None:
         controller_command.controller,
         ["--metrics-address=[::1]:9090", "--health-address=[::]:9091"],
     )
-    assert _ran_with(ran, agent_command.agent, ["--node-name=edge-1", "--listen=[::1]:0"]) == [
+    assert _agent_ran_with(ran, "--listen=[::1]:0") == [
         ("text", "info"),
         dataclasses.replace(
             CONTROLLER, metrics_address=Address("::1", 9090), health_address=Address("::", 9091)
