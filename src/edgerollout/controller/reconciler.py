@@ -131,6 +131,11 @@ class Reconciler:
                 deletions_in_flight=state.deletions.pending,
                 unechoed_seconds=state.conditions.next_expiry(),
             )
+        # A Warning held back by its rate is told when the next may be sent, if still true then.
+        held_back = self.recorder.warning_wait(ds)
+        if held_back is not None:
+            held_back = max(held_back, 1.0)
+            requeue = held_back if requeue is None else min(requeue, held_back)
         self._summarize(decided, key=key, deleted=deleted, written=written, requeue=requeue)
         return Outcome(
             plan=decided, deleted=deleted, conditions_written=written, requeue_after=requeue

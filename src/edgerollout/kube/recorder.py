@@ -9,34 +9,42 @@ Distinct notices can still come in floods: a rollout of 1,000 nodes makes 1,000 
 notices. Like client-go's event recorder (its `EventSourceObjectSpamFilter`), each DaemonSet's
 routine Events (`Notice.routine`: the per-pod deletion reports) go through a token bucket — 25 at
 once, then one more every 5 minutes — and a notice beyond it is dropped (and not marked as
-emitted). Unlike client-go, no other Event is rate-limited: a Warning is already reported once
-per distinct problem, and a user who set a bad value must see it named; a pause, a resume or a
-wave that starts is told once when it happens, and must not be lost behind a rollout's deletions.
-Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
+emitted). Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
+
+Warnings are told once per distinct value, but a value can be edited in a loop: each DaemonSet's
+Warnings have a bucket of their own — 10 at once, then one a minute. A Warning held back is not
+marked as emitted, and `warning_wait` tells the reconciler when to look again, so the value still
+there then is named. A pause, a resume or a wave that starts is told once when it happens, and is
+never held back. What is remembered is bounded: each notice's key as a 16-byte digest, at most
+`remembered` keys per DaemonSet (the oldest forgotten first: told again if it comes back), and
+each message cut to `MESSAGE_LIMIT` characters (design §7, §12.7).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 import time
 import uuid
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgerollout.domain.events import Notice
+from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.vocabulary import DAEMONSET_KIND
-from edgerollout.kube.api import EVENTS, Api, ApiError
+from edgerollout.kube.api import EVENTS as EVENTS_RESOURCE
+from edgerollout.kube.api import Api, ApiError
 from edgerollout.kube.views import object_key
 from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER
 
 COMPONENT = "edgerollout-controller"
 
-BURST = CONTROLLER.events.burst
-REFILL_SECONDS = CONTROLLER.events.refill_seconds
+EVENTS = CONTROLLER.events
+MESSAGE_LIMIT = 1024
+"""The longest Event message written, in characters (events.k8s.io's limit for a note)."""
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +55,37 @@ def _key(daemonset: DaemonSetView) -> str:
 
 @dataclass
 class _Bucket:
+    burst: int
+    refill_seconds: float
     tokens: float
     updated: float
 
     def take(self, now: float) -> bool:
-        self.tokens = min(float(BURST), self.tokens + (now - self.updated) / REFILL_SECONDS)
+        self.tokens = min(
+            float(self.burst), self.tokens + (now - self.updated) / self.refill_seconds
+        )
         self.updated = now
         if self.tokens < 1.0:
             return False
         self.tokens -= 1.0
         return True
+
+    def wait(self, now: float) -> float:
+        """Seconds until the bucket holds a token again."""
+        held = min(float(self.burst), self.tokens + (now - self.updated) / self.refill_seconds)
+        return max(0.0, (1.0 - held) * self.refill_seconds)
+
+
+def _digest(notice: Notice) -> bytes:
+    key = f"{notice.reason}\0{notice.subject}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=16).digest()
+
+
+def _cut(message: str) -> str:
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+    kept = MESSAGE_LIMIT - len(f"... ({len(message)} more characters)")
+    return f"{message[:kept]}... ({len(message) - kept} more characters)"
 
 
 class EventRecorder:
@@ -66,26 +95,53 @@ class EventRecorder:
         self.api = api
         self.instance = instance
         self.clock = clock
-        self._emitted: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
-        self._buckets: dict[str, _Bucket] = {}
+        self._emitted: defaultdict[str, OrderedDict[bytes, None]] = defaultdict(OrderedDict)
+        self._buckets: dict[tuple[str, bool], _Bucket] = {}
+        self._held_back: set[str] = set()
 
     def forget(self, daemonset_uid: str) -> None:
         self._emitted.pop(daemonset_uid, None)
-        self._buckets.pop(daemonset_uid, None)
+        self._held_back.discard(daemonset_uid)
+        for warning in (False, True):
+            self._buckets.pop((daemonset_uid, warning), None)
+
+    def _bucket(self, daemonset: DaemonSetView, *, warning: bool, now: float) -> _Bucket:
+        burst = EVENTS.warning_burst if warning else EVENTS.burst
+        refill = EVENTS.warning_refill_seconds if warning else EVENTS.refill_seconds
+        fresh = _Bucket(burst=burst, refill_seconds=refill, tokens=float(burst), updated=now)
+        return self._buckets.setdefault((daemonset.uid, warning), fresh)
 
     def _allowed(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        if not notice.routine:
+        warning = notice.type is EventType.WARNING
+        if not (notice.routine or warning):
             return True
         now = self.clock()
-        bucket = self._buckets.setdefault(daemonset.uid, _Bucket(tokens=float(BURST), updated=now))
-        return bucket.take(now)
+        if self._bucket(daemonset, warning=warning, now=now).take(now):
+            return True
+        if warning:
+            self._held_back.add(daemonset.uid)
+        return False
+
+    def warning_wait(self, daemonset: DaemonSetView) -> float | None:
+        """When a Warning of this DaemonSet was held back by its rate: seconds until the next one
+        may be sent (the reconciler looks again then); else None."""
+        if daemonset.uid not in self._held_back:
+            return None
+        now = self.clock()
+        return self._bucket(daemonset, warning=True, now=now).wait(now)
 
     def is_new(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        return notice.key not in self._emitted[daemonset.uid]
+        return _digest(notice) not in self._emitted[daemonset.uid]
+
+    def _remember(self, daemonset: DaemonSetView, notice: Notice) -> None:
+        emitted = self._emitted[daemonset.uid]
+        emitted[_digest(notice)] = None
+        while len(emitted) > EVENTS.remembered:
+            emitted.popitem(last=False)
 
     async def emit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        """Create the Event unless this notice was emitted before or, a Normal one, the
-        DaemonSet's Normal Events are over their rate; True if it was created."""
+        """Create the Event unless this notice was emitted before or the DaemonSet's Events of
+        its kind (routine, Warning) are over their rate; True if it was created."""
         if not self.is_new(daemonset, notice):
             return False
         if not self._allowed(daemonset, notice):
@@ -112,7 +168,7 @@ class EventRecorder:
             },
             "type": notice.type.value,
             "reason": notice.reason,
-            "message": notice.message,
+            "message": _cut(notice.message),
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
             "reportingInstance": self.instance,
@@ -121,7 +177,7 @@ class EventRecorder:
             "count": 1,
         }
         try:
-            await self.api.create(EVENTS, body, namespace=daemonset.namespace)
+            await self.api.create(EVENTS_RESOURCE, body, namespace=daemonset.namespace)
         except ApiError as error:
             # An Event is a report, not a decision: failing to write one never blocks a rollout.
             log.warning(
@@ -129,5 +185,7 @@ class EventRecorder:
                 extra=LogFields(daemonset=_key(daemonset), reason=notice.reason, error=str(error)),
             )
             return False
-        self._emitted[daemonset.uid].add(notice.key)
+        self._remember(daemonset, notice)
+        if notice.type is EventType.WARNING:
+            self._held_back.discard(daemonset.uid)
         return True

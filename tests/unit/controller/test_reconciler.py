@@ -20,6 +20,7 @@ from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
+from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.planning.prepull import job_name
 from edgerollout.domain.vocabulary import PREPULL_LABEL
 from edgerollout.kube.api import (
@@ -387,6 +388,32 @@ async def test_invalid_max_unavailable_warns_once_and_deletes_nothing() -> None:
         assert c.deletions() == []
         assert outcome.deleted == 0
         assert [call.verb for call in c.api.writes] == ["create"]
+
+
+async def test_a_warning_held_back_by_its_rate_is_looked_at_again_when_it_may_be_sent() -> None:
+    async with controller({**ADVANCED, MAX_UNAVAILABLE: "abc"}, outdated_rollout()) as c:
+        recorder = c.reconciler.recorder
+        recorder.clock = lambda: 0.0
+        cached = c.cache.daemonsets.get(KEY)
+        assert cached is not None
+        for index in range(10):  # the DaemonSet's burst of Warnings, spent on other values
+            notice = Notice(
+                type=EventType.WARNING,
+                reason="InvalidWaves",
+                message=f"w{index}",
+                subject=str(index),
+            )
+            assert await recorder.emit(cached.view, notice)
+
+        held_back = await c.reconcile()
+        recorder.clock = lambda: 60.0
+        told = await c.reconcile()
+
+        assert (held_back.requeue_after, told.requeue_after) == (60.0, None)
+        assert [reason for _, reason, _ in c.events()] == ["InvalidWaves"] * 10 + [
+            "InvalidMaxUnavailable"
+        ]
+        assert c.deletions() == []
 
 
 @pytest.mark.parametrize(

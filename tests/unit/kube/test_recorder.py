@@ -148,30 +148,81 @@ async def test_a_flood_is_cut_after_25_events_then_one_every_5_minutes_per_daemo
     assert recorder.is_new(WEB, deleted(29))
 
 
-async def test_warnings_and_changes_told_once_are_never_rate_limited() -> None:
+def invalid(index: int) -> Notice:
+    return Notice(
+        type=EventType.WARNING,
+        reason="InvalidMaxUnavailable",
+        message=f'apps.openyurt.io/max-unavailable is "x{index}"',
+        subject=f"x{index}",
+    )
+
+
+async def test_warnings_have_a_bucket_of_their_own_and_changes_told_once_none() -> None:
     api = FakeApi()
     recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
     for index in range(40):
         await recorder.emit(WEB, deleted(index))
-    invalid = [
-        Notice(
-            type=EventType.WARNING,
-            reason="InvalidMaxUnavailable",
-            message=f'apps.openyurt.io/max-unavailable is "x{index}"',
-            subject=f"x{index}",
-        )
-        for index in range(30)
-    ]
-
+    warnings = [invalid(index) for index in range(30)]
     paused = Notice(type=EventType.NORMAL, reason="RolloutPaused", message="paused", subject="1")
 
-    assert [await recorder.emit(WEB, notice) for notice in invalid] == [True] * 30
+    assert [await recorder.emit(WEB, notice) for notice in warnings] == [True] * 10 + [False] * 20
     assert await recorder.emit(WEB, paused) is True
     assert await recorder.emit(WEB, deleted(41)) is False
+    assert await recorder.emit(API, invalid(0)) is True  # each DaemonSet has its own bucket
     assert recorded(api)[25:] == [
-        *(("web", "InvalidMaxUnavailable", n.message) for n in invalid),
+        *(("web", "InvalidMaxUnavailable", n.message) for n in warnings[:10]),
         ("web", "RolloutPaused", "paused"),
+        ("api", "InvalidMaxUnavailable", warnings[0].message),
     ]
+
+
+async def test_a_warning_held_back_says_when_to_look_again_and_is_told_then() -> None:
+    api = FakeApi()
+    now = [0.0]
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: now[0])
+    for index in range(10):
+        await recorder.emit(WEB, invalid(index))
+    assert recorder.warning_wait(WEB) is None
+
+    assert await recorder.emit(WEB, invalid(10)) is False
+    assert recorder.warning_wait(WEB) == 60.0
+    now[0] = 45.0
+    assert recorder.warning_wait(WEB) == 15.0
+    assert recorder.warning_wait(API) is None
+    now[0] = 60.0
+    assert recorder.is_new(WEB, invalid(10))
+    assert await recorder.emit(WEB, invalid(10)) is True
+
+    assert recorder.warning_wait(WEB) is None
+    assert recorded(api)[-1] == ("web", "InvalidMaxUnavailable", invalid(10).message)
+
+
+async def test_the_keys_remembered_are_bounded_and_the_oldest_told_again() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
+    changes = [
+        Notice(type=EventType.NORMAL, reason="WaveStarted", message=f"wave {i}", subject=str(i))
+        for i in range(4097)
+    ]
+
+    for notice in changes:
+        await recorder.emit(WEB, notice)
+
+    assert len(recorded(api)) == 4097
+    assert recorder.is_new(WEB, changes[0])
+    assert not recorder.is_new(WEB, changes[1])
+    assert not recorder.is_new(WEB, changes[4096])
+
+
+async def test_a_long_message_is_cut_saying_how_much_was_left_out() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0")
+    notice = Notice(type=EventType.WARNING, reason="InvalidWaves", message="w" * 5000, subject="w")
+
+    await recorder.emit(WEB, notice)
+
+    [(_, _, message)] = recorded(api)
+    assert (len(message), message) == (1024, "w" * 998 + "... (4002 more characters)")
 
 
 async def test_forgetting_a_daemonset_refills_its_buckets() -> None:
