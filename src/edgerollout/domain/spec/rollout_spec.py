@@ -58,23 +58,26 @@ def read_rollout_spec(annotations: Mapping[str, str]) -> RolloutSpec:
     to read (`bounds.LONGEST`) is left unread and holds the rollout, as an unreadable one does.
 
     Reconciles repeat on every pod's change while the annotations stay as they were: a reading is
-    kept for the last `KEPT_READINGS` sets of values, which are bounded in length (design §12.7)."""
-    return _read(tuple(sorted((k, v) for k, v in annotations.items() if k in LONGEST)))
+    kept for the last `KEPT_READINGS` sets of values, keyed on the values short enough to read
+    (at most 34 KB each), never on a too-long one (design §12.7)."""
+    readable = bounded(annotations)
+    spec = _read(tuple(sorted((k, v) for k, v in readable.annotations.items() if k in LONGEST)))
+    if not readable.notices:
+        return spec
+    staging = spec.staging
+    held = replace(staging, invalid=True, notices=staging.notices + readable.notices)
+    return replace(spec, staging=held)
 
 
-KEPT_READINGS = 256
+KEPT_READINGS = 128
 
 
 @functools.lru_cache(maxsize=KEPT_READINGS)
 def _read(items: tuple[tuple[str, str], ...]) -> RolloutSpec:
-    readable = bounded(dict(items))
-    annotations = readable.annotations
-    staging = read_staging(annotations)
-    if readable.notices:
-        staging = replace(staging, invalid=True, notices=staging.notices + readable.notices)
+    annotations = dict(items)
     deadline = read_progress_deadline(annotations.get(PROGRESS_DEADLINE_ANNOTATION))
     return RolloutSpec(
-        staging=staging,
+        staging=read_staging(annotations),
         max_unavailable=read_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION)),
         progress_deadline=deadline if isinstance(deadline, Notice) else timedelta(seconds=deadline),
         max_failed=read_max_failed(annotations.get(MAX_FAILED_ANNOTATION)),
