@@ -37,10 +37,32 @@ class Notice:
     subject: str
     routine: bool = False
 
+    def __post_init__(self) -> None:
+        # Messages quote what users wrote; a terminal must not act on what they carry.
+        object.__setattr__(self, "message", printable(self.message))
+
     @property
     def key(self) -> tuple[str, str]:
         """Identity of the problem: the same key means the same Event, emitted once."""
         return (self.reason, self.subject)
+
+
+def printable(text: str) -> str:
+    """`text` with each character a terminal could act on — control characters (an OSC 52
+    sequence sets the clipboard), format characters (a right-to-left override reorders what is
+    shown), other separators — written as its Python escape (`\\x1b`, `\\u202e`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def shown(value: str, *, limit: int = 200) -> str:
+    """A value as a report shows it: printable, and cut to `limit` characters saying how many more
+    there were."""
+    text = printable(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def deletion_notice(

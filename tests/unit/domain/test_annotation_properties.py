@@ -7,6 +7,7 @@ result is one of the documented outcomes and never an exception.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgerollout.domain.events import printable
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
 from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, UPDATE_STRATEGY_ANNOTATION
@@ -48,7 +49,7 @@ def test_any_strategy_value_gives_one_documented_outcome(raw: str, kind: str) ->
     if known is None:
         assert choice.strategy is None
         assert reasons == ["UnknownUpdateStrategy"]
-        assert f'"{raw}"' in choice.notices[0].message
+        assert f'"{printable(raw)}"' in choice.notices[0].message
     elif kind != "OnDelete":
         assert choice.strategy is None
         assert reasons == ["UpdateStrategyNotOnDelete"]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
 
 from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot
@@ -145,7 +145,7 @@ def test_any_text_gives_a_budget_within_the_base_or_an_invalid_value(raw: str, b
     if isinstance(result, InvalidMaxUnavailable):
         assert result.raw == raw
         assert result.notice.reason == "InvalidMaxUnavailable"
-        assert f'"{raw}"' in result.notice.message
+        assert f'"{printable(raw)}"' in result.notice.message
     else:
         assert result.base == base
         assert (1 if base >= 1 else 0) <= result.value <= base

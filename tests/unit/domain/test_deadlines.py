@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.vocabulary import (
     INVALID_OTA_DEADLINE,
@@ -128,7 +128,7 @@ def test_any_ota_deadline_is_a_positive_duration_or_its_warning(raw: str) -> Non
             INVALID_OTA_DEADLINE,
             raw,
         )
-        assert result.message.startswith(f'{OTA_DEADLINE_ANNOTATION} is "{raw}": ')
+        assert result.message.startswith(f'{OTA_DEADLINE_ANNOTATION} is "{printable(raw)}": ')
         assert result.message.endswith(OTA_EXPECTED)
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.spec.maintenance_window import (
     MaintenanceWindow,
     MaintenanceWindows,
@@ -461,7 +461,7 @@ def test_any_value_is_windows_or_one_warning_naming_it(raw: str) -> None:
             INVALID_MAINTENANCE_WINDOW,
             raw,
         )
-        assert read.message.startswith(f'{MAINTENANCE_WINDOW_ANNOTATION} is "{raw}": ')
+        assert read.message.startswith(f'{MAINTENANCE_WINDOW_ANNOTATION} is "{printable(raw)}": ')
         assert read.message.endswith(EXPECTED)
     else:
         assert isinstance(read, MaintenanceWindows)

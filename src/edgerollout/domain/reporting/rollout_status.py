@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from edgerollout.domain.events import shown
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -263,11 +264,15 @@ def _controller_plan(
     return plan(snapshot, RolloutBook())
 
 
+def _shown(value: str | None) -> str | None:
+    return None if value is None else shown(value)
+
+
 def _staging_in_force(daemonset: DaemonSetView) -> tuple[str, ...]:
     """The staging annotations as set, in the order of design §12."""
     annotations = daemonset.annotations
     return tuple(
-        f"{label} {annotations[key].strip()}"
+        f"{label} {shown(annotations[key].strip())}"
         for key, label in _STAGING_LABELS
         if key in annotations
     )
@@ -294,7 +299,7 @@ def _strategy_status(daemonset: DaemonSetView, decided: Plan) -> StrategyStatus:
     if budget is None:  # the annotation cannot be read: shown as written
         return StrategyStatus(
             strategy=decided.strategy,
-            max_unavailable=daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION),
+            max_unavailable=_shown(daemonset.annotations.get(MAX_UNAVAILABLE_ANNOTATION)),
         )
     return StrategyStatus(
         strategy=decided.strategy,
