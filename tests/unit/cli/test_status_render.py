@@ -5,24 +5,21 @@ import json
 from edgerollout.cli.status_render import render_json, render_table
 from edgerollout.domain.model import (
     ConditionStatus,
-    DaemonSetUID,
     DaemonSetView,
     NodeName,
     NodeReadiness,
     NodeView,
     PodCondition,
-    PodUID,
     PodView,
-    RevisionView,
 )
 from edgerollout.domain.reporting.rollout_status import RolloutStatus, rollout_status
 from edgerollout.domain.vocabulary import POD_IMAGE_READY, POD_NEED_UPGRADE, WAIT_PULL_IMAGE
-from tests.unit.domain.builders import NOW
+from tests.unit.domain.builders import NOW, daemonset, node, revision, uid
 
 NEW, OLD = "6b755b65dd", "5d4f8c9b7"
 REVISIONS = [
-    RevisionView(name="nginx-daemonset-5d4f8c9b7", revision=1, hash=OLD),
-    RevisionView(name="nginx-daemonset-6b755b65dd", revision=2, hash=NEW),
+    revision("nginx-daemonset-5d4f8c9b7", 1, OLD),
+    revision("nginx-daemonset-6b755b65dd", 2, NEW),
 ]
 ARU = {
     "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
@@ -31,28 +28,22 @@ ARU = {
 
 
 def ds(annotations: dict[str, str], *, update_strategy_type: str = "OnDelete") -> DaemonSetView:
-    return DaemonSetView(
-        namespace="shop-17",
-        name="nginx-daemonset",
-        uid=DaemonSetUID("uid-ds"),
-        annotations=annotations,
-        update_strategy_type=update_strategy_type,
-    )
+    return daemonset(annotations, update_strategy_type=update_strategy_type, namespace="shop-17")
 
 
 def pod(
     suffix: str,
-    node: str,
-    revision: str,
+    on: str,
+    hash: str,
     *,
     conditions: dict[str, PodCondition] | None = None,
 ) -> PodView:
     return PodView(
         namespace="shop-17",
         name=f"nginx-daemonset-{suffix}",
-        uid=PodUID(f"uid-{suffix}"),
-        node_name=NodeName(node),
-        revision_hash=revision,
+        uid=uid(suffix),
+        node_name=NodeName(on),
+        revision_hash=hash,
         ready=True,
         ready_since=NOW,
         conditions=conditions or {},
@@ -60,7 +51,7 @@ def pod(
 
 
 def nodes(*readiness: NodeReadiness) -> list[NodeView]:
-    return [NodeView(name=NodeName(f"edge-{i}"), readiness=r) for i, r in enumerate(readiness, 1)]
+    return [node(f"edge-{i}", r) for i, r in enumerate(readiness, 1)]
 
 
 def disconnected_rollout() -> RolloutStatus:

@@ -123,9 +123,10 @@ def daemonset(
     update_strategy_type: str = ON_DELETE,
     min_ready_seconds: int = 0,
     desired_nodes: int | None = None,
+    namespace: str = NAMESPACE,
 ) -> DaemonSetView:
     return DaemonSetView(
-        namespace=NAMESPACE,
+        namespace=namespace,
         name="nginx-daemonset",
         uid=DaemonSetUID("uid-nginx-daemonset"),
         annotations={} if annotations is None else annotations,

@@ -7,19 +7,8 @@ from typing import Any
 
 import pytest
 
-from edgerollout.domain.model import (
-    ConditionStatus,
-    ContainerFailure,
-    DaemonSetUID,
-    DaemonSetView,
-    NodeName,
-    NodeReadiness,
-    NodeView,
-    PodCondition,
-    PodUID,
-    PodView,
-    RevisionView,
-)
+from edgerollout.domain import model
+from edgerollout.domain.model import ConditionStatus, NodeReadiness, PodCondition
 from edgerollout.domain.planning.ota_requests import PodFacts
 from edgerollout.domain.vocabulary import FAILING_WAITING_REASONS, PREPULL_LABEL
 from edgerollout.kube.views import (
@@ -174,11 +163,11 @@ def test_daemon_pod_keeps_owner_revision_readiness_and_only_our_conditions() -> 
         owner_uid="c2a1d0e4-7f3b-4e8a-9b1c-2d3e4f5a6b7c",
         owner_kind="DaemonSet",
         images=("nginx:1.27", "fluent-bit:3.1"),
-        view=PodView(
+        view=model.PodView(
             namespace="edge",
             name="web-x7k2p",
-            uid=PodUID("5f0c2c1e-8b0a-4d61-9d6e-1f2a3b4c5d6e"),
-            node_name=NodeName("edge-7"),
+            uid=model.PodUID("5f0c2c1e-8b0a-4d61-9d6e-1f2a3b4c5d6e"),
+            node_name=model.NodeName("edge-7"),
             revision_hash="6d4f8b9c7",
             template_generation=3,
             deleting=True,
@@ -429,7 +418,7 @@ CRASH_LOOPING_POD: dict[str, Any] = {
 
 def test_crash_looping_pod_keeps_its_failure_restart_and_since_when_it_is_not_ready() -> None:
     view = pod_from_api(CRASH_LOOPING_POD).view
-    assert view.failures == (ContainerFailure(container="web", reason="CrashLoopBackOff"),)
+    assert view.failures == (model.ContainerFailure(container="web", reason="CrashLoopBackOff"),)
     assert view.created == datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC)
     assert view.containers_unready_since == datetime(2025, 3, 1, 11, 0, 0, tzinfo=UTC)
     assert view.sandbox_since == datetime(2025, 3, 1, 11, 0, 3, tzinfo=UTC)
@@ -495,8 +484,8 @@ def test_init_container_failures_come_first_and_waiting_to_start_is_no_failure()
         },
     }
     assert pod_from_api(pod).view.failures == (
-        ContainerFailure(container="migrate", reason="ImagePullBackOff"),
-        ContainerFailure(container="agent", reason="CreateContainerConfigError"),
+        model.ContainerFailure(container="migrate", reason="ImagePullBackOff"),
+        model.ContainerFailure(container="agent", reason="CreateContainerConfigError"),
     )
 
 
@@ -591,8 +580,8 @@ def test_containers_are_unready_since_their_condition_turned_or_the_pod_was_crea
 def test_node_readiness_comes_from_its_ready_condition(
     ready: str | None, readiness: NodeReadiness
 ) -> None:
-    assert node_from_api(node_json("edge-1", ready=ready)) == NodeView(
-        name=NodeName("edge-1"),
+    assert node_from_api(node_json("edge-1", ready=ready)) == model.NodeView(
+        name=model.NodeName("edge-1"),
         readiness=readiness,
         labels={"kubernetes.io/hostname": "edge-1"},
     )
@@ -639,18 +628,18 @@ def test_revision_keeps_number_hash_and_owner() -> None:
     )
     assert revision == CachedRevision(
         owner_uid="ds-uid",
-        view=RevisionView(name="web-6d4f8b9c7", revision=3, hash="6d4f8b9c7"),
+        view=model.RevisionView(name="web-6d4f8b9c7", revision=3, hash="6d4f8b9c7"),
     )
 
 
 def test_revision_without_hash_label_or_number_reads_as_none_and_zero() -> None:
     revision = revision_from_api({"metadata": {"name": "web-1", "labels": {}}})
     assert revision == CachedRevision(
-        owner_uid=None, view=RevisionView(name="web-1", revision=0, hash=None)
+        owner_uid=None, view=model.RevisionView(name="web-1", revision=0, hash=None)
     )
 
 
-def reduced(daemonset: CachedDaemonSet) -> tuple[DaemonSetView, tuple[str, ...], int, int]:
+def reduced(daemonset: CachedDaemonSet) -> tuple[model.DaemonSetView, tuple[str, ...], int, int]:
     """The parts of a cached DaemonSet that the reconciles read."""
     return (
         daemonset.view,
@@ -680,10 +669,10 @@ def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
         }
     )
     assert reduced(daemonset) == (
-        DaemonSetView(
+        model.DaemonSetView(
             namespace="edge",
             name="web",
-            uid=DaemonSetUID("ds-uid"),
+            uid=model.DaemonSetUID("ds-uid"),
             annotations=annotations,
             update_strategy_type="OnDelete",
             min_ready_seconds=30,
@@ -698,10 +687,10 @@ def test_daemonset_keeps_identity_annotations_strategy_and_images() -> None:
 def test_daemonset_missing_fields_take_the_api_defaults() -> None:
     daemonset = daemonset_from_api({"metadata": {"name": "web", "namespace": "edge", "uid": "u"}})
     assert reduced(daemonset) == (
-        DaemonSetView(
+        model.DaemonSetView(
             namespace="edge",
             name="web",
-            uid=DaemonSetUID("u"),
+            uid=model.DaemonSetUID("u"),
             annotations={},
             update_strategy_type="RollingUpdate",
             min_ready_seconds=0,
