@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from edgerollout.domain.model import (
+    ConditionStatus,
     ContainerFailure,
     DaemonSetUID,
     DaemonSetView,
@@ -86,6 +87,25 @@ def pod(
         sandbox_since=created + SANDBOX_IN,
         last_restart=restarted,
         failures=tuple(failures),
+    )
+
+
+def condition(
+    kind: str,
+    status: ConditionStatus,
+    reason: str = "",
+    *,
+    revision: str = NEW,
+    since: str | None = None,
+) -> PodCondition:
+    """A `kind` condition (PodNeedUpgrade, PodImageReady) naming `revision` in its message, as
+    the controller writes it; `since` is its lastTransitionTime."""
+    return PodCondition(
+        type=kind,
+        status=status,
+        reason=reason,
+        message=f"controllerrevision: {revision}",
+        last_transition_time=since,
     )
 
 

@@ -16,7 +16,7 @@ from edgerollout.domain.planning.conditions import (
 from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.kube.manifests import status_patch
 
-from .builders import NEW, NOW, NOW_RFC3339, OLD, TARGET, old_pod, pod, uid
+from .builders import NEW, NOW, NOW_RFC3339, OLD, TARGET, condition, old_pod, pod, uid
 
 EARLIER = "2025-02-01T08:30:00Z"
 TRUE = ConditionStatus.TRUE
@@ -27,6 +27,10 @@ def need_upgrade(status: ConditionStatus, message: str, since: str = EARLIER) ->
     return PodCondition(
         type="PodNeedUpgrade", status=status, message=message, last_transition_time=since
     )
+
+
+def image_ready(status: ConditionStatus, reason: str, since: str) -> PodCondition:
+    return condition("PodImageReady", status, reason, since=since)
 
 
 def with_condition(subject: PodView, condition: PodCondition) -> PodView:
@@ -45,24 +49,14 @@ def test_outdated_pod_needs_upgrade_with_the_newest_revision_in_the_message() ->
             namespace="default",
             name="web-a",
             uid=uid("web-a"),
-            condition=PodCondition(
-                type="PodNeedUpgrade",
-                status=TRUE,
-                message="controllerrevision: hash-new",
-                last_transition_time=NOW_RFC3339,
-            ),
+            condition=need_upgrade(TRUE, "controllerrevision: hash-new", NOW_RFC3339),
         ),
     )
 
 
 def test_current_pod_does_not_need_upgrade() -> None:
     (write,) = plan_need_upgrade(pods=[pod("web-a", "edge-1")], target=TARGET, now=NOW)
-    assert write.condition == PodCondition(
-        type="PodNeedUpgrade",
-        status=FALSE,
-        message="controllerrevision: hash-new",
-        last_transition_time=NOW_RFC3339,
-    )
+    assert write.condition == need_upgrade(FALSE, "controllerrevision: hash-new", NOW_RFC3339)
 
 
 def test_patch_body_is_exactly_one_condition_under_status() -> None:
@@ -150,85 +144,31 @@ def test_generation_fallback_decides_when_the_pod_has_no_hash() -> None:
     assert [(write.name, write.condition.status) for write in writes] == [("a", FALSE), ("b", TRUE)]
 
 
+PULLING = image_ready(FALSE, "WaitPullImage", EARLIER)
+PULLED = image_ready(TRUE, "PullImageSuccess", EARLIER)
+
+
 @pytest.mark.parametrize(
-    ("existing", "status", "reason", "expected"),
+    ("existing", "status", "reason", "since"),
     [
+        pytest.param(None, FALSE, "WaitPullImage", NOW_RFC3339, id="requested"),
         pytest.param(
-            None,
-            FALSE,
-            "WaitPullImage",
-            PodCondition(
-                type="PodImageReady",
-                status=FALSE,
-                reason="WaitPullImage",
-                message="controllerrevision: hash-new",
-                last_transition_time=NOW_RFC3339,
-            ),
-            id="requested",
+            PULLING, FALSE, "PullImageFail", EARLIER, id="failed-reason-change-keeps-time"
         ),
-        pytest.param(
-            PodCondition(
-                type="PodImageReady",
-                status=FALSE,
-                reason="WaitPullImage",
-                message="controllerrevision: hash-new",
-                last_transition_time=EARLIER,
-            ),
-            FALSE,
-            "PullImageFail",
-            PodCondition(
-                type="PodImageReady",
-                status=FALSE,
-                reason="PullImageFail",
-                message="controllerrevision: hash-new",
-                last_transition_time=EARLIER,
-            ),
-            id="failed-reason-change-keeps-time",
-        ),
-        pytest.param(
-            PodCondition(
-                type="PodImageReady",
-                status=FALSE,
-                reason="WaitPullImage",
-                message="controllerrevision: hash-new",
-                last_transition_time=EARLIER,
-            ),
-            TRUE,
-            "PullImageSuccess",
-            PodCondition(
-                type="PodImageReady",
-                status=TRUE,
-                reason="PullImageSuccess",
-                message="controllerrevision: hash-new",
-                last_transition_time=NOW_RFC3339,
-            ),
-            id="succeeded",
-        ),
-        pytest.param(
-            PodCondition(
-                type="PodImageReady",
-                status=TRUE,
-                reason="PullImageSuccess",
-                message="controllerrevision: hash-new",
-                last_transition_time=EARLIER,
-            ),
-            TRUE,
-            "PullImageSuccess",
-            None,
-            id="already-succeeded",
-        ),
+        pytest.param(PULLING, TRUE, "PullImageSuccess", NOW_RFC3339, id="succeeded"),
+        pytest.param(PULLED, TRUE, "PullImageSuccess", None, id="already-succeeded"),
     ],
 )
 def test_image_ready_condition_follows_the_pre_pull(
-    existing: PodCondition | None,
-    status: ConditionStatus,
-    reason: str,
-    expected: PodCondition | None,
+    existing: PodCondition | None, status: ConditionStatus, reason: str, since: str | None
 ) -> None:
+    """The condition written is PodImageReady `status`/`reason` for the newest revision, since
+    `since` (None: nothing is written)."""
     subject = pod(
         "web", "edge-1", conditions={} if existing is None else {"PodImageReady": existing}
     )
     write = plan_image_ready(subject, status=status, reason=reason, revision_hash=NEW, now=NOW)
+    expected = None if since is None else image_ready(status, reason, since)
     assert (None if write is None else write.condition) == expected
 
 
@@ -237,12 +177,7 @@ def test_existing_condition_without_transition_time_gets_one() -> None:
     condition = next_condition(
         existing, type="PodNeedUpgrade", status=TRUE, message="controllerrevision: y", now=NOW
     )
-    assert condition == PodCondition(
-        type="PodNeedUpgrade",
-        status=TRUE,
-        message="controllerrevision: y",
-        last_transition_time=NOW_RFC3339,
-    )
+    assert condition == need_upgrade(TRUE, "controllerrevision: y", NOW_RFC3339)
 
 
 def test_patch_of_a_condition_without_transition_time_omits_the_field() -> None:

@@ -45,6 +45,7 @@ from .builders import (
     NOW_RFC3339,
     OLD,
     REVISIONS,
+    condition,
     daemonset,
     node,
     pod,
@@ -219,12 +220,8 @@ def test_nothing_is_deleted_before_its_image_and_the_first_pulls_are_asked_for()
     # max-unavailable 1: a window of 2, in the rollout's order.
     assert requested(decided) == ["web-1", "web-2"]
     assert decided.condition_writes[0].uid == uid("web-1")
-    assert decided.condition_writes[0].condition == PodCondition(
-        type=POD_IMAGE_READY,
-        status=ConditionStatus.FALSE,
-        reason="WaitPullImage",
-        message=f"controllerrevision: {NEW}",
-        last_transition_time=NOW_RFC3339,
+    assert decided.condition_writes[0].condition == condition(
+        POD_IMAGE_READY, ConditionStatus.FALSE, "WaitPullImage", since=NOW_RFC3339
     )
     assert holds(decided) == {f"edge-{i}": WAITING for i in range(1, 6)}
     assert decided.prepulls == ()

@@ -12,7 +12,6 @@ from edgerollout.domain.model import (
     InFlightDeletion,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
     RevisionView,
 )
@@ -29,6 +28,7 @@ from .builders import (
     NEW,
     NOW,
     OLD,
+    condition,
     daemonset,
     in_flight,
     node,
@@ -381,12 +381,7 @@ def test_ota_plans_the_pre_pull_of_a_pod_that_asked_for_the_newest_revision() ->
         "edge-1",
         revision=OLD,
         conditions={
-            "PodImageReady": PodCondition(
-                type="PodImageReady",
-                status=ConditionStatus.FALSE,
-                reason="WaitPullImage",
-                message=f"controllerrevision: {NEW}",
-            )
+            "PodImageReady": condition("PodImageReady", ConditionStatus.FALSE, "WaitPullImage")
         },
     )
     template = PullTemplate(images=("nginx:1.25",))

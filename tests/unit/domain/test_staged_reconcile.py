@@ -7,11 +7,9 @@ from datetime import UTC, datetime, timedelta
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
-    InFlightDeletion,
     NodeName,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
 )
 from edgerollout.domain.planning.decision import Plan, Snapshot
@@ -32,7 +30,17 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 
-from .builders import NEW, NOW, REVISIONS, daemonset, old_pod, pod, snapshot, uid
+from .builders import (
+    NEW,
+    NOW,
+    REVISIONS,
+    condition,
+    daemonset,
+    in_flight,
+    old_pod,
+    pod,
+    snapshot,
+)
 
 ARU = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate", MAX_UNAVAILABLE_ANNOTATION: "2"}
 OTA = {UPDATE_STRATEGY_ANNOTATION: "OTA"}
@@ -175,12 +183,7 @@ def test_ota_offers_the_upgrade_only_outside_the_partition() -> None:
 
 
 def test_ota_withdraws_an_offer_when_the_partition_grows() -> None:
-    marked = PodCondition(
-        type=POD_NEED_UPGRADE,
-        status=ConditionStatus.TRUE,
-        message=f"controllerrevision: {NEW}",
-        last_transition_time="2025-03-01T11:00:00Z",
-    )
+    marked = condition(POD_NEED_UPGRADE, ConditionStatus.TRUE, since="2025-03-01T11:00:00Z")
     pods = [replace(p, conditions={POD_NEED_UPGRADE: marked}) for p in outdated()]
     decided = plan(taken({**OTA, PARTITION_ANNOTATION: "1"}, pods), RolloutBook())
     assert need_upgrade(decided) == {"web-5": (ConditionStatus.FALSE, "HeldByPartition")}
@@ -290,9 +293,7 @@ def test_a_node_between_its_old_and_new_pod_keeps_its_wave_and_its_place() -> No
     # yet: pool-a is not done, so pool-b (edge-1, edge-4) waits.
     pods = [pod("web-2", "edge-2"), *(old_pod(f"web-{i}", f"edge-{i}") for i in (1, 4, 5))]
     base = taken({**ARU, WAVES_ANNOTATION: "pool-a, pool-b, *"}, pods)
-    between = replace(
-        base, in_flight=(InFlightDeletion(uid=uid("web-3"), node_name=NodeName("edge-3")),)
-    )
+    between = replace(base, in_flight=(in_flight("web-3", "edge-3"),))
     decided = plan(between, RolloutBook())
     assert decided.deletions == ()
     assert decided.holds.wave is not None
@@ -362,11 +363,8 @@ def test_a_window_does_not_hold_ota_marks() -> None:
 def offered(hours_ago: float) -> list[PodView]:
     """The five outdated pods, marked PodNeedUpgrade=True for the newest revision that long ago."""
     since = NOW - timedelta(hours=hours_ago)
-    marked = PodCondition(
-        type=POD_NEED_UPGRADE,
-        status=ConditionStatus.TRUE,
-        message=f"controllerrevision: {NEW}",
-        last_transition_time=since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    marked = condition(
+        POD_NEED_UPGRADE, ConditionStatus.TRUE, since=since.strftime("%Y-%m-%dT%H:%M:%SZ")
     )
     return [replace(p, conditions={POD_NEED_UPGRADE: marked}) for p in outdated()]
 

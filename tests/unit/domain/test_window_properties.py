@@ -11,7 +11,6 @@ from edgerollout.domain.model import (
     ContainerFailure,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
 )
 from edgerollout.domain.planning.decision import Plan
@@ -26,7 +25,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, OLD, REVISIONS, daemonset, node, old_pod, pod, snapshot
+from .builders import OLD, REVISIONS, condition, daemonset, node, old_pod, pod, snapshot
 from .test_maintenance_window import instants, read_specs, spec_lists
 
 STATES = ["old", "old", "new", "crashing", "offline"]
@@ -34,12 +33,7 @@ STATES = ["old", "old", "new", "crashing", "offline"]
 
 def marked(name: str, on: str) -> PodView:
     """An old OTA pod offered the newest revision in 2020, before any drawn instant."""
-    offer = PodCondition(
-        type=POD_NEED_UPGRADE,
-        status=ConditionStatus.TRUE,
-        message=f"controllerrevision: {NEW}",
-        last_transition_time="2020-01-01T00:00:00Z",
-    )
+    offer = condition(POD_NEED_UPGRADE, ConditionStatus.TRUE, since="2020-01-01T00:00:00Z")
     return pod(name, on, revision=OLD, conditions={POD_NEED_UPGRADE: offer})
 
 
