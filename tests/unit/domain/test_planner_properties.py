@@ -148,9 +148,10 @@ def oracle_unavailable(cluster: Cluster, pods: Sequence[PodView], now: datetime 
     return count
 
 
-def outdated_available_nodes(cluster: Cluster) -> int:
-    live = live_pods(cluster.pods, cluster.in_flight)
-    count = 0
+def outdated_available(cluster: Cluster, pods: Sequence[PodView]) -> dict[NodeName, PodView]:
+    """The Ready nodes whose one live pod is outdated and available: those a budget may delete."""
+    live = live_pods(pods, cluster.in_flight)
+    found = {}
     for name, readiness in cluster.readiness.items():
         on_node = [pod for pod in live if pod.node_name == name]
         if (
@@ -159,8 +160,8 @@ def outdated_available_nodes(cluster: Cluster) -> int:
             and on_node[0].revision_hash == OLD
             and oracle_available(on_node[0], cluster.min_ready_seconds, NOW)
         ):
-            count += 1
-    return count
+            found[name] = on_node[0]
+    return found
 
 
 def unavailable_before_and_after(
@@ -217,7 +218,7 @@ def test_budget_left_over_is_spent_on_available_outdated_pods(cluster: Cluster) 
     within_budget = [
         d for d in result.deletions if d.reason is DeletionReason.OUTDATED_WITHIN_BUDGET
     ]
-    assert len(within_budget) == min(room, outdated_available_nodes(cluster))
+    assert len(within_budget) == min(room, len(outdated_available(cluster, cluster.pods)))
 
 
 @settings(max_examples=300, deadline=None)

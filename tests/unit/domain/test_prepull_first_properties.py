@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
+from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.planning.reconcile import plan
@@ -30,7 +30,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, OLD, REVISIONS, daemonset, snapshot
+from .builders import NEW, NOW, OLD, REVISIONS, daemonset, old_pod, snapshot
 from .test_planner_properties import (
     READY,
     Cluster,
@@ -38,9 +38,8 @@ from .test_planner_properties import (
     _up_to_date,
     changed_between,
     clusters,
-    live_pods,
     observed,
-    oracle_available,
+    outdated_available,
     unavailable_before_and_after,
 )
 
@@ -87,18 +86,7 @@ def subjects(draw: st.DrawFn) -> Subject:
         cluster = replace(
             cluster,
             in_flight=[],
-            pods=[
-                PodView(
-                    namespace="default",
-                    name=f"{name}-pod",
-                    uid=PodUID(f"uid-{name}"),
-                    node_name=name,
-                    revision_hash=OLD,
-                    ready=True,
-                    ready_since=NOW - timedelta(hours=1),
-                )
-                for name in cluster.readiness
-            ],
+            pods=[old_pod(f"{name}-pod", name) for name in cluster.readiness],
         )
     pods = [replace(pod, conditions=draw(image_conditions())) for pod in cluster.pods]
     annotations = {
@@ -142,25 +130,16 @@ def may_go_without_waiting(pod: PodView, now: datetime = NOW) -> bool:
     return asked is None or now - parse_rfc3339(asked) >= FALLBACK
 
 
+def decide_within_budget(subject: Subject) -> tuple[Plan, int]:
+    """The plan for `subject` and the budget it kept to: a managed rollout always has one."""
+    decided = decide(subject)
+    assert decided.budget is not None
+    return decided, decided.budget.value
+
+
 def asked_or_answered(pod: PodView) -> bool:
     condition = pod.conditions.get(POD_IMAGE_READY)
     return condition is not None and condition.message == f"controllerrevision: {NEW}"
-
-
-def outdated_available(cluster: Cluster, pods: Sequence[PodView]) -> dict[NodeName, PodView]:
-    """The Ready nodes whose one live pod is outdated and available: those the window counts."""
-    live = live_pods(pods, cluster.in_flight)
-    found = {}
-    for name, readiness in cluster.readiness.items():
-        on_node = [pod for pod in live if pod.node_name == name]
-        if (
-            readiness is READY
-            and len(on_node) == 1
-            and on_node[0].revision_hash == OLD
-            and oracle_available(on_node[0], cluster.min_ready_seconds, NOW)
-        ):
-            found[name] = on_node[0]
-    return found
 
 
 @settings(max_examples=500, deadline=None)
@@ -182,19 +161,17 @@ def test_no_pod_is_deleted_before_its_images_unless_the_fallback_applies(subject
 @given(subjects())
 def test_the_budget_is_never_exceeded(subject: Subject) -> None:
     cluster = subject.cluster
-    decided = decide(subject)
-    assert decided.budget is not None
+    decided, budget = decide_within_budget(subject)
     before, after = unavailable_before_and_after(cluster, cluster.pods, decided.deletions)
-    assert after <= max(decided.budget.value, before)
+    assert after <= max(budget, before)
 
 
 @settings(max_examples=500, deadline=None)
 @given(subjects())
 def test_pulls_are_asked_for_at_most_a_window_ahead(subject: Subject) -> None:
     cluster = subject.cluster
-    decided = decide(subject)
-    assert decided.budget is not None
-    window = WINDOW_PER_BUDGET * decided.budget.value
+    decided, budget = decide_within_budget(subject)
+    window = WINDOW_PER_BUDGET * budget
     held = decided.holds.held
     by_uid = {pod.uid: pod for pod in cluster.pods}
     for write in decided.condition_writes:
