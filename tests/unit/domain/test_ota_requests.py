@@ -238,26 +238,30 @@ def test_pod_whose_need_upgrade_is_not_true_has_no_upgrade(
     )
 
 
-def test_upgrade_is_held_back_while_the_pre_pull_of_the_newest_revision_is_pending() -> None:
-    pending = facts(conditions=(need_upgrade(), image_ready(FALSE, "WaitPullImage")))
-    assert judge_request(pending, Action.UPGRADE) == Refusal(
+def upgrade_while_pulling(reason: str) -> Refusal | None:
+    """An upgrade asked for while the newest revision's pre-pull is PodImageReady=False `reason`."""
+    pulling = facts(conditions=(need_upgrade(), image_ready(FALSE, reason)))
+    return judge_request(pulling, Action.UPGRADE)
+
+
+def pull_not_done(outcome: str, reason: str) -> Refusal:
+    return Refusal(
         409,
         "ImagePullNotDone",
         "the image pre-pull requested for pod default/nginx-daemonset-bwzss (revision "
-        f"{NEWEST}) has not finished yet (PodImageReady=False, reason WaitPullImage); "
+        f"{NEWEST}) {outcome} (PodImageReady=False, reason {reason}); "
         "upgrade once it has succeeded",
+    )
+
+
+def test_upgrade_is_held_back_while_the_pre_pull_of_the_newest_revision_is_pending() -> None:
+    assert upgrade_while_pulling("WaitPullImage") == pull_not_done(
+        "has not finished yet", "WaitPullImage"
     )
 
 
 def test_upgrade_is_held_back_when_the_pre_pull_of_the_newest_revision_failed() -> None:
-    failed = facts(conditions=(need_upgrade(), image_ready(FALSE, "PullImageFail")))
-    assert judge_request(failed, Action.UPGRADE) == Refusal(
-        409,
-        "ImagePullNotDone",
-        "the image pre-pull requested for pod default/nginx-daemonset-bwzss (revision "
-        f"{NEWEST}) has failed (PodImageReady=False, reason PullImageFail); "
-        "upgrade once it has succeeded",
-    )
+    assert upgrade_while_pulling("PullImageFail") == pull_not_done("has failed", "PullImageFail")
 
 
 def test_pre_pull_in_an_unknown_state_holds_the_upgrade_back() -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from edgerollout.domain.events import EventType
+from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.planning.holds import (
     Hold,
@@ -56,6 +56,16 @@ def held(
 
 def reasons(holds: Holds) -> dict[str, str]:
     return {name: str(hold) for name, hold in sorted(holds.held.items())}
+
+
+def refused(annotation: str, raw: str, reason: str) -> tuple[Staging, Notice]:
+    """`annotation: raw` read alone: invalid, with one `reason` notice naming the value."""
+    staging = read_staging({annotation: raw})
+    assert staging.invalid
+    [notice] = staging.notices
+    assert (notice.reason, notice.subject) == (reason, raw)
+    assert notice.message.startswith(f'{annotation} is "{raw}": ')
+    return staging, notice
 
 
 # --- reading the annotations ---
@@ -109,12 +119,8 @@ def test_an_invalid_partition_warns_once_and_holds_every_node(raw: str) -> None:
 
 @pytest.mark.parametrize("raw", ["", "   ", "a in (", "=x", "a==b==c", "!"])
 def test_an_invalid_node_selector_warns_with_the_value(raw: str) -> None:
-    staging = read_staging({NODE_SELECTOR_ANNOTATION: raw})
-    assert staging.invalid
+    staging, notice = refused(NODE_SELECTOR_ANNOTATION, raw, INVALID_NODE_SELECTOR)
     assert staging.selector is None
-    [notice] = staging.notices
-    assert (notice.reason, notice.subject) == (INVALID_NODE_SELECTOR, raw)
-    assert notice.message.startswith(f'{NODE_SELECTOR_ANNOTATION} is "{raw}": ')
     assert notice.message.endswith(
         'expected a label selector as kubectl -l takes it, such as "canary=true" or '
         '"zone in (a, b), !excluded"; no node is upgraded until it is fixed'
@@ -132,11 +138,8 @@ def test_an_invalid_node_selector_warns_with_the_value(raw: str) -> None:
     ],
 )
 def test_invalid_waves_warn_with_the_problem(raw: str, problem: str) -> None:
-    staging = read_staging({WAVES_ANNOTATION: raw})
-    assert staging.invalid
+    staging, notice = refused(WAVES_ANNOTATION, raw, INVALID_WAVES)
     assert staging.waves is None
-    [notice] = staging.notices
-    assert (notice.reason, notice.subject) == (INVALID_WAVES, raw)
     assert notice.message.startswith(f'{WAVES_ANNOTATION} is "{raw}": {problem}')
 
 
