@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
     ContainerFailure,
@@ -186,6 +187,11 @@ def snapshot(
         pull_template=pull_template,
         now=now,
     )
+
+
+def warning(reason: str, message: str, subject: str) -> Notice:
+    """A Warning notice about `subject`: the value refused, or the pod it is about."""
+    return Notice(type=EventType.WARNING, reason=reason, message=message, subject=subject)
 
 
 def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.events import EventType, Notice, printable
+from edgerollout.domain.events import printable
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
 
-from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot
+from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot, warning
 
 
 @pytest.mark.parametrize(
@@ -89,14 +89,13 @@ def test_invalid_forms_are_an_error_value_not_an_exception(raw: str) -> None:
 def test_invalid_value_notice_names_value_seen_and_forms_expected() -> None:
     result = max_unavailable("1.5", base=10)
     assert isinstance(result, InvalidMaxUnavailable)
-    assert result.notice == Notice(
-        type=EventType.WARNING,
-        reason="InvalidMaxUnavailable",
-        message=(
+    assert result.notice == warning(
+        "InvalidMaxUnavailable",
+        (
             'apps.openyurt.io/max-unavailable is "1.5", which is neither an integer such as "3" '
             'nor a percentage such as "30%": no pod is deleted until it is fixed'
         ),
-        subject="1.5",
+        "1.5",
     )
     assert result.notice.key == ("InvalidMaxUnavailable", "1.5")
 

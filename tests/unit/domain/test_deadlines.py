@@ -15,6 +15,8 @@ from edgerollout.domain.vocabulary import (
     PROGRESS_DEADLINE_ANNOTATION,
 )
 
+from .builders import warning
+
 OTA_EXPECTED = (
     'expected a Go duration longer than zero, such as "72h", "1h30m" or "90s" '
     "(units h, m, s, ms, us, ns); OTA upgrades stay with the nodes until it is fixed"
@@ -75,11 +77,10 @@ def test_an_ota_deadline_is_a_go_duration_rounded_up_to_the_microsecond(
     ],
 )
 def test_an_invalid_ota_deadline_is_one_warning_naming_the_value(raw: str, problem: str) -> None:
-    assert read_ota_deadline(raw) == Notice(
-        type=EventType.WARNING,
-        reason=INVALID_OTA_DEADLINE,
-        message=f'{OTA_DEADLINE_ANNOTATION} is "{raw}": {problem}; {OTA_EXPECTED}',
-        subject=raw,
+    assert read_ota_deadline(raw) == warning(
+        INVALID_OTA_DEADLINE,
+        f'{OTA_DEADLINE_ANNOTATION} is "{raw}": {problem}; {OTA_EXPECTED}',
+        raw,
     )
 
 
@@ -103,11 +104,10 @@ def test_a_progress_deadline_is_whole_seconds_and_600_when_unset(
      "2147483648", "9" * 40, "6 00"],
 )  # fmt: skip
 def test_an_invalid_progress_deadline_is_one_warning_naming_the_value(raw: str) -> None:
-    assert read_progress_deadline(raw) == Notice(
-        type=EventType.WARNING,
-        reason=INVALID_PROGRESS_DEADLINE,
-        message=f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
-        subject=raw,
+    assert read_progress_deadline(raw) == warning(
+        INVALID_PROGRESS_DEADLINE,
+        f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
+        raw,
     )
 
 
@@ -142,9 +142,8 @@ def test_any_progress_deadline_is_seconds_it_spells_or_its_warning(raw: str) -> 
     if spelled:
         assert result == int(written)
     else:
-        assert result == Notice(
-            type=EventType.WARNING,
-            reason=INVALID_PROGRESS_DEADLINE,
-            message=f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
-            subject=raw,
+        assert result == warning(
+            INVALID_PROGRESS_DEADLINE,
+            f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
+            raw,
         )

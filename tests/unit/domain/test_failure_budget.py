@@ -23,7 +23,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, snapshot
+from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, snapshot, warning
 
 CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
 PULLING = ContainerFailure(container="web", reason="ImagePullBackOff")
@@ -59,15 +59,14 @@ def test_a_count_or_a_percentage_is_read(raw: str, expected: Count) -> None:
     "raw", ["", "-1", "1.5", "one", "101%", "10 %", "%", "2147483648", "1" * 40, "1e3"]
 )
 def test_anything_else_is_one_warning_naming_what_is_accepted(raw: str) -> None:
-    assert read_max_failed(raw) == Notice(
-        type=EventType.WARNING,
-        reason="InvalidMaxFailed",
-        message=(
+    assert read_max_failed(raw) == warning(
+        "InvalidMaxFailed",
+        (
             f'edgerollout.io/max-failed is "{raw}": expected a number of broken nodes such as '
             '"1" or a percentage from "0%" to "100%" of the rollout\'s nodes; no node is '
             "upgraded until it is fixed"
         ),
-        subject=raw,
+        raw,
     )
 
 
@@ -116,17 +115,16 @@ def test_past_the_budget_the_warning_names_each_broken_node_and_why() -> None:
     notice = failure_stop(
         broken("edge-2", "edge-1"), limit=limit, nodes=5, revision=NEW, pause_changes=2
     )
-    assert notice == Notice(
-        type=EventType.WARNING,
-        reason="RolloutFailed",
-        message=(
+    assert notice == warning(
+        "RolloutFailed",
+        (
             '2 nodes are broken on revision hash-new, more than edgerollout.io/max-failed "1" '
             "tolerates (1): edge-1: CrashLoopBackOff since 2025-03-01T11:59:30Z; "
             "edge-2: CrashLoopBackOff since 2025-03-01T11:59:30Z. The rollout is paused "
             '(edgerollout.io/paused: "true") and deletes nothing more; fix the revision, then '
             "resume it (edgerollout resume)"
         ),
-        subject="hash-new/2",
+        "hash-new/2",
     )
 
 

@@ -23,6 +23,8 @@ from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
 )
 
+from .builders import warning
+
 EXPECTED = (
     "expected windows separated by commas, each days, a time range and an optional time zone, "
     'such as "Mon-Fri 02:00-04:00" or "Sat,Sun 22:00-06:00 Europe/Berlin"; '
@@ -94,10 +96,9 @@ def test_a_window_with_the_zone_utc_is_the_window_without_a_zone() -> None:
 def test_an_invalid_window_is_one_warning_naming_the_value_and_the_form() -> None:
     raw = "Monday-Friday 02:00-04:00"
 
-    assert read_maintenance_window(raw) == Notice(
-        type=EventType.WARNING,
-        reason=INVALID_MAINTENANCE_WINDOW,
-        message=(
+    assert read_maintenance_window(raw) == warning(
+        INVALID_MAINTENANCE_WINDOW,
+        (
             'edgerollout.io/maintenance-window is "Monday-Friday 02:00-04:00": '
             '"Monday-Friday" is not a day or a range of days (Mon, Tue, Wed, Thu, Fri, Sat, '
             "Sun, or two of them such as Mon-Fri or Fri-Mon); expected windows separated by "
@@ -105,7 +106,7 @@ def test_an_invalid_window_is_one_warning_naming_the_value_and_the_form() -> Non
             '"Mon-Fri 02:00-04:00" or "Sat,Sun 22:00-06:00 Europe/Berlin"; no pod is deleted '
             "until it is fixed"
         ),
-        subject=raw,
+        raw,
     )
 
 
@@ -157,11 +158,10 @@ NOT_A_ZONE = "is not a time zone of the IANA database, such as Europe/Berlin or 
     ],
 )  # fmt: skip
 def test_an_invalid_window_says_what_is_wrong(raw: str, problem: str) -> None:
-    assert read_maintenance_window(raw) == Notice(
-        type=EventType.WARNING,
-        reason=INVALID_MAINTENANCE_WINDOW,
-        message=f'{MAINTENANCE_WINDOW_ANNOTATION} is "{raw}": {problem}; {EXPECTED}',
-        subject=raw,
+    assert read_maintenance_window(raw) == warning(
+        INVALID_MAINTENANCE_WINDOW,
+        f'{MAINTENANCE_WINDOW_ANNOTATION} is "{raw}": {problem}; {EXPECTED}',
+        raw,
     )
 
 

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
     InFlightDeletion,
@@ -51,6 +50,7 @@ from .builders import (
     pod,
     snapshot,
     uid,
+    warning,
 )
 
 FIRST = {
@@ -157,14 +157,13 @@ def test_the_annotation_reads_true_or_false(raw: str | None, wanted: bool) -> No
 
 @pytest.mark.parametrize("raw", ["yes", "1", "", "on", "true,"])
 def test_any_other_value_is_a_warning_naming_what_is_accepted(raw: str) -> None:
-    assert read_prepull(raw) == Notice(
-        type=EventType.WARNING,
-        reason="InvalidPrepull",
-        message=(
+    assert read_prepull(raw) == warning(
+        "InvalidPrepull",
+        (
             f'edgerollout.io/prepull is "{raw}", which is neither "true" nor "false"; '
             "no node is upgraded until it is fixed"
         ),
-        subject=raw,
+        raw,
     )
 
 
@@ -282,15 +281,14 @@ def test_a_failed_pull_falls_back_to_deleting_and_says_so_once_per_pod() -> None
     decided = decide(outdated(web_1=FAILED, web_2=PULLING))
     assert deleted(decided) == ["web-1"]
     assert decided.notices == (
-        Notice(
-            type=EventType.WARNING,
-            reason="PrepullFailed",
-            message=(
+        warning(
+            "PrepullFailed",
+            (
                 "Deleting pod web-1 on node edge-1 before its new images are there: its "
                 "pre-pull failed (PullImageFail); its replacement pulls them after the deletion, "
                 "as without pre-pull"
             ),
-            subject=uid("web-1"),
+            uid("web-1"),
         ),
     )
 

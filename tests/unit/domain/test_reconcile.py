@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -36,7 +36,9 @@ from .builders import (
     pod,
     revision,
     snapshot,
+    warning,
 )
+from .test_strategy import auto_deprecated
 
 REVISIONS = [revision("nginx-daemonset-old", 1, OLD), revision("nginx-daemonset-new", 2, NEW)]
 NODES = [node("edge-1"), node("edge-2"), node("edge-3", NodeReadiness.NOT_READY)]
@@ -181,24 +183,14 @@ def test_invalid_max_unavailable_deletes_nothing_at_all() -> None:
     assert plan == Plan(
         strategy=UpdateStrategy.ADVANCED_ROLLING_UPDATE,
         notices=(
-            Notice(
-                type=EventType.NORMAL,
-                reason="DeprecatedUpdateStrategy",
-                message=(
-                    'apps.openyurt.io/update-strategy is "auto", the deprecated alias of '
-                    '"AdvancedRollingUpdate": running AdvancedRollingUpdate; '
-                    "set the annotation to AdvancedRollingUpdate to silence this event"
-                ),
-                subject="auto",
-            ),
-            Notice(
-                type=EventType.WARNING,
-                reason="InvalidMaxUnavailable",
-                message=(
+            auto_deprecated("auto"),
+            warning(
+                "InvalidMaxUnavailable",
+                (
                     'apps.openyurt.io/max-unavailable is "abc", which is neither an integer such '
                     'as "3" nor a percentage such as "30%": no pod is deleted until it is fixed'
                 ),
-                subject="abc",
+                "abc",
             ),
         ),
         recheck=Recheck(deletions_seconds=5.0),

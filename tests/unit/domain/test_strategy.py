@@ -6,6 +6,8 @@ from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.spec.strategy import StrategyChoice, UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 
+from .builders import warning
+
 
 def choose(value: str | None, update_strategy_type: str = "OnDelete") -> StrategyChoice:
     annotations = {} if value is None else {UPDATE_STRATEGY_ANNOTATION: value}
@@ -37,22 +39,25 @@ def test_strategy_names_match_case_insensitively_without_notice(
     assert choose(value) == StrategyChoice(strategy=strategy, notices=())
 
 
+def auto_deprecated(value: str) -> Notice:
+    """The Normal event that `value`, a spelling of "auto", runs AdvancedRollingUpdate."""
+    return Notice(
+        type=EventType.NORMAL,
+        reason="DeprecatedUpdateStrategy",
+        message=(
+            f'apps.openyurt.io/update-strategy is "{value}", the deprecated alias of '
+            '"AdvancedRollingUpdate": running AdvancedRollingUpdate; '
+            "set the annotation to AdvancedRollingUpdate to silence this event"
+        ),
+        subject=value,
+    )
+
+
 @pytest.mark.parametrize("value", ["auto", "Auto", "AUTO", " auto "])
 def test_legacy_auto_runs_advanced_rolling_update_with_a_deprecation_notice(value: str) -> None:
     assert choose(value) == StrategyChoice(
         strategy=UpdateStrategy.ADVANCED_ROLLING_UPDATE,
-        notices=(
-            Notice(
-                type=EventType.NORMAL,
-                reason="DeprecatedUpdateStrategy",
-                message=(
-                    f'apps.openyurt.io/update-strategy is "{value}", the deprecated alias of '
-                    '"AdvancedRollingUpdate": running AdvancedRollingUpdate; '
-                    "set the annotation to AdvancedRollingUpdate to silence this event"
-                ),
-                subject=value,
-            ),
-        ),
+        notices=(auto_deprecated(value),),
     )
 
 
@@ -70,15 +75,14 @@ def test_unknown_strategy_is_a_warning_and_nothing_else(value: str) -> None:
     assert choose(value) == StrategyChoice(
         strategy=None,
         notices=(
-            Notice(
-                type=EventType.WARNING,
-                reason="UnknownUpdateStrategy",
-                message=(
+            warning(
+                "UnknownUpdateStrategy",
+                (
                     f'apps.openyurt.io/update-strategy is "{value}", which is not an update '
                     'strategy: expected "AdvancedRollingUpdate" or "OTA" (any case); this '
                     "DaemonSet is left alone until it is fixed"
                 ),
-                subject=value,
+                value,
             ),
         ),
     )
@@ -116,16 +120,15 @@ def test_opted_in_without_on_delete_is_a_warning_and_nothing_else(
     assert choose(value, update_strategy_type) == StrategyChoice(
         strategy=None,
         notices=(
-            Notice(
-                type=EventType.WARNING,
-                reason="UpdateStrategyNotOnDelete",
-                message=(
+            warning(
+                "UpdateStrategyNotOnDelete",
+                (
                     f"apps.openyurt.io/update-strategy: {value} needs spec.updateStrategy.type "
                     f'"OnDelete", found "{update_strategy_type}": the native controller keeps '
                     "rolling this DaemonSet and edgerollout does nothing until the type is "
                     "OnDelete"
                 ),
-                subject=subject,
+                subject,
             ),
         ),
     )
