@@ -194,6 +194,11 @@ def warning(reason: str, message: str, subject: str) -> Notice:
     return Notice(type=EventType.WARNING, reason=reason, message=message, subject=subject)
 
 
+def refused(annotation: str, raw: str, reason: str, why: str) -> Notice:
+    """The Warning for `annotation: raw`, a value its reader refuses, and `why`."""
+    return warning(reason, f'{annotation} is "{raw}": {why}', raw)
+
+
 def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:
     """`apps.openyurt.io/max-unavailable: raw` read, then resolved over `base` nodes, as a
     reconcile does (None: the annotation is unset)."""

@@ -15,7 +15,7 @@ from edgerollout.domain.vocabulary import (
     PROGRESS_DEADLINE_ANNOTATION,
 )
 
-from .builders import warning
+from .builders import refused
 
 OTA_EXPECTED = (
     'expected a Go duration longer than zero, such as "72h", "1h30m" or "90s" '
@@ -25,6 +25,11 @@ PROGRESS_EXPECTED = (
     'expected a whole number of seconds from 1 to 2147483647, such as "600" (the default); '
     "no node is upgraded until it is fixed"
 )
+
+
+def progress_refused(raw: str) -> Notice:
+    return refused(PROGRESS_DEADLINE_ANNOTATION, raw, INVALID_PROGRESS_DEADLINE, PROGRESS_EXPECTED)
+
 
 # --- edgerollout.io/ota-deadline ---
 
@@ -77,10 +82,8 @@ def test_an_ota_deadline_is_a_go_duration_rounded_up_to_the_microsecond(
     ],
 )
 def test_an_invalid_ota_deadline_is_one_warning_naming_the_value(raw: str, problem: str) -> None:
-    assert read_ota_deadline(raw) == warning(
-        INVALID_OTA_DEADLINE,
-        f'{OTA_DEADLINE_ANNOTATION} is "{raw}": {problem}; {OTA_EXPECTED}',
-        raw,
+    assert read_ota_deadline(raw) == refused(
+        OTA_DEADLINE_ANNOTATION, raw, INVALID_OTA_DEADLINE, f"{problem}; {OTA_EXPECTED}"
     )
 
 
@@ -104,11 +107,7 @@ def test_a_progress_deadline_is_whole_seconds_and_600_when_unset(
      "2147483648", "9" * 40, "6 00"],
 )  # fmt: skip
 def test_an_invalid_progress_deadline_is_one_warning_naming_the_value(raw: str) -> None:
-    assert read_progress_deadline(raw) == warning(
-        INVALID_PROGRESS_DEADLINE,
-        f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
-        raw,
-    )
+    assert read_progress_deadline(raw) == progress_refused(raw)
 
 
 # --- whatever is written ---
@@ -142,8 +141,4 @@ def test_any_progress_deadline_is_seconds_it_spells_or_its_warning(raw: str) -> 
     if spelled:
         assert result == int(written)
     else:
-        assert result == warning(
-            INVALID_PROGRESS_DEADLINE,
-            f'{PROGRESS_DEADLINE_ANNOTATION} is "{raw}": {PROGRESS_EXPECTED}',
-            raw,
-        )
+        assert result == progress_refused(raw)

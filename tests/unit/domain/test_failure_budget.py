@@ -23,7 +23,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, snapshot, warning
+from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, refused, snapshot, warning
 
 CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
 PULLING = ContainerFailure(container="web", reason="ImagePullBackOff")
@@ -59,14 +59,12 @@ def test_a_count_or_a_percentage_is_read(raw: str, expected: Count) -> None:
     "raw", ["", "-1", "1.5", "one", "101%", "10 %", "%", "2147483648", "1" * 40, "1e3"]
 )
 def test_anything_else_is_one_warning_naming_what_is_accepted(raw: str) -> None:
-    assert read_max_failed(raw) == warning(
-        "InvalidMaxFailed",
-        (
-            f'edgerollout.io/max-failed is "{raw}": expected a number of broken nodes such as '
-            '"1" or a percentage from "0%" to "100%" of the rollout\'s nodes; no node is '
-            "upgraded until it is fixed"
-        ),
+    assert read_max_failed(raw) == refused(
+        "edgerollout.io/max-failed",
         raw,
+        "InvalidMaxFailed",
+        'expected a number of broken nodes such as "1" or a percentage from "0%" to "100%" of '
+        "the rollout's nodes; no node is upgraded until it is fixed",
     )
 
 

@@ -23,7 +23,7 @@ from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
 )
 
-from .builders import warning
+from .builders import refused, warning
 
 EXPECTED = (
     "expected windows separated by commas, each days, a time range and an optional time zone, "
@@ -158,10 +158,8 @@ NOT_A_ZONE = "is not a time zone of the IANA database, such as Europe/Berlin or 
     ],
 )  # fmt: skip
 def test_an_invalid_window_says_what_is_wrong(raw: str, problem: str) -> None:
-    assert read_maintenance_window(raw) == warning(
-        INVALID_MAINTENANCE_WINDOW,
-        f'{MAINTENANCE_WINDOW_ANNOTATION} is "{raw}": {problem}; {EXPECTED}',
-        raw,
+    assert read_maintenance_window(raw) == refused(
+        MAINTENANCE_WINDOW_ANNOTATION, raw, INVALID_MAINTENANCE_WINDOW, f"{problem}; {EXPECTED}"
     )
 
 

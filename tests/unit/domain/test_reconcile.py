@@ -216,22 +216,15 @@ def test_min_ready_seconds_comes_from_the_daemonset() -> None:
     # The new pod turned Ready an hour ago, the old one three hours ago.
     pods = [pod("new", "edge-1"), old_pod("old", "edge-2", ready_for=timedelta(hours=3))]
     annotations = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
-    patient = plan_reconcile(
-        daemonset=daemonset(annotations, min_ready_seconds=7200),
-        revisions=REVISIONS,
-        pods=pods,
-        nodes=NODES,
-        now=NOW,
-    )
-    eager = plan_reconcile(
-        daemonset=daemonset(annotations, min_ready_seconds=0),
-        revisions=REVISIONS,
-        pods=pods,
-        nodes=NODES,
-        now=NOW,
-    )
-    assert names(patient) == []
-    assert names(eager) == ["old"]
+
+    def deleted_with(min_ready_seconds: int) -> list[str]:
+        subject = daemonset(annotations, min_ready_seconds=min_ready_seconds)
+        return names(
+            plan_reconcile(daemonset=subject, revisions=REVISIONS, pods=pods, nodes=NODES, now=NOW)
+        )
+
+    assert deleted_with(7200) == []
+    assert deleted_with(0) == ["old"]
 
 
 def test_ota_writes_conditions_and_never_deletes() -> None:
