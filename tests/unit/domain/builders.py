@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.model import (
     ConditionStatus,
     ContainerFailure,
@@ -197,6 +197,25 @@ def warning(reason: str, message: str, subject: str) -> Notice:
 def refused(annotation: str, raw: str, reason: str, why: str) -> Notice:
     """The Warning for `annotation: raw`, a value its reader refuses, and `why`."""
     return warning(reason, f'{annotation} is "{raw}": {why}', raw)
+
+
+def one_outdated_node(annotations: Mapping[str, str]) -> Snapshot:
+    """The DaemonSet annotated so, on one Ready node whose pod is of the previous revision."""
+    return snapshot(
+        daemonset(annotations),
+        revisions=REVISIONS,
+        pods=[old_pod("web-1", "edge-1")],
+        nodes=[node("edge-1")],
+    )
+
+
+def assert_refused(result: object, annotation: str, raw: str, reason: str, expected: str) -> None:
+    """`result` is the Warning `refused` makes for `annotation: raw`, whatever the problem it
+    names, and ends saying what is `expected`."""
+    assert isinstance(result, Notice)
+    assert (result.type, result.reason, result.subject) == (EventType.WARNING, reason, raw)
+    assert result.message.startswith(f'{annotation} is "{printable(raw)}": ')
+    assert result.message.endswith(expected)
 
 
 def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:

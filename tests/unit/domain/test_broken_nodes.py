@@ -24,6 +24,7 @@ from .builders import (
     daemonset,
     node,
     old_pod,
+    one_outdated_node,
     pod,
     snapshot,
 )
@@ -117,15 +118,7 @@ def test_a_starting_node_brings_the_daemonset_back_within_the_health_recheck() -
 
 
 def test_an_invalid_progress_deadline_deletes_nothing_and_warns() -> None:
-    decided = plan(
-        snapshot(
-            daemonset({**ARU, PROGRESS_DEADLINE_ANNOTATION: "10m"}),
-            revisions=REVISIONS,
-            pods=[old_pod("web-1", "edge-1")],
-            nodes=[node("edge-1")],
-        ),
-        RolloutBook(),
-    )
+    decided = plan(one_outdated_node({**ARU, PROGRESS_DEADLINE_ANNOTATION: "10m"}), RolloutBook())
     assert decided.deletions == ()
     assert [(n.type, n.reason, n.subject) for n in decided.notices] == [
         (EventType.WARNING, "InvalidProgressDeadline", "10m")

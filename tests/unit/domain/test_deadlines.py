@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.events import EventType, Notice, printable
+from edgerollout.domain.events import Notice
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.vocabulary import (
     INVALID_OTA_DEADLINE,
@@ -15,7 +15,7 @@ from edgerollout.domain.vocabulary import (
     PROGRESS_DEADLINE_ANNOTATION,
 )
 
-from .builders import refused
+from .builders import assert_refused, refused
 
 OTA_EXPECTED = (
     'expected a Go duration longer than zero, such as "72h", "1h30m" or "90s" '
@@ -121,14 +121,7 @@ def test_any_ota_deadline_is_a_positive_duration_or_its_warning(raw: str) -> Non
     if isinstance(result, timedelta):
         assert result > timedelta(0)
     else:
-        assert isinstance(result, Notice)
-        assert (result.type, result.reason, result.subject) == (
-            EventType.WARNING,
-            INVALID_OTA_DEADLINE,
-            raw,
-        )
-        assert result.message.startswith(f'{OTA_DEADLINE_ANNOTATION} is "{printable(raw)}": ')
-        assert result.message.endswith(OTA_EXPECTED)
+        assert_refused(result, OTA_DEADLINE_ANNOTATION, raw, INVALID_OTA_DEADLINE, OTA_EXPECTED)
 
 
 @settings(max_examples=500, deadline=None)

@@ -23,7 +23,19 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 
-from .builders import NEW, NOW, REVISIONS, daemonset, node, old_pod, pod, refused, snapshot, warning
+from .builders import (
+    NEW,
+    NOW,
+    REVISIONS,
+    daemonset,
+    node,
+    old_pod,
+    one_outdated_node,
+    pod,
+    refused,
+    snapshot,
+    warning,
+)
 
 CRASHING = ContainerFailure(container="web", reason="CrashLoopBackOff")
 PULLING = ContainerFailure(container="web", reason="ImagePullBackOff")
@@ -316,14 +328,6 @@ def test_ota_without_a_budget_reports_a_broken_node_and_still_offers_the_upgrade
 
 
 def test_ota_with_an_unreadable_budget_offers_nothing_and_warns() -> None:
-    decided = plan(
-        snapshot(
-            daemonset({**OTA, MAX_FAILED_ANNOTATION: "-1"}),
-            revisions=REVISIONS,
-            pods=[old_pod("web-1", "edge-1")],
-            nodes=[node("edge-1")],
-        ),
-        RolloutBook(),
-    )
+    decided = plan(one_outdated_node({**OTA, MAX_FAILED_ANNOTATION: "-1"}), RolloutBook())
     assert decided.condition_writes == ()
     assert [(n.reason, n.subject) for n in decided.notices] == [("InvalidMaxFailed", "-1")]

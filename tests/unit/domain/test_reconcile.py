@@ -15,7 +15,7 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.planning.decision import Plan, Recheck
+from edgerollout.domain.planning.decision import Plan, Recheck, Snapshot
 from edgerollout.domain.planning.prepull import PullTemplate
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.revisions import TargetRevision
@@ -301,13 +301,18 @@ ROLLING = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
 OTA = {"apps.openyurt.io/update-strategy": "OTA"}
 
 
+def seen(
+    annotations: Mapping[str, str], pods: Iterable[PodView], *, changed: Iterable[str] = ()
+) -> Snapshot:
+    """What the caches show of `pods` on NODES, told that the `changed` nodes changed."""
+    return snapshot(
+        daemonset(annotations), revisions=REVISIONS, pods=pods, nodes=NODES, changed_nodes=changed
+    )
+
+
 def test_deletions_still_in_flight_bring_the_daemonset_back_after_the_recheck() -> None:
     settings = ControllerSettings(reconcile=ReconcileSettings(requeue_while_deleting=5.0))
-    decided = plan(
-        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES),
-        RolloutBook(),
-        settings,
-    )
+    decided = plan(seen(ROLLING, OUTDATED_PODS), RolloutBook(), settings)
     assert names(decided) == ["web-2"]
     assert decided.recheck == Recheck(deletions_seconds=5.0, min_seconds=1.0)
     assert decided.recheck.after(deletions_in_flight=1, unechoed_seconds=None) == 5.0
@@ -412,21 +417,15 @@ def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time
     between: dict[str, str],
 ) -> None:
     book = RolloutBook()
-    first = plan(
-        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book
-    )
+    first = plan(seen(ROLLING, OUTDATED_PODS), book)
     assert names(first) == ["web-2"]
 
     # A plan that stops before judging: the book does not see edge-1's pod turn not Ready ...
     not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
-    stopped = plan(
-        snapshot(daemonset(between), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
-    )
+    stopped = plan(seen(between, not_ready), book)
     assert stopped.rollout is None
     # ... and is not told of it either, yet the next rolling plan judges it.
-    again = plan(
-        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
-    )
+    again = plan(seen(ROLLING, not_ready), book)
     assert names(again) == ["web-1", "web-2"]
 
 
@@ -434,35 +433,18 @@ def test_an_ota_plan_judges_with_the_same_book_so_a_rolling_plan_after_it_sees_i
     None
 ):
     book = RolloutBook()
-    plan(snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book)
+    plan(seen(ROLLING, OUTDATED_PODS), book)
     not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
-    ota = plan(
-        snapshot(
-            daemonset(OTA),
-            revisions=REVISIONS,
-            pods=not_ready,
-            nodes=NODES,
-            changed_nodes=["edge-1"],
-        ),
-        book,
-    )
+    ota = plan(seen(OTA, not_ready, changed=["edge-1"]), book)
     assert ota.deletions == ()
     # Told of nothing more, the rolling plan sees what the OTA plan judged.
-    again = plan(
-        snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=not_ready, nodes=NODES), book
-    )
+    again = plan(seen(ROLLING, not_ready), book)
     assert names(again) == ["web-1", "web-2"]
 
 
 def test_a_book_kept_across_plans_plans_as_a_new_one_when_told_what_changed() -> None:
     book = RolloutBook()
-    plan(snapshot(daemonset(ROLLING), revisions=REVISIONS, pods=OUTDATED_PODS, nodes=NODES), book)
+    plan(seen(ROLLING, OUTDATED_PODS), book)
     replaced = [pod("web-2b", "edge-2"), OUTDATED_PODS[0], OUTDATED_PODS[2]]
-    told = snapshot(
-        daemonset(ROLLING),
-        revisions=REVISIONS,
-        pods=replaced,
-        nodes=NODES,
-        changed_nodes=["edge-2"],
-    )
+    told = seen(ROLLING, replaced, changed=["edge-2"])
     assert plan(told, book) == plan(told, RolloutBook())
