@@ -4,9 +4,10 @@ Defaults describe the common case (a Ready node; a Ready pod of the newest revis
 hour, that started without a hitch), so that each test spells out only what its scenario is about.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.model import (
@@ -34,6 +35,9 @@ from edgerollout.domain.spec.max_unavailable import (
 )
 from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 from edgerollout.domain.vocabulary import ON_DELETE
+
+T = TypeVar("T")
+E = TypeVar("E", bound=Exception)
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_RFC3339 = "2025-03-01T12:00:00Z"
@@ -216,6 +220,14 @@ def assert_refused(result: object, annotation: str, raw: str, reason: str, expec
     assert (result.type, result.reason, result.subject) == (EventType.WARNING, reason, raw)
     assert result.message.startswith(f'{annotation} is "{printable(raw)}": ')
     assert result.message.endswith(expected)
+
+
+def returned_or_raised(parse: Callable[[str], T], text: str, error: type[E]) -> T | E:
+    """What `parse(text)` returns, or the `error` it raises."""
+    try:
+        return parse(text)
+    except error as raised:
+        return raised
 
 
 def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:

@@ -16,6 +16,8 @@ from edgerollout.domain.spec.go_duration import (
     parse_go_duration,
 )
 
+from .builders import returned_or_raised
+
 GO_ACCEPTS = [
     ("72h", 259200000000000),
     ("1h30m", 5400000000000),
@@ -200,17 +202,10 @@ def test_a_sum_of_parts_in_any_order_is_their_total(
     assert parse_go_duration(text) == (-total if sign == "-" else total)
 
 
-def outcome(text: str) -> int | GoDurationError:
-    try:
-        return parse_go_duration(text)
-    except GoDurationError as error:
-        return error
-
-
 @settings(max_examples=500, deadline=None)
 @given(st.from_regex(r"[-+]?([0-9.]{0,4}[a-zA-Z ,]{0,3}){1,4}", fullmatch=True))
 def test_any_text_is_a_duration_within_64_bits_or_one_of_gos_three_errors(text: str) -> None:
-    result = outcome(text)
+    result = returned_or_raised(parse_go_duration, text, GoDurationError)
 
     if isinstance(result, int):
         assert -(2**63) <= result <= LONGEST
@@ -227,7 +222,7 @@ def test_any_text_is_a_duration_within_64_bits_or_one_of_gos_three_errors(text: 
 @settings(max_examples=500, deadline=None)
 @given(st.text())
 def test_any_unicode_text_gives_a_duration_or_a_go_duration_error(text: str) -> None:
-    result = outcome(text)
+    result = returned_or_raised(parse_go_duration, text, GoDurationError)
 
     assert isinstance(result, int | GoDurationError)
     if isinstance(result, GoDurationError):

@@ -16,6 +16,8 @@ from edgerollout.domain.spec.label_selector import (
     parse_label_selector,
 )
 
+from .builders import returned_or_raised
+
 # ---- Parsing: every operator, the spellings apimachinery accepts, the canonical form.
 
 
@@ -412,17 +414,10 @@ texts = st.text() | st.text(alphabet=SELECTOR_ALPHABET, max_size=30) | st.lists(
 ).map("".join)  # fmt: skip
 
 
-def parsed_or_refused(text: str) -> LabelSelector | LabelSelectorError:
-    try:
-        return parse_label_selector(text)
-    except LabelSelectorError as refused:
-        return refused
-
-
 @settings(max_examples=1000, deadline=None)
 @given(texts)
 def test_any_text_is_a_selector_or_an_error_pointing_into_it(text: str) -> None:
-    outcome = parsed_or_refused(text)
+    outcome = returned_or_raised(parse_label_selector, text, LabelSelectorError)
     if isinstance(outcome, LabelSelectorError):
         assert outcome.selector == text
         assert outcome.column is not None
