@@ -54,17 +54,26 @@ def nodes(*readiness: NodeReadiness) -> list[NodeView]:
     return [node(f"edge-{i}", r) for i, r in enumerate(readiness, 1)]
 
 
-def disconnected_rollout() -> RolloutStatus:
+def status_of(
+    subject: DaemonSetView, pods: list[PodView], *readiness: NodeReadiness
+) -> RolloutStatus:
+    """The status of `pods` on nodes edge-1, edge-2, ... of these readinesses, at NOW."""
     return rollout_status(
-        daemonset=ds(ARU),
-        revisions=REVISIONS,
-        pods=[
+        daemonset=subject, revisions=REVISIONS, pods=pods, nodes=nodes(*readiness), now=NOW
+    )
+
+
+def disconnected_rollout() -> RolloutStatus:
+    return status_of(
+        ds(ARU),
+        [
             pod("x2k9p", "edge-1", NEW),
             pod("bwzss", "edge-2", OLD),
             pod("q7d4n", "edge-3", OLD),
         ],
-        nodes=nodes(NodeReadiness.READY, NodeReadiness.UNKNOWN, NodeReadiness.NOT_READY),
-        now=NOW,
+        NodeReadiness.READY,
+        NodeReadiness.UNKNOWN,
+        NodeReadiness.NOT_READY,
     )
 
 
@@ -156,16 +165,16 @@ def test_table_of_an_ota_rollout_with_a_pre_pull_running() -> None:
             message=message,
         ),
     }
-    status = rollout_status(
-        daemonset=ds({"apps.openyurt.io/update-strategy": "OTA"}),
-        revisions=REVISIONS,
-        pods=[
+    status = status_of(
+        ds({"apps.openyurt.io/update-strategy": "OTA"}),
+        [
             pod("x2k9p", "edge-1", NEW),
             pod("bwzss", "edge-2", OLD, conditions=marks),
             pod("q7d4n", "edge-3", NEW),
         ],
-        nodes=nodes(NodeReadiness.READY, NodeReadiness.READY, NodeReadiness.READY),
-        now=NOW,
+        NodeReadiness.READY,
+        NodeReadiness.READY,
+        NodeReadiness.READY,
     )
     assert render_table(status) == (
         "Strategy: OTA\n"
@@ -179,12 +188,10 @@ def test_table_of_an_ota_rollout_with_a_pre_pull_running() -> None:
 
 
 def test_table_of_a_complete_daemonset_not_managed_by_edgerollout() -> None:
-    status = rollout_status(
-        daemonset=ds({}, update_strategy_type="RollingUpdate"),
-        revisions=REVISIONS,
-        pods=[pod("x2k9p", "edge-1", NEW)],
-        nodes=nodes(NodeReadiness.READY),
-        now=NOW,
+    status = status_of(
+        ds({}, update_strategy_type="RollingUpdate"),
+        [pod("x2k9p", "edge-1", NEW)],
+        NodeReadiness.READY,
     )
     assert render_table(status) == (
         "Strategy: not managed by edgerollout\n"
@@ -195,13 +202,7 @@ def test_table_of_a_complete_daemonset_not_managed_by_edgerollout() -> None:
 
 
 def test_table_names_why_an_opted_in_daemonset_is_left_alone() -> None:
-    status = rollout_status(
-        daemonset=ds(ARU, update_strategy_type="RollingUpdate"),
-        revisions=REVISIONS,
-        pods=[],
-        nodes=[],
-        now=NOW,
-    )
+    status = status_of(ds(ARU, update_strategy_type="RollingUpdate"), [])
     assert render_table(status) == (
         "Strategy: not managed by edgerollout (UpdateStrategyNotOnDelete)\n"
         'No pods of daemon set "nginx-daemonset" found.\n'
@@ -210,12 +211,10 @@ def test_table_names_why_an_opted_in_daemonset_is_left_alone() -> None:
 
 
 def test_table_says_when_max_unavailable_is_invalid() -> None:
-    status = rollout_status(
-        daemonset=ds({**ARU, "apps.openyurt.io/max-unavailable": "1.5"}),
-        revisions=REVISIONS,
-        pods=[pod("x2k9p", "edge-1", NEW)],
-        nodes=nodes(NodeReadiness.READY),
-        now=NOW,
+    status = status_of(
+        ds({**ARU, "apps.openyurt.io/max-unavailable": "1.5"}),
+        [pod("x2k9p", "edge-1", NEW)],
+        NodeReadiness.READY,
     )
     assert render_table(status).splitlines()[0] == (
         'Strategy: AdvancedRollingUpdate, max-unavailable "1.5" is invalid: '
@@ -225,12 +224,10 @@ def test_table_says_when_max_unavailable_is_invalid() -> None:
 
 def test_a_closed_maintenance_window_says_when_it_opens() -> None:
     # NOW is Saturday 2025-03-01 12:00 UTC.
-    status = rollout_status(
-        daemonset=ds({**ARU, "edgerollout.io/maintenance-window": "Mon-Fri 02:00-04:00"}),
-        revisions=REVISIONS,
-        pods=[pod("x2k9p", "edge-1", OLD)],
-        nodes=nodes(NodeReadiness.READY),
-        now=NOW,
+    status = status_of(
+        ds({**ARU, "edgerollout.io/maintenance-window": "Mon-Fri 02:00-04:00"}),
+        [pod("x2k9p", "edge-1", OLD)],
+        NodeReadiness.READY,
     )
     table = render_table(status)
     assert table.splitlines()[1] == (
