@@ -24,10 +24,10 @@ from edgerollout.domain.model import (
     PodView,
     RevisionView,
 )
-from edgerollout.domain.planning.decision import Snapshot
+from edgerollout.domain.planning.decision import Plan, Snapshot
 from edgerollout.domain.planning.prepull import JobView, PullTemplate
 from edgerollout.domain.planning.revisions import TargetRevision
-from edgerollout.domain.planning.verdicts import Labels, no_labels
+from edgerollout.domain.planning.verdicts import DeletionPlan, Labels, no_labels
 from edgerollout.domain.spec.max_unavailable import (
     InvalidMaxUnavailable,
     MaxUnavailable,
@@ -228,6 +228,11 @@ def returned_or_raised(parse: Callable[[str], T], text: str, error: type[E]) -> 
         return parse(text)
     except error as raised:
         return raised
+
+
+def deleted(decided: Plan | DeletionPlan) -> list[str]:
+    """The names of the pods a plan deletes, in its order."""
+    return [deletion.name for deletion in decided.deletions]
 
 
 def max_unavailable(raw: str | None, *, base: int) -> MaxUnavailable | InvalidMaxUnavailable:

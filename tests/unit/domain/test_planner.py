@@ -16,7 +16,7 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan, DeletionReason, NodeVerdict
 
-from .builders import PlanInputs, in_flight, node, old_pod, pod, uid
+from .builders import PlanInputs, deleted, in_flight, node, old_pod, pod, uid
 from .planning import plan_deletions
 
 NOT_READY = NodeReadiness.NOT_READY
@@ -25,10 +25,6 @@ NOT_READY = NodeReadiness.NOT_READY
 def plan(pods: Iterable[PodView], nodes: Iterable[NodeView], **options: Any) -> DeletionPlan:
     """The planner's plan of `pods` on `nodes`; `options` are the other fields of `PlanInputs`."""
     return plan_deletions(PlanInputs(pods=pods, nodes=nodes, **options))
-
-
-def deleted(result: DeletionPlan) -> list[str]:
-    return [deletion.name for deletion in result.deletions]
 
 
 def ready_nodes(*names: str) -> list[NodeView]:

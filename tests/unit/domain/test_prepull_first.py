@@ -46,6 +46,7 @@ from .builders import (
     REVISIONS,
     condition,
     daemonset,
+    deleted,
     node,
     pod,
     snapshot,
@@ -134,10 +135,6 @@ def requested(decided: Plan) -> list[str]:
     writes = decided.condition_writes
     assert all(write.condition.type == POD_IMAGE_READY for write in writes)
     return [write.name for write in writes]
-
-
-def deleted(decided: Plan) -> list[str]:
-    return [deletion.name for deletion in decided.deletions]
 
 
 def holds(decided: Plan) -> dict[str, str]:

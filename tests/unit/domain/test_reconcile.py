@@ -30,6 +30,7 @@ from .builders import (
     OLD,
     condition,
     daemonset,
+    deleted,
     in_flight,
     node,
     old_pod,
@@ -79,10 +80,6 @@ def reconcile(
         nodes=nodes,
         now=NOW,
     )
-
-
-def names(plan: Plan) -> list[str]:
-    return [deletion.name for deletion in plan.deletions]
 
 
 def test_daemonset_without_annotation_is_left_alone() -> None:
@@ -150,7 +147,7 @@ def test_advanced_rolling_update_replaces_unavailable_and_skips_notready_nodes()
     # Default 10% of the 3 nodes holding a pod rounds up to 1; edge-2's unavailable old pod is
     # replaced at once and uses it, so edge-1 waits; edge-3 is NotReady and skipped.
     assert plan.budget == MaxUnavailable(value=1, base=3, written="10%")
-    assert names(plan) == ["web-2"]
+    assert deleted(plan) == ["web-2"]
     assert plan.rollout is not None
     assert plan.rollout.skipped_nodes == ("edge-3",)
     assert plan.target == TargetRevision(hash=NEW, template_generation=None)
@@ -163,14 +160,14 @@ def test_max_unavailable_annotation_widens_the_budget() -> None:
             "apps.openyurt.io/max-unavailable": "2",
         }
     )
-    assert names(plan) == ["web-1", "web-2"]
+    assert deleted(plan) == ["web-1", "web-2"]
 
 
 def test_legacy_auto_rolls_and_says_it_is_deprecated() -> None:
     plan = reconcile({"apps.openyurt.io/update-strategy": "auto"})
     assert plan.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
     assert [n.reason for n in plan.notices] == ["DeprecatedUpdateStrategy"]
-    assert names(plan) == ["web-2"]
+    assert deleted(plan) == ["web-2"]
 
 
 def test_invalid_max_unavailable_deletes_nothing_at_all() -> None:
@@ -209,7 +206,7 @@ def test_in_flight_deletions_pass_through_to_the_planner() -> None:
         now=NOW,
         in_flight=[in_flight("web-2", "edge-2")],
     )
-    assert names(plan) == []
+    assert deleted(plan) == []
 
 
 def test_min_ready_seconds_comes_from_the_daemonset() -> None:
@@ -219,7 +216,7 @@ def test_min_ready_seconds_comes_from_the_daemonset() -> None:
 
     def deleted_with(min_ready_seconds: int) -> list[str]:
         subject = daemonset(annotations, min_ready_seconds=min_ready_seconds)
-        return names(
+        return deleted(
             plan_reconcile(daemonset=subject, revisions=REVISIONS, pods=pods, nodes=NODES, now=NOW)
         )
 
@@ -294,7 +291,7 @@ def test_a_node_between_two_pods_stays_in_the_budgets_base() -> None:
         in_flight=[in_flight("web-03", "edge-03")],
     )
     assert plan.budget == MaxUnavailable(value=5, base=10, written="50%")
-    assert names(plan) == ["web-04", "web-05"]
+    assert deleted(plan) == ["web-04", "web-05"]
 
 
 ROLLING = {"apps.openyurt.io/update-strategy": "AdvancedRollingUpdate"}
@@ -313,7 +310,7 @@ def seen(
 def test_deletions_still_in_flight_bring_the_daemonset_back_after_the_recheck() -> None:
     settings = ControllerSettings(reconcile=ReconcileSettings(requeue_while_deleting=5.0))
     decided = plan(seen(ROLLING, OUTDATED_PODS), RolloutBook(), settings)
-    assert names(decided) == ["web-2"]
+    assert deleted(decided) == ["web-2"]
     assert decided.recheck == Recheck(deletions_seconds=5.0, min_seconds=1.0)
     assert decided.recheck.after(deletions_in_flight=1, unechoed_seconds=None) == 5.0
     # The deletion was refused (the pod was replaced meanwhile): nothing to wait for.
@@ -418,7 +415,7 @@ def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time
 ) -> None:
     book = RolloutBook()
     first = plan(seen(ROLLING, OUTDATED_PODS), book)
-    assert names(first) == ["web-2"]
+    assert deleted(first) == ["web-2"]
 
     # A plan that stops before judging: the book does not see edge-1's pod turn not Ready ...
     not_ready = [old_pod("web-1", "edge-1", ready=False), *OUTDATED_PODS[1:]]
@@ -426,7 +423,7 @@ def test_a_plan_not_made_from_the_book_makes_the_book_judge_every_node_next_time
     assert stopped.rollout is None
     # ... and is not told of it either, yet the next rolling plan judges it.
     again = plan(seen(ROLLING, not_ready), book)
-    assert names(again) == ["web-1", "web-2"]
+    assert deleted(again) == ["web-1", "web-2"]
 
 
 def test_an_ota_plan_judges_with_the_same_book_so_a_rolling_plan_after_it_sees_its_changes() -> (
@@ -439,7 +436,7 @@ def test_an_ota_plan_judges_with_the_same_book_so_a_rolling_plan_after_it_sees_i
     assert ota.deletions == ()
     # Told of nothing more, the rolling plan sees what the OTA plan judged.
     again = plan(seen(ROLLING, not_ready), book)
-    assert names(again) == ["web-1", "web-2"]
+    assert deleted(again) == ["web-1", "web-2"]
 
 
 def test_a_book_kept_across_plans_plans_as_a_new_one_when_told_what_changed() -> None:
