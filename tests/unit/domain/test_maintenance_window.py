@@ -348,6 +348,7 @@ def specs(draw: st.DrawFn) -> tuple[str, MaintenanceWindow]:
 
 
 spec_lists = st.lists(specs(), min_size=1, max_size=3)
+MICROSECOND = timedelta(microseconds=1)
 
 
 @st.composite
@@ -370,28 +371,35 @@ def test_every_spelling_reads_as_the_windows_it_means(
     assert read_specs(drawn) == MaintenanceWindows(windows=tuple(meant for _, meant in drawn))
 
 
+read_windows = spec_lists.map(read_specs)
+fraction_lists = st.lists(st.floats(0, 1, exclude_max=True), max_size=8)
+
+
+def moments_before(until: datetime, now: datetime, fractions: list[float]) -> list[datetime]:
+    """Instants from `now` to just before `until`: at these `fractions` of the way, and the last
+    microsecond."""
+    return [*(now + (until - now) * fraction for fraction in fractions), until - MICROSECOND]
+
+
 @settings(max_examples=300, deadline=None)
-@given(spec_lists, instants(), st.lists(st.floats(0, 1, exclude_max=True), max_size=8))
+@given(read_windows, instants(), fraction_lists)
 def test_next_open_is_the_first_open_instant_from_now(
-    drawn: list[tuple[str, MaintenanceWindow]], now: datetime, fractions: list[float]
+    read: MaintenanceWindows, now: datetime, fractions: list[float]
 ) -> None:
-    read = read_specs(drawn)
     opens = read.next_open(now)
 
     assert opens >= now
     assert read.is_open(opens)
     assert (opens == now) == read.is_open(now)
-    between = [now + (opens - now) * fraction for fraction in fractions]
-    between.append(opens - timedelta(microseconds=1))
+    between = moments_before(opens, now, fractions)
     assert not any(read.is_open(moment) for moment in between if now <= moment < opens)
 
 
 @settings(max_examples=300, deadline=None)
-@given(spec_lists, instants(), st.lists(st.floats(0, 1, exclude_max=True), max_size=8))
+@given(read_windows, instants(), fraction_lists)
 def test_closes_at_ends_the_open_period_around_now(
-    drawn: list[tuple[str, MaintenanceWindow]], now: datetime, fractions: list[float]
+    read: MaintenanceWindows, now: datetime, fractions: list[float]
 ) -> None:
-    read = read_specs(drawn)
     closes = read.closes_at(now)
 
     if not read.is_open(now):
@@ -402,8 +410,7 @@ def test_closes_at_ends_the_open_period_around_now(
         return
     assert closes > now
     assert not read.is_open(closes)
-    inside = [now + (closes - now) * fraction for fraction in fractions]
-    inside.append(closes - timedelta(microseconds=1))
+    inside = moments_before(closes, now, fractions)
     assert all(read.is_open(moment) for moment in inside if now <= moment < closes)
 
 
