@@ -244,9 +244,11 @@ class Agent:
     def _authorize(self, request: web.Request) -> None:
         if self.token is None:
             return
-        given = request.headers.get("Authorization", "")
-        expected = f"Bearer {self.token}"
-        if not hmac.compare_digest(given.encode(), expected.encode()):
+        # A header that is not UTF-8 arrives with its bytes kept as surrogates: compared as the
+        # bytes sent, it is simply not the token (never a 500).
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        expected = f"Bearer {self.token}".encode()
+        if not hmac.compare_digest(given, expected):
             raise Refused(
                 Refusal(
                     401, "Unauthorized", "a valid bearer token is required (Authorization header)"

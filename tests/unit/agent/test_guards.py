@@ -10,6 +10,7 @@ import re
 from asyncio import StreamReader, StreamWriter
 from collections.abc import AsyncIterator
 
+import orjson
 import pytest
 from aiohttp import web
 
@@ -282,3 +283,18 @@ async def test_a_body_too_large_is_413_before_the_other_guards() -> None:
         )
 
     assert api.calls == []
+
+
+async def test_an_authorization_header_that_is_not_utf8_is_401_not_a_server_error() -> None:
+    async with connected(AGENT) as (_, reader, writer):
+        writer.write(b"GET /pods HTTP/1.0\r\nAuthorization: Bearer \xff\xfe\x80\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), timeout=3)
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 401 Unauthorized\r\n")
+    assert orjson.loads(body) == {
+        "code": 401,
+        "reason": "Unauthorized",
+        "message": "a valid bearer token is required (Authorization header)",
+    }
