@@ -669,7 +669,11 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
         # The lab's agents re-check every 2 s; the binding's removal takes a moment to reach
         # the API server's admission.
         assert time.monotonic() - removed < 15
-        refused_with(ready, 503, "NodeScopingNotEnforced")
+        # The probe answers anyone: it names no pod and repeats nothing the API server said.
+        assert refused_with(ready, 503, "NodeScopingNotEnforced") == (
+            "the API server is not proven to confine this agent to its node; the agent's log "
+            "says why"
+        )
         for ask in (edge2.upgrade, edge2.imagepull):
             message = refused_with(await ask(namespace, pod), 503, "NodeScopingNotEnforced")
             assert message == (

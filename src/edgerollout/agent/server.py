@@ -264,7 +264,18 @@ class Agent:
     async def readyz(self, _: web.Request) -> web.Response:
         if not self.pods.ready:
             raise Refused(Refusal(503, "CacheNotReady", "the pod cache has not been filled yet"))
-        self._require_scoping()
+        if not self.scoping.enforced:
+            # /readyz answers anyone (the kubelet's probe carries no token): the probe's detail,
+            # which names pods and repeats the API server's words, stays in the log and in the
+            # refusals of authenticated changes.
+            raise Refused(
+                Refusal(
+                    503,
+                    NODE_SCOPING_NOT_ENFORCED,
+                    "the API server is not proven to confine this agent to its node; the agent's "
+                    "log says why",
+                )
+            )
         return web.Response(text="ok")
 
     def _require_scoping(self) -> None:

@@ -149,7 +149,15 @@ async def test_without_proven_node_scoping_pods_are_listed_and_readyz_fails() ->
         ready = await client.get("/readyz")
         assert pods.status == 200
         assert [pod["metadata"]["name"] for pod in (await pods.json())["items"]] == ["web-x"]
-        assert (ready.status, (await refusal(ready))["reason"]) == (503, "NodeScopingNotEnforced")
+        assert (ready.status, await refusal(ready)) == (
+            503,
+            {
+                "code": 503,
+                "reason": "NodeScopingNotEnforced",
+                "message": "the API server is not proven to confine this agent to its node; the "
+                "agent's log says why",
+            },
+        )
 
 
 async def test_unauthenticated_upgrade_is_401_even_without_node_scoping() -> None:
