@@ -1115,6 +1115,11 @@ BAD_VALUES = [
             ("the-kubelets", "/var/lib/kubelet"),
             ("the-agent-tokens", "/var/lib/edgerollout"),
             ("inside-containerd", "/var/lib/containerd/io.containerd"),
+            ("k3s-and-rke2s", "/var/lib/rancher"),
+            ("the-cni-plugins", "/var/lib/cni/networks"),
+            ("podman-and-cri-os-images", "/var/lib/containers"),
+            ("cri-os", "/var/lib/crio"),
+            ("systemds", "/var/lib/systemd"),
         ]
     ),
     _bad_cache_dir(
