@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 from pathlib import Path
@@ -35,13 +36,42 @@ def read_token(path: Path) -> str:
     return token
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an IP address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def caller_token(settings: AgentSettings) -> str | None:
+    """The token callers must present, or None with --auth=none, which serves loopback only
+    (design §8.3): without a token, an agent reachable from the network would let anyone who
+    reaches it upgrade the node's pods. Serving beyond loopback with a token is said in a
+    Warning, since every host that reaches the address can then try it."""
+    fields = LogFields(node=settings.node_name, address=str(settings.listen))
+    loopback = is_loopback(settings.listen.host)
     if settings.auth == "none":
+        if not loopback:
+            raise ValueError(
+                f"--auth=none with --listen={settings.listen}: without a token the agent serves "
+                f"on loopback only (127.0.0.1:{settings.listen.port} or "
+                f"[::1]:{settings.listen.port}), or anyone who reaches {settings.listen.host} "
+                "could upgrade this node's pods"
+            )
         log.warning(
             "authentication is off (--auth=none): any process on this node may upgrade its pods",
-            extra=LogFields(node=settings.node_name, address=str(settings.listen)),
+            extra=fields,
         )
         return None
+    if not loopback:
+        log.warning(
+            "serving beyond loopback: every host that reaches this address may call the agent, "
+            "and each change still needs the token",
+            extra=fields,
+        )
     return read_token(settings.token_file)
 
 

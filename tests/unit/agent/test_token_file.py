@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from edgerollout.agent.runner import caller_token, read_token
 from edgerollout.agent.token_file import ensure_token
 from edgerollout.cli.main import cli
-from edgerollout.settings import AGENT
+from edgerollout.settings import AGENT, Address
 
 
 def mode(path: Path) -> int:
@@ -90,5 +90,47 @@ def test_auth_none_needs_no_token_file_and_warns(
         (
             "WARNING",
             "authentication is off (--auth=none): any process on this node may upgrade its pods",
+        )
+    ]
+
+
+def test_auth_none_beyond_loopback_refuses_to_start(tmp_path: Path) -> None:
+    settings = dataclasses.replace(
+        AGENT, node_name="edge-1", auth="none", listen=Address.parse("0.0.0.0:10267")
+    )
+
+    with pytest.raises(ValueError, match="loopback only") as caught:
+        caller_token(settings)
+
+    assert str(caught.value) == (
+        "--auth=none with --listen=0.0.0.0:10267: without a token the agent serves on loopback "
+        "only (127.0.0.1:10267 or [::1]:10267), or anyone who reaches 0.0.0.0 could upgrade this "
+        "node's pods"
+    )
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:10267", "[::1]:10267", "localhost:10267"])
+def test_auth_none_on_loopback_starts(listen: str) -> None:
+    settings = dataclasses.replace(AGENT, auth="none", listen=Address.parse(listen))
+
+    assert caller_token(settings) is None
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:10267", "[::]:10267", "10.0.0.5:10267", "edge:1"])
+def test_a_token_beyond_loopback_starts_saying_so(
+    listen: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "agent-token"
+    path.write_text("secret\n")
+    settings = dataclasses.replace(AGENT, listen=Address.parse(listen), token_file=path)
+
+    with caplog.at_level(logging.WARNING, logger="edgerollout.agent"):
+        assert caller_token(settings) == "secret"
+
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "serving beyond loopback: every host that reaches this address may call the agent, "
+            "and each change still needs the token",
         )
     ]
