@@ -1024,6 +1024,25 @@ def test_values_set_image_namespace_replicas_logs_prepull_and_agent_placement(
     assert agent["nodeSelector"] == {"node-role.kubernetes.io/edge": ""}
 
 
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def test_an_image_digest_pins_both_workloads_keeping_the_tag_as_a_label() -> None:
+    objects = _charted(
+        "--set",
+        "image.repository=registry.example.com/edgerollout",
+        "--set",
+        f"image.digest={DIGEST}",
+    )
+
+    controller = _pod_spec(objects, "Deployment")
+    agent = _pod_spec(objects, "DaemonSet")
+    containers = [*controller["containers"], *agent["initContainers"], *agent["containers"]]
+    assert {c["image"] for c in containers} == {
+        f"registry.example.com/edgerollout:{VERSION}@{DIGEST}"
+    }
+
+
 def test_values_shown_in_the_readme_are_accepted_and_applied(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     example = readme.split("`my-values.yaml`:", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
@@ -1051,6 +1070,13 @@ def _schema_errors(stderr: str, *, command: str) -> list[str]:
     return sorted(errors)
 
 
+REPOSITORY = (
+    r"[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]+)?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*"
+)
+REPOSITORY_PATTERN = f"^{REPOSITORY}$"
+TOOLBOX_PATTERN = (
+    f"^({REPOSITORY}(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(@sha256:[a-f0-9]{{64}})?)?$"
+)
 CACHE_DIR_PATTERN = "^/var/lib/[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
 
 
@@ -1121,6 +1147,23 @@ BAD_VALUES = [
             ("cri-os", "/var/lib/crio"),
             ("systemds", "/var/lib/systemd"),
         ]
+    ),
+    _bad(
+        "digest-not-sha256",
+        {"image": {"digest": "md5:0123"}},
+        "- at '/image/digest': 'md5:0123' does not match pattern '^(sha256:[a-f0-9]{64})?$'",
+    ),
+    _bad(
+        "repository-with-a-tag",
+        {"image": {"repository": "edgerollout:0.1.0"}},
+        "- at '/image/repository': 'edgerollout:0.1.0' does not match pattern "
+        f"'{REPOSITORY_PATTERN}'",
+    ),
+    _bad(
+        "toolbox-image-with-a-space",
+        {"controller": {"prepull": {"toolboxImage": "busybox; rm -rf /"}}},
+        "- at '/controller/prepull/toolboxImage': 'busybox; rm -rf /' does not match pattern "
+        f"'{TOOLBOX_PATTERN}'",
     ),
     _bad_cache_dir(
         "dot-dot-out-of-the-agent-tokens",

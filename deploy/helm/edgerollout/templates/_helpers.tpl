@@ -33,7 +33,7 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 
 {{/* The image and its pull policy, for a container spec at any indentation. */}}
 {{- define "edgerollout.image" -}}
-image: {{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+image: {{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
 {{- with .Values.image.pullPolicy }}
 imagePullPolicy: {{ . }}
 {{- end }}
