@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
@@ -26,3 +28,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=1,
         help="Seed of the first run; run i uses seed + i (a failing run names its seed).",
     )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `pytest -n 2 --dist loadgroup` (`./dev test`): every lab test (tests/e2e) on one
+    worker, in the order tests/e2e/conftest.py sets (the largest group goes first), and each
+    unit test wherever a worker is free, beside them. (pytest-xdist 3.8's own `xdist_group`
+    marks no longer reach its scheduler under pytest 9.2, so the group is named here.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class LabTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "lab" if nodeid.startswith("tests/e2e/") else nodeid
+
+    return LabTestsTogether(config, log)

@@ -43,10 +43,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return on_session_lab, shape_of(item) if on_session_lab else Shape()
 
     e2e.sort(key=order)
-    # Under `pytest -n 2 --dist loadgroup` (`./dev test`): the lab tests in this order on one
-    # worker (the largest group goes first), the unit tests on the other, beside them.
-    for item in e2e:
-        item.add_marker(pytest.mark.xdist_group("lab"))
     items[:] = others + e2e
 
 
