@@ -234,9 +234,10 @@ class EventSettings:
     # every 5 minutes; a 1,000-node rollout must not write 1,000 Events.
     burst: int = 25
     refill_seconds: float = 300.0
-    # Warnings (a bad value each, design §7): 10 at once, then one a minute per DaemonSet, so that
-    # a value edited in a loop cannot write an Event per edit; a Warning held back is sent later.
-    warning_burst: int = 10
+    # Warnings (a bad value each, design §7): 64 at once, then one a minute per DaemonSet, so that
+    # a value edited in a loop cannot write an Event per edit (a person fixing values by hand
+    # stays within the burst); a Warning held back is sent later.
+    warning_burst: int = 64
     warning_refill_seconds: float = 60.0
     # Keys of the notices told, remembered per DaemonSet (16-byte digests, oldest forgotten first).
     remembered: int = 4096

@@ -34,7 +34,7 @@ LEASE = "edgerollout-flood"
 EDITS = 500
 ADVANCED = {UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE, MAX_UNAVAILABLE_ANNOTATION: "1"}
 # The Warnings' rate per DaemonSet (settings.EventSettings): a burst, then one a minute.
-WARNING_BURST, WARNING_REFILL_SECONDS = 10, 60.0
+WARNING_BURST, WARNING_REFILL_SECONDS = 64, 60.0
 # How far the controller's resident memory may move over the edits: a kept value would be 240 KB
 # each, 120 MB over 500 edits.
 RSS_SLACK_BYTES = 16 << 20

@@ -12,7 +12,7 @@ once, then one more every 5 minutes — and a notice beyond it is dropped (and n
 emitted). Each deletion stays in the controller's log and in `edgerollout_pods_deleted_total`.
 
 Warnings are told once per distinct value, but a value can be edited in a loop: each DaemonSet's
-Warnings have a bucket of their own — 10 at once, then one a minute. A Warning held back is not
+Warnings have a bucket of their own — 64 at once, then one a minute. A Warning held back is not
 marked as emitted, and `warning_wait` tells the reconciler when to look again, so the value still
 there then is named. A pause, a resume or a wave that starts is told once when it happens, and is
 never held back. What is remembered is bounded: each notice's key as a 16-byte digest, at most

@@ -396,7 +396,7 @@ async def test_a_warning_held_back_by_its_rate_is_looked_at_again_when_it_may_be
         recorder.clock = lambda: 0.0
         cached = c.cache.daemonsets.get(KEY)
         assert cached is not None
-        for index in range(10):  # the DaemonSet's burst of Warnings, spent on other values
+        for index in range(64):  # the DaemonSet's burst of Warnings, spent on other values
             notice = Notice(
                 type=EventType.WARNING,
                 reason="InvalidWaves",
@@ -410,7 +410,7 @@ async def test_a_warning_held_back_by_its_rate_is_looked_at_again_when_it_may_be
         told = await c.reconcile()
 
         assert (held_back.requeue_after, told.requeue_after) == (60.0, None)
-        assert [reason for _, reason, _ in c.events()] == ["InvalidWaves"] * 10 + [
+        assert [reason for _, reason, _ in c.events()] == ["InvalidWaves"] * 64 + [
             "InvalidMaxUnavailable"
         ]
         assert c.deletions() == []

@@ -162,15 +162,15 @@ async def test_warnings_have_a_bucket_of_their_own_and_changes_told_once_none() 
     recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
     for index in range(40):
         await recorder.emit(WEB, deleted(index))
-    warnings = [invalid(index) for index in range(30)]
+    warnings = [invalid(index) for index in range(80)]
     paused = Notice(type=EventType.NORMAL, reason="RolloutPaused", message="paused", subject="1")
 
-    assert [await recorder.emit(WEB, notice) for notice in warnings] == [True] * 10 + [False] * 20
+    assert [await recorder.emit(WEB, notice) for notice in warnings] == [True] * 64 + [False] * 16
     assert await recorder.emit(WEB, paused) is True
     assert await recorder.emit(WEB, deleted(41)) is False
     assert await recorder.emit(API, invalid(0)) is True  # each DaemonSet has its own bucket
     assert recorded(api)[25:] == [
-        *(("web", "InvalidMaxUnavailable", n.message) for n in warnings[:10]),
+        *(("web", "InvalidMaxUnavailable", n.message) for n in warnings[:64]),
         ("web", "RolloutPaused", "paused"),
         ("api", "InvalidMaxUnavailable", warnings[0].message),
     ]
@@ -180,21 +180,21 @@ async def test_a_warning_held_back_says_when_to_look_again_and_is_told_then() ->
     api = FakeApi()
     now = [0.0]
     recorder = EventRecorder(api, instance="controller-0", clock=lambda: now[0])
-    for index in range(10):
+    for index in range(64):
         await recorder.emit(WEB, invalid(index))
     assert recorder.warning_wait(WEB) is None
 
-    assert await recorder.emit(WEB, invalid(10)) is False
+    assert await recorder.emit(WEB, invalid(64)) is False
     assert recorder.warning_wait(WEB) == 60.0
     now[0] = 45.0
     assert recorder.warning_wait(WEB) == 15.0
     assert recorder.warning_wait(API) is None
     now[0] = 60.0
-    assert recorder.is_new(WEB, invalid(10))
-    assert await recorder.emit(WEB, invalid(10)) is True
+    assert recorder.is_new(WEB, invalid(64))
+    assert await recorder.emit(WEB, invalid(64)) is True
 
     assert recorder.warning_wait(WEB) is None
-    assert recorded(api)[-1] == ("web", "InvalidMaxUnavailable", invalid(10).message)
+    assert recorded(api)[-1] == ("web", "InvalidMaxUnavailable", invalid(64).message)
 
 
 async def test_the_keys_remembered_are_bounded_and_the_oldest_told_again() -> None:
