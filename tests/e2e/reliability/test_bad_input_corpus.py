@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from edgerollout.domain.spec.bounds import LONGEST
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    ANNOTATION_TOO_LONG,
     MAX_UNAVAILABLE_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
@@ -38,6 +40,15 @@ pytestmark = pytest.mark.lab(nodes=3)
 CORPUS = Path(__file__).parent / "corpus"
 STRATEGY = UPDATE_STRATEGY_ANNOTATION
 MAX_UNAVAILABLE = MAX_UNAVAILABLE_ANNOTATION
+
+
+async def refusals(kube: LabHandle, namespace: str, reason: str) -> list[Any]:
+    """The Warnings refusing a value: for its content (`reason`) or for its length."""
+    return [
+        event
+        for event in await events(kube, namespace)
+        if event.reason in (reason, ANNOTATION_TOO_LONG)
+    ]
 
 
 def corpus(name: str) -> list[str]:
@@ -90,7 +101,7 @@ async def test_every_malformed_annotation_in_the_corpus_is_refused_and_changes_n
         await kube.apps.patch_namespaced_daemon_set(NAME, namespace, patch)
 
         async def warned(count: int = index + first) -> bool:
-            return len(await events(kube, namespace, reason=reason)) >= count
+            return len(await refusals(kube, namespace, reason)) >= count
 
         await wait_for(warned, timeout=20, what=f"a {reason} Event for {value[:40]!r}")
 
@@ -109,10 +120,18 @@ async def test_every_malformed_annotation_in_the_corpus_is_refused_and_changes_n
         )
 
     await hold_for(untouched, seconds=3, what="every old pod staying as it was")
-    warnings = await events(kube, namespace, reason=reason)
+    warnings = await refusals(kube, namespace, reason)
     assert len(warnings) == len(values) + first
+    # A value longer than edgerollout reads is refused by its length, unread (design §12.7).
+    annotation = STRATEGY if reason == "UnknownUpdateStrategy" else MAX_UNAVAILABLE
+    too_long = [value for value in values if len(value) > LONGEST[annotation]]
+    assert [e.reason for e in warnings].count(ANNOTATION_TOO_LONG) == len(too_long) == 1
     recorded = await events(kube, namespace)
-    assert {e.reason for e in recorded} <= {"UnknownUpdateStrategy", "InvalidMaxUnavailable"}
+    assert {e.reason for e in recorded} <= {
+        "UnknownUpdateStrategy",
+        "InvalidMaxUnavailable",
+        ANNOTATION_TOO_LONG,
+    }
     assert audited_pod_deletions(audit_log, namespace, offset=offset) == []
     assert controller.process.poll() is None, controller.log_text()
     assert controller.metric("edgerollout_pods_deleted_total", reason="outdated_within_budget") == 0
