@@ -142,8 +142,26 @@ async def test_agent_identity_in_edge_system_cannot_touch_another_nodes_pod_or_l
                 await agent.patch_namespaced_pod_status(
                     "on-edge-1", WORKLOADS, {"metadata": {"labels": {"app": "forged"}}}
                 )
-            # What it is there for still works: a dry-run delete of its own node's pod.
+            # A status update is an allow-list: no finalizer (a pod stuck Terminating), no phase
+            # (the DaemonSet controller replaces a Failed pod outside any budget).
+            beyond_its_condition = []
+            for patch in (
+                {"metadata": {"finalizers": ["example.com/hold"]}},
+                {"status": {"phase": "Failed"}},
+                {"status": {"startTime": "2020-01-01T00:00:00Z"}},
+            ):
+                with pytest.raises(ApiException) as caught:
+                    await agent.patch_namespaced_pod_status(
+                        "on-edge-1", WORKLOADS, patch, dry_run="All"
+                    )
+                beyond_its_condition.append(_denial(caught.value))
+            # What it is there for still works: a dry-run delete of its own node's pod, and its
+            # one condition.
             await agent.delete_namespaced_pod("on-edge-1", WORKLOADS, dry_run="All")
+            waiting = {"type": "PodImageReady", "status": "False", "reason": "WaitPullImage"}
+            await agent.patch_namespaced_pod_status(
+                "on-edge-1", WORKLOADS, {"status": {"conditions": [waiting]}}, dry_run="All"
+            )
 
         assert _denial(deleting.value) == (
             403,
@@ -151,12 +169,15 @@ async def test_agent_identity_in_edge_system_cannot_touch_another_nodes_pod_or_l
             f"'{POLICY}' denied request: the edgerollout agent may only change pods bound to its "
             "own node: this pod is on edge-2, the token is bound to a pod on edge-1",
         )
-        assert _denial(labelling.value) == (
+        only_its_condition = (
             403,
             f"pods \"on-edge-1\" is forbidden: ValidatingAdmissionPolicy '{POLICY}' with binding "
-            f"'{POLICY}' denied request: the edgerollout agent's status patch may only change the "
-            "PodImageReady condition, not labels, annotations or another condition",
+            f"'{POLICY}' denied request: the edgerollout agent's status update may only change "
+            "the PodImageReady condition: not the pod's metadata, another condition or any other "
+            "status field",
         )
+        assert _denial(labelling.value) == only_its_condition
+        assert beyond_its_condition == [only_its_condition] * 3
         await asyncio.sleep(1)
         assert await snapshot(handle, WORKLOADS) == before
         labels_after = (

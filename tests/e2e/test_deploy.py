@@ -596,14 +596,24 @@ def test_controller_identity_may_delete_and_mark_daemon_pods_only(installed: Ins
 
         deleted = _as_controller(installed, "delete", "pod", daemon)
         refused = _as_controller(installed, "delete", "pod", "loose")
+        mark: dict[str, Any] = {
+            "status": {"conditions": [{"type": "PodNeedUpgrade", "status": "True"}]}
+        }
+        # Each a status update that changes something besides its two conditions: the DaemonSet
+        # controller replaces a Failed pod outside any budget; a finalizer leaves a pod stuck
+        # Terminating.
         patches: list[dict[str, Any]] = [
-            {"status": {"conditions": [{"type": "PodNeedUpgrade", "status": "True"}]}},
+            mark,
             {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
             {"metadata": {"labels": {"app": "other"}}},
+            {"metadata": {"finalizers": ["example.com/hold"]}},
+            {"status": {"phase": "Failed"}},
+            {"status": {"message": "drained", "reason": "Evicted"}},
+            {"status": {"startTime": "2020-01-01T00:00:00Z"}},
+            {**mark, "metadata": {"annotations": {"example.com/note": "x"}}},
         ]
-        marked, not_ready, relabelled = asyncio.run(
-            _patch_status_as_controller(installed, daemon, patches)
-        )
+        marked, *others = asyncio.run(_patch_status_as_controller(installed, daemon, patches))
+        [loose_marked] = asyncio.run(_patch_status_as_controller(installed, "loose", [mark]))
 
         assert (deleted.returncode, deleted.stderr) == (0, "")
         assert deleted.stdout == f'pod "{daemon}" deleted from default namespace (server dry run)\n'
@@ -618,13 +628,13 @@ def test_controller_identity_may_delete_and_mark_daemon_pods_only(installed: Ins
             f'Error from server (Forbidden): pods "loose" {denied}'
             "the edgerollout controller may only delete pods controlled by a DaemonSet\n"
         )
-        for answer in (not_ready, relabelled):
-            assert answer == (
-                403,
-                f'pods "{daemon}" {denied}'
-                "the edgerollout controller's status patch may only change the PodNeedUpgrade "
-                "and PodImageReady conditions, not labels, annotations or another condition",
-            )
+        only_conditions = (
+            "the edgerollout controller's status update may only change the PodNeedUpgrade and "
+            "PodImageReady conditions of a pod controlled by a DaemonSet: not its metadata, "
+            "another condition or any other status field"
+        )
+        assert others == [(403, f'pods "{daemon}" {denied}{only_conditions}')] * len(others)
+        assert loose_marked == (403, f'pods "loose" {denied}{only_conditions}')
     finally:
         for kind, name in (("daemonset", "web"), ("pod", "loose")):
             cleaned = _kubectl(installed.kubeconfig, "delete", kind, name, "--wait=true")
@@ -1220,6 +1230,20 @@ def _release_records(lab: Lab) -> list[str]:
     listed = _kubectl(lab.kubeconfig, "get", "secrets", "-A", "-l", "owner=helm", "-o", "name")
     assert listed.returncode == 0, listed.stderr
     return listed.stdout.split()
+
+
+def test_the_status_allow_list_names_every_field_of_the_api_servers_pod_status(
+    bare_lab: Lab,
+) -> None:
+    # The status policies compare every PodStatus field but the conditions (an allow-list,
+    # `edgerollout.onlyConditionsChange`): a field a newer API server adds must be listed there.
+    served = _kubectl(bare_lab.kubeconfig, "get", "--raw", "/openapi/v3/api/v1")
+    assert served.returncode == 0, served.stderr
+    schema = json.loads(served.stdout)["components"]["schemas"]["io.k8s.api.core.v1.PodStatus"]
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    listed = helpers.split('{{- range list "', 1)[1].split(" }}", 1)[0].replace('"', "").split()
+
+    assert sorted(listed) == sorted(set(schema["properties"]) - {"conditions"})
 
 
 def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(
