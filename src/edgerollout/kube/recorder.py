@@ -60,10 +60,12 @@ class _Bucket:
     tokens: float
     updated: float
 
+    def level(self, now: float) -> float:
+        """The tokens the bucket holds at `now`, refilled since it was last taken from."""
+        return min(float(self.burst), self.tokens + (now - self.updated) / self.refill_seconds)
+
     def take(self, now: float) -> bool:
-        self.tokens = min(
-            float(self.burst), self.tokens + (now - self.updated) / self.refill_seconds
-        )
+        self.tokens = self.level(now)
         self.updated = now
         if self.tokens < 1.0:
             return False
@@ -72,8 +74,7 @@ class _Bucket:
 
     def wait(self, now: float) -> float:
         """Seconds until the bucket holds a token again."""
-        held = min(float(self.burst), self.tokens + (now - self.updated) / self.refill_seconds)
-        return max(0.0, (1.0 - held) * self.refill_seconds)
+        return max(0.0, (1.0 - self.level(now)) * self.refill_seconds)
 
 
 def _digest(notice: Notice) -> bytes:
