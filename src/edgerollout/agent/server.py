@@ -264,30 +264,23 @@ class Agent:
     async def readyz(self, _: web.Request) -> web.Response:
         if not self.pods.ready:
             raise Refused(Refusal(503, "CacheNotReady", "the pod cache has not been filled yet"))
-        if not self.scoping.enforced:
-            # /readyz answers anyone (the kubelet's probe carries no token): the probe's detail,
-            # which names pods and repeats the API server's words, stays in the log and in the
-            # refusals of authenticated changes.
-            raise Refused(
-                Refusal(
-                    503,
-                    NODE_SCOPING_NOT_ENFORCED,
-                    "the API server is not proven to confine this agent to its node; the agent's "
-                    "log says why",
-                )
-            )
+        # /readyz answers anyone (the kubelet's probe carries no token): the probe's detail,
+        # which names pods and repeats the API server's words, stays in the log and in the
+        # refusals of authenticated changes.
+        self._require_scoping(detailed=False)
         return web.Response(text="ok")
 
-    def _require_scoping(self) -> None:
-        if not self.scoping.enforced:
-            raise Refused(
-                Refusal(
-                    503,
-                    NODE_SCOPING_NOT_ENFORCED,
-                    "the API server is not proven to confine this agent to its node, so it "
-                    f"changes nothing: {self.scoping.verdict.detail}",
-                )
-            )
+    def _require_scoping(self, *, detailed: bool = True) -> None:
+        if self.scoping.enforced:
+            return
+        message = (
+            "the API server is not proven to confine this agent to its node, so it changes "
+            f"nothing: {self.scoping.verdict.detail}"
+            if detailed
+            else "the API server is not proven to confine this agent to its node; the agent's "
+            "log says why"
+        )
+        raise Refused(Refusal(503, NODE_SCOPING_NOT_ENFORCED, message))
 
     async def metrics(self, _: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
