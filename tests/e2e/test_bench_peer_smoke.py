@@ -15,13 +15,11 @@ from __future__ import annotations
 import pytest
 from bench import peer
 
-from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke, peer_built
+from tests.e2e.support.bench import DISCONNECTED, NODES, PNG, Smoke
+from tests.e2e.support.peer import needs_peer
 
 pytestmark = [
-    pytest.mark.skipif(
-        not peer_built(),
-        reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
-    ),
+    needs_peer,
     # The session's smoke run (about three and a half minutes) serves every test of this module.
     pytest.mark.timeout(900),
 ]

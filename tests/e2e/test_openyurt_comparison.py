@@ -25,7 +25,6 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.kube.recorder import COMPONENT as EDGEROLLOUT_COMPONENT
-from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
@@ -35,7 +34,6 @@ from edgerollout_lab.openyurt import (
     SERVICE_ACCOUNT_NAMESPACE,
     start_yurt_manager,
 )
-from edgerollout_lab.versions import OPENYURT
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import controller_for
 from tests.e2e.support.lab import (
@@ -52,6 +50,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
+from tests.e2e.support.peer import needs_peer
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -73,10 +72,7 @@ CONTROLLERS = [
     pytest.param(
         OPENYURT_PEER,
         id=OPENYURT_PEER,
-        marks=pytest.mark.skipif(
-            bool(build.missing_components(OPENYURT)),
-            reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
-        ),
+        marks=needs_peer,
     ),
 ]
 # Whom the audit log names for each controller's deletions.

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from edgerollout.domain.model import PodCondition
-from edgerollout_lab import build
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.openyurt import (
@@ -28,7 +27,6 @@ from edgerollout_lab.openyurt import (
     YurtManager,
     start_yurt_manager,
 )
-from edgerollout_lab.versions import OPENYURT
 from tests.e2e.support.audit import audited_pod_deletions
 from tests.e2e.support.controller_process import stopped_cleanly
 from tests.e2e.support.lab import (
@@ -38,6 +36,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
+from tests.e2e.support.peer import needs_peer
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -50,10 +49,7 @@ from tests.e2e.support.seed import (
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
 pytestmark = [
-    pytest.mark.skipif(
-        bool(build.missing_components(OPENYURT)),
-        reason="OpenYurt's yurt-manager is not built; run `./dev lab build --peer openyurt`",
-    ),
+    needs_peer,
     pytest.mark.lab(nodes=4),
 ]
 

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgerollout_lab import build
-from edgerollout_lab.versions import OPENYURT
+from tests.e2e.support.peer import peer_built
 
 ROOT = Path(__file__).resolve().parents[3]
 NODES = 50
@@ -36,11 +35,6 @@ def smoke_run(out: Path, *options: str) -> Smoke:
     )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     return json.loads((out / "smoke.json").read_text()), result.stdout, out
-
-
-def peer_built() -> bool:
-    """Whether OpenYurt's yurt-manager is built (`./dev lab build --peer openyurt`)."""
-    return not build.missing_components(OPENYURT)
 
 
 def shared_smoke(out: Path) -> Smoke:
