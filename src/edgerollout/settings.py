@@ -125,6 +125,11 @@ class PrepullSettings:
     # A pull that has not finished in 10 minutes is reported failed (PullImageFail) rather than
     # left waiting for ever; large images over an edge link can take minutes.
     deadline_seconds: int = 600
+    # The bounds of `--prepull-deadline`: a Job needs ten seconds to start at all, and a day pulls
+    # any image over any link the lab measures; the admission policy refuses pull Jobs outside
+    # them (design §10.9).
+    shortest_deadline_seconds: int = 10
+    longest_deadline_seconds: int = 86400
     # Pre-pull before delete (design §13.5). A request with no result this long after the Job's
     # own deadline no longer holds its pod: the Job's deadline runs from its start, after the
     # request's echo and the Job's creation, and its failure is reported after it; a minute more
@@ -141,8 +146,9 @@ class PrepullSettings:
 class PullJobSettings:
     """The fixed parts of every pre-pull Job (`kube/manifests.py`, design §6.2); no flag sets them.
 
-    The admission policy (deploy/base/controller-policy.yaml) checks the Job's shape, not these
-    values: it asks only for a user that is not root."""
+    The admission policy (deploy/base/controller-policy.yaml) admits these values only (a user
+    that is not root, these resources, this TTL); tests/unit/deploy/test_controller_policy.py
+    holds its literals to them."""
 
     # The user and group every container runs as, whatever the image says: the conventional
     # "nonroot" of distroless images, so it is never root and owns nothing else on the node.

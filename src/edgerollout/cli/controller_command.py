@@ -85,7 +85,10 @@ from edgerollout.settings import (
 )
 @click.option(
     "--prepull-deadline",
-    type=click.IntRange(min=10),
+    type=click.IntRange(
+        min=CONTROLLER.prepull.shortest_deadline_seconds,
+        max=CONTROLLER.prepull.longest_deadline_seconds,
+    ),
     default=CONTROLLER.prepull.deadline_seconds,
     show_default=True,
     help="Seconds an image pre-pull may take before it is reported failed.",

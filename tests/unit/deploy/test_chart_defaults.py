@@ -51,10 +51,13 @@ def _values() -> dict[str, Any]:
     return values
 
 
-def test_chart_values_leave_the_prepull_defaults_to_the_controller() -> None:
-    # Empty and null pass no flag: --prepull-toolbox-image and --prepull-deadline keep the
-    # settings' defaults, which the chart therefore never restates.
-    assert _values()["controller"]["prepull"] == {"toolboxImage": "", "deadlineSeconds": None}
+def test_chart_values_name_the_controllers_toolbox_and_leave_it_the_deadline() -> None:
+    # The toolbox image is always passed (--prepull-toolbox-image): the pull-Job policy admits
+    # that image only, so the chart must know it. A null deadline passes no --prepull-deadline.
+    assert _values()["controller"]["prepull"] == {
+        "toolboxImage": CONTROLLER.prepull.toolbox_image,
+        "deadlineSeconds": None,
+    }
 
 
 def test_chart_watches_every_namespace_by_default_as_the_controller_does() -> None:
@@ -86,6 +89,7 @@ def test_controller_manifest_serves_on_the_settings_ports_and_holds_the_settings
         "health-address": f"0.0.0.0:{health}",
         "log-format": "json",
         "log-level": CONTROLLER.log_level,
+        "prepull-toolbox-image": CONTROLLER.prepull.toolbox_image,
     }
     assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
         "metrics": metrics,

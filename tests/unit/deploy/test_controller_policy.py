@@ -21,9 +21,11 @@ from edgerollout.domain.vocabulary import (
     PREPULL_LABEL,
 )
 from edgerollout.kube.manifests import pull_job_manifest
+from edgerollout.settings import CONTROLLER
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = ROOT / "deploy" / "base" / "controller-policy.yaml"
+CHART_FIELDS = Path("deploy", "helm", "edgerollout", "files", "pull-job-fields.yaml")
 POLICIES = (
     "edgerollout-controller-prepull-jobs",
     "edgerollout-controller-daemon-pods",
@@ -40,8 +42,8 @@ def _policy(name: str = "edgerollout-controller-prepull-jobs") -> dict[str, Any]
     return dict(policy)
 
 
-def _rendered() -> dict[str, Any]:
-    job = PullJob(
+def _job() -> PullJob:
+    return PullJob(
         namespace="default",
         name="edgerollout-pull-web-abcde",
         pod_name="web-abcde",
@@ -53,7 +55,10 @@ def _rendered() -> dict[str, Any]:
         toolbox_image="busybox",
         deadline_seconds=60,
     )
-    spec: dict[str, Any] = pull_job_manifest(job)["spec"]["template"]["spec"]
+
+
+def _rendered() -> dict[str, Any]:
+    spec: dict[str, Any] = pull_job_manifest(_job())["spec"]["template"]["spec"]
     return spec
 
 
@@ -68,12 +73,35 @@ def test_policy_names_the_toolbox_and_commands_of_the_rendered_job() -> None:
     spec = _rendered()
     (toolbox,) = spec["initContainers"]
     (pull,) = spec["containers"]
+    (volume,) = spec["volumes"]
     shape = _policy()["spec"]["validations"][4]["expression"]
 
-    # A CEL list literal of strings is spelled as Python's repr of the same list.
+    # A CEL list or map literal of strings is spelled as Python's repr of the same value.
     assert f"initContainers[0].name == '{toolbox['name']}'" in shape
+    assert f"== '{CONTROLLER.prepull.toolbox_image}'" in shape
     assert repr(toolbox["command"]) in shape
     assert repr(pull["command"]) in shape
+    assert f"== {pull['resources']['requests']!r}" in shape
+    assert f"== {pull['resources']['limits']!r}" in shape
+    for mount in (toolbox["volumeMounts"][0], pull["volumeMounts"][0]):
+        assert f"volumeMounts[0].name == '{volume['name']}'" in shape
+        assert f"volumeMounts[0].mountPath == '{mount['mountPath']}'" in shape
+
+
+def test_policy_holds_the_job_to_the_rendered_limits_and_the_deadline_flags_bounds() -> None:
+    job = pull_job_manifest(_job())["spec"]
+    spec = _policy()["spec"]["validations"][1]["expression"]
+    pod = _policy()["spec"]["validations"][2]["expression"]
+
+    assert job["backoffLimit"] == 0
+    assert "spec.?backoffLimit.orValue(-1) == 0" in spec
+    assert (
+        f"?activeDeadlineSeconds.orValue(0) >= {CONTROLLER.prepull.shortest_deadline_seconds}"
+        in spec
+    )
+    assert f"activeDeadlineSeconds <= {CONTROLLER.prepull.longest_deadline_seconds}" in spec
+    assert f"?ttlSecondsAfterFinished.orValue(-1) == {job['ttlSecondsAfterFinished']}" in spec
+    assert f"volumes[0].name == '{job['template']['spec']['volumes'][0]['name']}'" in pod
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -112,3 +140,27 @@ def test_pause_policy_spells_the_paused_annotation_the_controller_writes() -> No
     assert paused["expression"] == (
         f"variables.annotations[?'{PAUSED_ANNOTATION}'].orValue('') == 'true'"
     )
+
+
+# The object each type of files/pull-job-fields.yaml is read on, in the policy's CEL.
+FIELDS_READ_ON = {
+    "JobSpec": "variables.job.spec",
+    "PodSpec": "variables.pod",
+    "PodSecurityContext": "variables.pod.?securityContext",
+    "Container": "c",
+    "SecurityContext": "c.?securityContext",
+    "VolumeMount": "m",
+}
+
+
+def test_policy_refuses_every_field_the_allow_list_leaves_out() -> None:
+    fields = yaml.safe_load((ROOT / CHART_FIELDS).read_text())
+    rules = " ".join(rule["expression"] for rule in _policy()["spec"]["validations"])
+
+    assert list(fields) == list(FIELDS_READ_ON)
+    assert [
+        f"{FIELDS_READ_ON[kind]}.?{field}"
+        for kind, listed in fields.items()
+        for field in listed["absent"]
+        if f"!{FIELDS_READ_ON[kind]}.?{field}.hasValue()" not in rules
+    ] == []

@@ -191,3 +191,24 @@ oldObject.metadata.?ownerReferences.orValue([]) == object.metadata.?ownerReferen
 oldObject.status.?{{ . }} == object.status.?{{ . }}
 {{- end }}
 {{- end }}
+
+{{/*
+None of the fields `files/pull-job-fields.yaml` lists as absent for one API type, on the object
+`of` (a CEL expression ending in an optional selection, e.g. `c.?securityContext`): the allow-list
+of the pull-Job policy. Takes (dict "root" $ "type" "PodSpec" "of" "variables.pod").
+*/}}
+{{- define "edgerollout.noOtherFields" -}}
+{{- $fields := index (.root.Files.Get "files/pull-job-fields.yaml" | fromYaml) .type -}}
+{{- $of := .of -}}
+{{- range $index, $field := $fields.absent }}
+{{ if $index }}&& {{ end }}!{{ $of }}.?{{ $field }}.hasValue()
+{{- end }}
+{{- end }}
+
+{{/*
+The toolbox image of pull Jobs: the one the controller is told (--prepull-toolbox-image) and the
+only one the pull-Job policy admits.
+*/}}
+{{- define "edgerollout.toolboxImage" -}}
+{{- required "controller.prepull.toolboxImage must name an image" .Values.controller.prepull.toolboxImage -}}
+{{- end }}
