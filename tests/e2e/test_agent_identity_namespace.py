@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 IDENTITY = ROOT / "deploy" / "base" / "agent-identity.yaml"
 NAMESPACE = "edge-system"
 POLICY = AGENT_OWN_NODE_POLICY
+EVENTS_POLICY = "edgerollout-agent-events"
 WORKLOADS = "shop"
 
 
@@ -184,3 +186,67 @@ async def test_agent_identity_in_edge_system_cannot_touch_another_nodes_pod_or_l
             await handle.core.read_namespaced_pod("on-edge-1", WORKLOADS)
         ).metadata.labels
         assert labels_after == labels_before == {"app": "on-edge-1"}
+
+
+def _agent_event(node: str, **changes: Any) -> Any:
+    """The agent's one Event (src/edgerollout/agent/scoping.py) about `node`, `changes` on top
+    (a dict, which the client sends as it is)."""
+    event: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{node}.0123456789abcdef", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
+        "type": "Warning",
+        "reason": "NodeScopingNotEnforced",
+        "message": "the edgerollout agent refuses every change: the policy is missing",
+        "source": {"component": "edgerollout-agent", "host": node},
+        "reportingComponent": "edgerollout-agent",
+        "reportingInstance": node,
+        "firstTimestamp": "2026-11-28T10:00:00Z",
+        "lastTimestamp": "2026-11-28T10:00:00Z",
+        "count": 1,
+    }
+    event.update(changes)
+    return event
+
+
+async def test_agent_identity_may_write_only_its_warning_about_its_own_node(
+    edge_system_lab: tuple[Lab, Path],
+) -> None:
+    _, agent_kubeconfig = edge_system_lab
+    refused = {
+        "about-edge-2": _agent_event("edge-2"),
+        "another-reason": _agent_event("edge-1", reason="NodeNotReady"),
+        "a-normal-event": _agent_event("edge-1", type="Normal"),
+        "as-the-kubelet": _agent_event("edge-1", source={"component": "kubelet", "host": "edge-1"}),
+        "a-long-message": _agent_event("edge-1", message="m" * 1025),
+    }
+    async with api_client(agent_kubeconfig) as api:
+        agent = client.CoreV1Api(api)
+        denials = {}
+        for name, event in refused.items():
+            with pytest.raises(ApiException) as caught:
+                await agent.create_namespaced_event("default", event, dry_run="All")
+            denials[name] = _denial(caught.value)
+        in_kube_system = _agent_event("edge-1", metadata={"name": "e", "namespace": "kube-system"})
+        with pytest.raises(ApiException) as elsewhere:
+            await agent.create_namespaced_event("kube-system", in_kube_system, dry_run="All")
+        written = await agent.create_namespaced_event(
+            "default", _agent_event("edge-1"), dry_run="All"
+        )
+
+    def refusal(name: str) -> tuple[int, str]:
+        return (
+            403,
+            f"events \"{name}\" is forbidden: ValidatingAdmissionPolicy '{EVENTS_POLICY}' with "
+            f"binding '{EVENTS_POLICY}' denied request: the edgerollout agent may only write its "
+            "NodeScopingNotEnforced Warning, in default, about the node its token is bound to "
+            "(edge-1), as edgerollout-agent, with a message of at most 1024 characters",
+        )
+
+    assert denials == {
+        "about-edge-2": refusal("edge-2.0123456789abcdef"),
+        **{name: refusal("edge-1.0123456789abcdef") for name in list(refused)[1:]},
+    }
+    assert _denial(elsewhere.value) == refusal("e")
+    assert written.involved_object.name == "edge-1"

@@ -825,6 +825,95 @@ async def _patch_daemonset_as_controller(
     return 200, ""
 
 
+EVENTS_POLICY = "edgerollout-controller-events"
+
+
+def _controller_event(**changes: Any) -> dict[str, Any]:
+    """An Event as the controller's recorder writes it (src/edgerollout/kube/recorder.py), with
+    `changes` on top (None removes a key)."""
+    event: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "web.0123456789abcdef", "namespace": "default"},
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": "web",
+            "namespace": "default",
+            "uid": "0b3c1d2e",
+        },
+        "type": "Warning",
+        "reason": "RolloutPaused",
+        "message": "paused: 2 nodes failed the new revision",
+        "source": {"component": "edgerollout-controller"},
+        "reportingComponent": "edgerollout-controller",
+        "reportingInstance": "controller-0",
+        "firstTimestamp": "2026-11-28T10:00:00Z",
+        "lastTimestamp": "2026-11-28T10:00:00Z",
+        "count": 1,
+    }
+    for key, value in changes.items():
+        if value is None:
+            del event[key]
+        else:
+            event[key] = value
+    return event
+
+
+REFUSED_EVENTS = [
+    pytest.param(
+        {
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": "api",
+                "namespace": "default",
+            }
+        },
+        id="about-a-pod",
+    ),
+    pytest.param(
+        {"involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "control-plane"}},
+        id="about-a-node",
+    ),
+    pytest.param(
+        {
+            "involvedObject": {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "kube-proxy",
+                "namespace": "kube-system",
+            }
+        },
+        id="about-a-daemonset-of-another-namespace",
+    ),
+    pytest.param({"source": {"component": "kubelet", "host": "edge-1"}}, id="as-the-kubelet"),
+    pytest.param({"reportingComponent": "kube-scheduler"}, id="reported-by-the-scheduler"),
+    pytest.param({"message": "m" * 1025}, id="a-message-over-1024-characters"),
+]
+
+
+def test_controller_identity_may_write_its_events_about_daemonsets(installed: Installed) -> None:
+    written = _create_as_controller(installed, _controller_event())
+
+    assert (written.returncode, written.stderr) == (0, "")
+    assert written.stdout == "event/web.0123456789abcdef\n"
+
+
+@pytest.mark.parametrize("changes", REFUSED_EVENTS)
+def test_controller_identity_may_write_no_other_event(
+    installed: Installed, changes: dict[str, Any]
+) -> None:
+    refused = _create_as_controller(installed, _controller_event(**changes))
+
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        'Error from server (Forbidden): error when creating "STDIN": '
+        + _denied('events "web.0123456789abcdef"', 0, EVENTS_POLICY)
+        + "\n"
+    )
+
+
 def test_controller_identity_may_pause_a_daemonset(installed: Installed) -> None:
     with _pausable_daemonset(installed):
         before = _stored_daemonset(installed)
@@ -1349,23 +1438,30 @@ def test_the_status_allow_list_names_every_field_of_the_api_servers_pod_status(
     assert sorted(listed) == sorted(set(schema["properties"]) - {"conditions"})
 
 
-def test_the_pull_job_allow_list_names_every_field_of_the_api_servers_job(bare_lab: Lab) -> None:
-    # The pull-Job policy refuses each field files/pull-job-fields.yaml lists as absent and holds
-    # each allowed one to its value: together they must be every field the API server serves.
+def test_the_allow_lists_name_every_field_of_the_api_servers_types(bare_lab: Lab) -> None:
+    # The pull-Job policy refuses each field files/allow-lists.yaml lists as absent and holds each
+    # allowed one to its value; the status and pause policies compare each metadata field an
+    # update can change. Together, each type's lists must be every field the API server serves.
     served = _kubectl(bare_lab.kubeconfig, "get", "--raw", "/openapi/v3/apis/batch/v1")
     assert served.returncode == 0, served.stderr
     schemas = json.loads(served.stdout)["components"]["schemas"]
-    fields = yaml.safe_load((CHART / "files" / "pull-job-fields.yaml").read_text())
+    lists = yaml.safe_load((CHART / "files" / "allow-lists.yaml").read_text())
+    prefix = {
+        "ObjectMeta": "io.k8s.apimachinery.pkg.apis.meta.v1",
+        "JobSpec": "io.k8s.api.batch.v1",
+    }
 
     def properties(kind: str) -> list[str]:
-        group = "batch" if kind == "JobSpec" else "core"
-        return sorted(schemas[f"io.k8s.api.{group}.v1.{kind}"]["properties"])
+        return sorted(schemas[f"{prefix.get(kind, 'io.k8s.api.core.v1')}.{kind}"]["properties"])
 
-    assert {kind: sorted(f["allowed"] + f["absent"]) for kind, f in fields.items()} == {
-        kind: properties(kind) for kind in fields
+    named = {kind: [f for part in parts.values() for f in part] for kind, parts in lists.items()}
+
+    assert {kind: sorted(fields) for kind, fields in named.items()} == {
+        kind: properties(kind) for kind in lists
     }
-    assert [kind for kind, f in fields.items() if set(f["allowed"]) & set(f["absent"])] == []
-    assert list(fields) == [
+    assert [kind for kind, fields in named.items() if len(set(fields)) != len(fields)] == []
+    assert list(lists) == [
+        "ObjectMeta",
         "JobSpec",
         "PodSpec",
         "PodSecurityContext",

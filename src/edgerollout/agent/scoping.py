@@ -26,13 +26,14 @@ import asyncio
 import datetime
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Gauge
 
 from edgerollout.agent.node_pods import NodePods
+from edgerollout.domain.events import event_message
 from edgerollout.domain.vocabulary import (
     AGENT_OWN_NODE_POLICY,
     NODE_SCOPING_NOT_ENFORCED,
@@ -159,7 +160,9 @@ class ScopingProbe:
             "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": self.node_name},
             "type": "Warning",
             "reason": NODE_SCOPING_NOT_ENFORCED,
-            "message": f"the edgerollout agent refuses every change: {verdict.detail}",
+            "message": event_message(
+                f"the edgerollout agent refuses every change: {verdict.detail}"
+            ),
             "source": {"component": COMPONENT, "host": self.node_name},
             "reportingComponent": COMPONENT,
             "reportingInstance": self.node_name,

@@ -65,6 +65,19 @@ def shown(value: str, *, limit: int = 200) -> str:
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+EVENT_MESSAGE_LIMIT = 1024
+"""The longest Event message written, in characters (events.k8s.io's limit for a note); the
+admission policies on both identities' Events admit no longer one (design §10.9)."""
+
+
+def event_message(message: str) -> str:
+    """`message` cut to `EVENT_MESSAGE_LIMIT` characters, saying how many more there were."""
+    if len(message) <= EVENT_MESSAGE_LIMIT:
+        return message
+    kept = EVENT_MESSAGE_LIMIT - len(f"... ({len(message)} more characters)")
+    return f"{message[:kept]}... ({len(message) - kept} more characters)"
+
+
 def deletion_notice(
     *, pod_name: str, pod_uid: str, node_name: str, why: str, reason: str = SUCCESSFUL_DELETE
 ) -> Notice:

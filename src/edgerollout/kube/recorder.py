@@ -17,7 +17,7 @@ marked as emitted, and `warning_wait` tells the reconciler when to look again, s
 there then is named. A pause, a resume or a wave that starts is told once when it happens, and is
 never held back. What is remembered is bounded: each notice's key as a 16-byte digest, at most
 `remembered` keys per DaemonSet (the oldest forgotten first: told again if it comes back), and
-each message cut to `MESSAGE_LIMIT` characters (design §7, §12.7).
+each message cut to `EVENT_MESSAGE_LIMIT` characters (design §7, §12.7).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.events import EventType, Notice, event_message
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.vocabulary import DAEMONSET_KIND
 from edgerollout.kube.api import EVENTS as EVENTS_RESOURCE
@@ -43,8 +43,6 @@ from edgerollout.settings import CONTROLLER
 COMPONENT = "edgerollout-controller"
 
 EVENTS = CONTROLLER.events
-MESSAGE_LIMIT = 1024
-"""The longest Event message written, in characters (events.k8s.io's limit for a note)."""
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +78,6 @@ class _Bucket:
 def _digest(notice: Notice) -> bytes:
     key = f"{notice.reason}\0{notice.subject}".encode("utf-8", "surrogatepass")
     return hashlib.blake2b(key, digest_size=16).digest()
-
-
-def _cut(message: str) -> str:
-    if len(message) <= MESSAGE_LIMIT:
-        return message
-    kept = MESSAGE_LIMIT - len(f"... ({len(message)} more characters)")
-    return f"{message[:kept]}... ({len(message) - kept} more characters)"
 
 
 class EventRecorder:
@@ -169,7 +160,7 @@ class EventRecorder:
             },
             "type": notice.type.value,
             "reason": notice.reason,
-            "message": _cut(notice.message),
+            "message": event_message(notice.message),
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
             "reportingInstance": self.instance,

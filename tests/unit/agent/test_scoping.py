@@ -11,6 +11,7 @@ from edgerollout.agent.scoping import (
     Verdict,
     judge_probe,
 )
+from edgerollout.domain.events import EVENT_MESSAGE_LIMIT
 from edgerollout.kube.api import EVENTS, PODS, ApiError
 from tests.unit.kube.fake_api import FakeApi, unreachable
 
@@ -112,3 +113,18 @@ async def test_without_an_answer_the_last_verdict_stands(pods: list[dict[str, ob
     verdict = await ScopingProbe(api, scoping, node_name=NODE).check(pods)
 
     assert (verdict, scoping.verdict) == (None, Verdict(True, "proven earlier"))
+
+
+async def test_the_warning_event_message_is_cut_to_what_the_events_policy_admits() -> None:
+    api = FakeApi()
+    api.put(PODS, ota_pod())
+    api.fail("patch", PODS, ApiError(403, "Forbidden", "x" * 5000))
+    probe = ScopingProbe(api, NodeScoping(enforced=True, detail="proven earlier"), node_name=NODE)
+
+    await probe.check([ota_pod()])
+
+    (event,) = [call.body for call in api.calls if call.resource == EVENTS]
+    assert event is not None
+    assert len(event["message"]) == EVENT_MESSAGE_LIMIT
+    assert event["message"].startswith("the edgerollout agent refuses every change: the API ")
+    assert event["message"].endswith("x... (4162 more characters)")

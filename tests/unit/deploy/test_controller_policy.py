@@ -25,11 +25,12 @@ from edgerollout.settings import CONTROLLER
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICY = ROOT / "deploy" / "base" / "controller-policy.yaml"
-CHART_FIELDS = Path("deploy", "helm", "edgerollout", "files", "pull-job-fields.yaml")
+CHART_FIELDS = Path("deploy", "helm", "edgerollout", "files", "allow-lists.yaml")
 POLICIES = (
     "edgerollout-controller-prepull-jobs",
     "edgerollout-controller-daemon-pods",
     "edgerollout-controller-daemonset-pause",
+    "edgerollout-controller-events",
 )
 
 
@@ -142,7 +143,7 @@ def test_pause_policy_spells_the_paused_annotation_the_controller_writes() -> No
     )
 
 
-# The object each type of files/pull-job-fields.yaml is read on, in the policy's CEL.
+# The object each type of files/allow-lists.yaml is read on, in the policy's CEL.
 FIELDS_READ_ON = {
     "JobSpec": "variables.job.spec",
     "PodSpec": "variables.pod",
@@ -154,7 +155,8 @@ FIELDS_READ_ON = {
 
 
 def test_policy_refuses_every_field_the_allow_list_leaves_out() -> None:
-    fields = yaml.safe_load((ROOT / CHART_FIELDS).read_text())
+    fields = _allow_lists()
+    del fields["ObjectMeta"]
     rules = " ".join(rule["expression"] for rule in _policy()["spec"]["validations"])
 
     assert list(fields) == list(FIELDS_READ_ON)
@@ -164,3 +166,34 @@ def test_policy_refuses_every_field_the_allow_list_leaves_out() -> None:
         for field in listed["absent"]
         if f"!{FIELDS_READ_ON[kind]}.?{field}.hasValue()" not in rules
     ] == []
+
+
+def _allow_lists() -> dict[str, Any]:
+    lists: dict[str, Any] = yaml.safe_load((ROOT / CHART_FIELDS).read_text())
+    return lists
+
+
+def _rules(name: str) -> str:
+    """Every CEL expression of the policy `name`: its variables' and its rules'."""
+    spec = _policy(name)["spec"]
+    return " ".join(e["expression"] for e in spec.get("variables", []) + spec["validations"])
+
+
+def test_status_and_pause_rules_compare_every_metadata_field_an_update_can_change() -> None:
+    compared = _allow_lists()["ObjectMeta"]["compared"]
+    agent = yaml.safe_load_all((ROOT / "deploy" / "base" / "agent-identity.yaml").read_text())
+    (own_node,) = (
+        doc
+        for doc in agent
+        if doc["kind"] == "ValidatingAdmissionPolicy" and "own-node" in doc["metadata"]["name"]
+    )
+    rules = {
+        "controller-status": _rules("edgerollout-controller-daemon-pods"),
+        "agent-status": " ".join(rule["expression"] for rule in own_node["spec"]["validations"]),
+        "pause": _rules("edgerollout-controller-daemonset-pause"),
+    }
+
+    assert {
+        name: [field for field in compared if f"oldObject.metadata.?{field}" not in text]
+        for name, text in rules.items()
+    } == {name: [] for name in rules}

@@ -186,19 +186,20 @@ update may change the conditions its rule names and nothing else.
 oldObject.metadata.?labels.orValue({}) == object.metadata.?labels.orValue({}) &&
 oldObject.metadata.?annotations.orValue({}) == object.metadata.?annotations.orValue({}) &&
 oldObject.metadata.?finalizers.orValue([]) == object.metadata.?finalizers.orValue([]) &&
-oldObject.metadata.?ownerReferences.orValue([]) == object.metadata.?ownerReferences.orValue([])
+oldObject.metadata.?ownerReferences.orValue([]) == object.metadata.?ownerReferences.orValue([]) &&
+oldObject.metadata.?generateName.orValue('') == object.metadata.?generateName.orValue('')
 {{- range list "observedGeneration" "phase" "message" "reason" "nominatedNodeName" "hostIP" "hostIPs" "podIP" "podIPs" "startTime" "initContainerStatuses" "containerStatuses" "qosClass" "ephemeralContainerStatuses" "resize" "resourceClaimStatuses" "extendedResourceClaimStatus" "allocatedResources" "resources" "nodeAllocatableResourceClaimStatuses" }} &&
 oldObject.status.?{{ . }} == object.status.?{{ . }}
 {{- end }}
 {{- end }}
 
 {{/*
-None of the fields `files/pull-job-fields.yaml` lists as absent for one API type, on the object
+None of the fields `files/allow-lists.yaml` lists as absent for one API type, on the object
 `of` (a CEL expression ending in an optional selection, e.g. `c.?securityContext`): the allow-list
 of the pull-Job policy. Takes (dict "root" $ "type" "PodSpec" "of" "variables.pod").
 */}}
 {{- define "edgerollout.noOtherFields" -}}
-{{- $fields := index (.root.Files.Get "files/pull-job-fields.yaml" | fromYaml) .type -}}
+{{- $fields := index (.root.Files.Get "files/allow-lists.yaml" | fromYaml) .type -}}
 {{- $of := .of -}}
 {{- range $index, $field := $fields.absent }}
 {{ if $index }}&& {{ end }}!{{ $of }}.?{{ $field }}.hasValue()
