@@ -710,6 +710,65 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     await assert_upgrade_started(edge2, namespace, pod)
 
 
+async def test_a_policy_without_its_node_rule_is_not_proven_and_the_agent_refuses_changes(
+    kube: LabHandle, namespace: str, controller: ControllerProcess, edge2: AgentClient
+) -> None:
+    # The status rule alone passes the first probe; the dry-run delete of another node's pod
+    # finds the node rule missing.
+    pod, _, _ = await outdated_pod(kube, namespace, "edge-2")
+    admission = client.AdmissionregistrationV1Api(kube.api)
+    shipped = await admission.read_validating_admission_policy(POLICY)
+    node_rule, *others = shipped.spec.validations
+    assert "spec.nodeName" in node_rule.expression
+    state = await snapshot(kube, namespace)
+    elsewhere = await kube.core.list_pod_for_all_namespaces(
+        field_selector="spec.nodeName!=edge-2", limit=1
+    )
+    (other,) = elsewhere.items
+    expected = (
+        "the API server is not proven to confine this agent to its node, so it changes nothing: "
+        f"the API server accepted a delete of {other.metadata.namespace}/{other.metadata.name}, "
+        f"a pod on {other.spec.node_name}, that the admission policy {POLICY} must deny: the "
+        "policy or its binding is missing"
+    )
+
+    await admission.patch_validating_admission_policy(
+        POLICY, [{"op": "remove", "path": "/spec/validations/0"}]
+    )
+    try:
+
+        async def unready() -> Answer | None:
+            answer = await edge2.request("GET", "/readyz")
+            return answer if answer.status == 503 else None
+
+        await wait_for(unready, timeout=30, what="the agent unready without the node rule")
+        refused = refused_with(await edge2.upgrade(namespace, pod), 503, "NodeScopingNotEnforced")
+        assert refused == expected
+        assert await snapshot(kube, namespace) == state
+        assert (
+            await kube.core.read_namespaced_pod(other.metadata.name, other.metadata.namespace)
+        ).metadata.uid == other.metadata.uid
+    finally:
+        await admission.patch_validating_admission_policy(
+            POLICY,
+            [
+                {
+                    "op": "add",
+                    "path": "/spec/validations/0",
+                    "value": kube.api.sanitize_for_serialization(node_rule),
+                }
+            ],
+        )
+
+    async def ready_again() -> bool:
+        return (await edge2.request("GET", "/readyz")).status == 200
+
+    await wait_for(ready_again, timeout=30, what="the agent ready once the node rule is back")
+    assert len(
+        (await admission.read_validating_admission_policy(POLICY)).spec.validations
+    ) == 1 + len(others)
+
+
 # --- the OpenAPI document against the live agent ----------------------------------------------
 
 

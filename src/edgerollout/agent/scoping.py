@@ -7,7 +7,9 @@ apply order, a partial install) narrows nothing, so the agent checks that it is 
 start-up and every `scoping_check_interval`, and refuses to change anything until it is.
 
 The probe is a `dryRun=All` strategic-merge patch of `pods/status` on any pod of this node that
-adds the label `edgerollout.io/scoping-probe`: the policy must deny it, naming itself. The outcomes:
+adds the label `edgerollout.io/scoping-probe` (the status rule), then, if one exists, a `dryRun=All`
+delete of a pod on another node (the node rule, which also guards deletes): the policy must deny
+both, naming itself. The outcomes of each:
 
 | answer to the probe                     | verdict                                       |
 |-----------------------------------------|-----------------------------------------------|
@@ -65,12 +67,12 @@ PROBE_PATCH: JSON = {"metadata": {"labels": {SCOPING_PROBE_LABEL: "true"}}}
 NOT_PROVEN_YET = "not proven yet: no pod of this node has been probed"
 
 
-def judge_probe(error: ApiError | None) -> Verdict | None:
-    """The verdict on one probe's answer (`None` for an accepted patch); None: no verdict."""
+def judge_probe(error: ApiError | None, *, probe: str = "a status patch") -> Verdict | None:
+    """The verdict on one probe's answer (`None` for an accepted request); None: no verdict."""
     if error is None:
         return Verdict(
             False,
-            f"the API server accepted a status patch that the admission policy "
+            f"the API server accepted {probe} that the admission policy "
             f"{AGENT_OWN_NODE_POLICY} must deny: the policy or its binding is missing",
         )
     if error.status in (403, 422) and AGENT_OWN_NODE_POLICY in error.message:
@@ -82,6 +84,15 @@ def judge_probe(error: ApiError | None) -> Verdict | None:
         f"the API server refused the probe with {error.status} {error.reason} without naming "
         f"the admission policy {AGENT_OWN_NODE_POLICY}: {error.message}",
     )
+
+
+async def _answer(request: Awaitable[object]) -> ApiError | None:
+    """The API server's refusal of `request`, or None if it was accepted."""
+    try:
+        await request
+    except ApiError as error:
+        return error
+    return None
 
 
 class NodeScoping:
@@ -118,19 +129,20 @@ class ScopingProbe:
             log.info("scoping probe: no pod on this node yet", extra=LogFields(node=self.node_name))
             return None
         namespace, name = namespaced_name(pod)
-        try:
-            await self.api.patch(
+        answer = await _answer(
+            self.api.patch(
                 PODS, name, PROBE_PATCH, namespace=namespace, subresource="status", dry_run=True
             )
-            answer: ApiError | None = None
-        except ApiError as error:
-            answer = error
+        )
         verdict = judge_probe(answer)
+        if verdict is not None and verdict.enforced:
+            # The label rule holds; the node rule must too. Without a verdict from that probe
+            # (no pod elsewhere, no answer) the first one stands.
+            verdict = await self._probe_another_node() or verdict
         if verdict is None:
-            assert answer is not None
             log.info(
                 "scoping probe: no verdict, the last one stands",
-                extra=LogFields(node=self.node_name, error=answer.message),
+                extra=LogFields(node=self.node_name, error=answer.message if answer else ""),
             )
             return None
         changed = self.scoping.record(verdict)
@@ -146,6 +158,26 @@ class ScopingProbe:
             if not self._reported:
                 self._reported = await self._report(verdict)
         return verdict
+
+    async def _probe_another_node(self) -> Verdict | None:
+        """A dry-run delete of a pod on another node, which the policy's node rule must deny;
+        None: no such pod, or no answer."""
+        try:
+            page = await self.api.list(
+                PODS, field_selector=f"spec.nodeName!={self.node_name}", limit=1
+            )
+        except ApiError:
+            return None
+        other = next(iter(page.items), None)
+        if other is None:
+            return None
+        namespace, name = namespaced_name(other)
+        uid = other["metadata"].get("uid")
+        answer = await _answer(
+            self.api.delete(PODS, name, namespace=namespace, uid=uid, dry_run=True)
+        )
+        where = other.get("spec", {}).get("nodeName") or "no node"
+        return judge_probe(answer, probe=f"a delete of {namespace}/{name}, a pod on {where},")
 
     async def _report(self, verdict: Verdict) -> bool:
         """A Warning Event on this node, once per time scoping is lost; True if it was written."""

@@ -147,6 +147,7 @@ class Api(Protocol):
         namespace: str | None = None,
         uid: str | None = None,
         propagation: str | None = None,
+        dry_run: bool = False,
     ) -> None: ...
 
 
@@ -391,8 +392,12 @@ class KubeApi:
         namespace: str | None = None,
         uid: str | None = None,
         propagation: str | None = None,
+        dry_run: bool = False,
     ) -> None:
         body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if dry_run:
+            # Admission runs in full, nothing is deleted.
+            body["dryRun"] = ["All"]
         if propagation is not None:
             body["propagationPolicy"] = propagation
         if uid is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from edgerollout.agent.scoping import (
@@ -78,8 +80,97 @@ async def test_a_denied_probe_proves_scoping_and_was_a_dry_run_label_patch_of_st
                 "content_type": "application/strategic-merge-patch+json",
                 "dry_run": True,
             },
-        )
+        ),
+        # No pod on another node: the node rule has nothing to be tried on.
+        (
+            "list",
+            None,
+            None,
+            None,
+            {
+                "limit": 1,
+                "continue_token": None,
+                "field_selector": f"spec.nodeName!={NODE}",
+                "label_selector": None,
+            },
+        ),
     ]
+
+
+PODS_THERE = ("web-x", "web-y")
+
+
+def _elsewhere() -> dict[str, Any]:
+    return ota_pod("web-y", node="edge-9")
+
+
+async def test_the_node_rule_is_tried_with_a_dry_run_delete_of_a_pod_on_another_node() -> None:
+    api = FakeApi()
+    for pod in (ota_pod(), _elsewhere()):
+        api.put(PODS, pod)
+    api.fail("patch", PODS, DENIED)
+    api.fail("delete", PODS, DENIED)
+    scoping = NodeScoping()
+
+    verdict = await ScopingProbe(api, scoping, node_name=NODE).check([ota_pod()])
+
+    assert (verdict, scoping.verdict) == (PROVEN, PROVEN)
+    (delete,) = [c for c in api.calls if c.verb == "delete"]
+    uid = _elsewhere()["metadata"]["uid"]
+    assert (delete.name, delete.namespace, delete.params) == (
+        "web-y",
+        "default",
+        {"uid": uid, "propagation": None, "dry_run": True},
+    )
+    assert [api.stored(PODS, name, namespace="default") is not None for name in PODS_THERE] == [
+        True,
+        True,
+    ]
+
+
+async def test_a_delete_on_another_node_accepted_withdraws_scoping_naming_that_pod() -> None:
+    api = FakeApi()
+    for pod in (ota_pod(), _elsewhere()):
+        api.put(PODS, pod)
+    api.fail("patch", PODS, DENIED)
+    scoping = NodeScoping(enforced=True, detail="proven earlier")
+
+    verdict = await ScopingProbe(api, scoping, node_name=NODE).check([ota_pod()])
+
+    expected = Verdict(
+        False,
+        "the API server accepted a delete of default/web-y, a pod on edge-9, that the admission "
+        "policy edgerollout-agent-own-node must deny: the policy or its binding is missing",
+    )
+    assert (verdict, scoping.verdict) == (expected, expected)
+    assert [c.resource for c in api.calls].count(EVENTS) == 1
+    assert [api.stored(PODS, name, namespace="default") is not None for name in PODS_THERE] == [
+        True,
+        True,
+    ]
+
+
+async def test_without_an_answer_from_the_node_rule_the_status_rule_decides() -> None:
+    api = FakeApi()
+    for pod in (ota_pod(), _elsewhere()):
+        api.put(PODS, pod)
+    api.fail("patch", PODS, DENIED)
+    api.fail("delete", PODS, unreachable())
+
+    verdict = await ScopingProbe(api, NodeScoping(), node_name=NODE).check([ota_pod()])
+
+    assert verdict == PROVEN
+
+
+async def test_an_accepted_status_probe_is_the_verdict_without_trying_the_node_rule() -> None:
+    api = FakeApi()
+    for pod in (ota_pod(), _elsewhere()):
+        api.put(PODS, pod)
+
+    verdict = await ScopingProbe(api, NodeScoping(), node_name=NODE).check([ota_pod()])
+
+    assert verdict == ACCEPTED
+    assert [c.verb for c in api.calls] == ["patch", "create"]
 
 
 async def test_an_accepted_probe_withdraws_scoping_and_reports_one_warning_event() -> None:

@@ -187,9 +187,12 @@ class FakeApi:
         matching = [
             obj
             for _, obj in sorted(self._objects.get(resource, {}).items())
-            if namespace is None
-            or not resource.namespaced
-            or _meta(obj).get("namespace") == namespace
+            if (
+                namespace is None
+                or not resource.namespaced
+                or _meta(obj).get("namespace") == namespace
+            )
+            and _selected(obj, field_selector)
         ]
         start = int(continue_token or 0)
         end = start + limit
@@ -297,13 +300,22 @@ class FakeApi:
         namespace: str | None = None,
         uid: str | None = None,
         propagation: str | None = None,
+        dry_run: bool = False,
     ) -> None:
+        extra: dict[str, Any] = {"dry_run": True} if dry_run else {}
         self._record(
-            "delete", resource, name=name, namespace=namespace, uid=uid, propagation=propagation
+            "delete",
+            resource,
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            propagation=propagation,
+            **extra,
         )
         current = self._existing(resource, name, namespace)
         self._check_uid(resource, name, current, uid)
-        self.remove(resource, name, namespace=namespace)
+        if not dry_run:
+            self.remove(resource, name, namespace=namespace)
 
     # Internals.
 
@@ -347,3 +359,19 @@ class FakeApi:
                     if failure.remaining == 0:
                         self._failures.remove(failure)
                 raise failure.error
+
+
+def _selected(obj: JSON, field_selector: str | None) -> bool:
+    """Whether `obj` matches a field selector of `path=value` and `path!=value` terms, as the API
+    server reads one (a missing field is the empty string)."""
+    for term in (field_selector or "").split(","):
+        if not term:
+            continue
+        negated = "!=" in term
+        path, value = term.split("!=" if negated else "=", 1)
+        found: Any = obj
+        for key in path.split("."):
+            found = found.get(key, "") if isinstance(found, dict) else ""
+        if (str(found) == value) == negated:
+            return False
+    return True
