@@ -10,7 +10,7 @@ import uvloop
 
 from edgerollout.cli import logging_setup
 from edgerollout.cli.param_types import ADDRESS
-from edgerollout.controller.manager import run_controller
+from edgerollout.controller.manager import AdmissionPoliciesNotServed, run_controller
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.logfields import LogFields
 from edgerollout.settings import (
@@ -152,6 +152,8 @@ def controller(
     logging_setup.configure(settings.log_format, level=settings.log_level)
     try:
         uvloop.run(run_controller(settings))
+    except AdmissionPoliciesNotServed as error:
+        raise click.ClickException(str(error)) from error
     except LeadershipLost as error:
         lost = error
     else:

@@ -27,7 +27,7 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
-from edgerollout.kube.api import KubeApi
+from edgerollout.kube.api import ApiError, KubeApi
 from edgerollout.kube.informer import run_all
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
@@ -229,6 +229,41 @@ class Controller:
             log.info("controller stopped", extra=LogFields(identity=self.identity))
 
 
+ADMISSION_POLICIES = "admissionregistration.k8s.io/v1"
+POLICY_RESOURCES = frozenset({"validatingadmissionpolicies", "validatingadmissionpolicybindings"})
+
+
+class AdmissionPoliciesNotServed(RuntimeError):
+    """The API server cannot enforce the policies that confine the controller's identity."""
+
+
+async def require_admission_policies(api: KubeApi, *, retry: float) -> None:
+    """Return once the API server is seen to serve ValidatingAdmissionPolicy; raise
+    `AdmissionPoliciesNotServed` if it does not. Unanswered, ask again every `retry` seconds.
+
+    Without that API the controller's policies (design §10.9) cannot be installed, and RBAC alone
+    would let its identity run any Job, delete any pod and rewrite any DaemonSet: the controller
+    refuses to start rather than run unconfined. The chart says the same with `kubeVersion`; this
+    holds for `kubectl apply -k deploy/base` too, which applies the rest without the policies."""
+    while True:
+        try:
+            served = await api.served(ADMISSION_POLICIES)
+        except ApiError as error:
+            log.warning(
+                "cannot read the API server's discovery; asking again",
+                extra=LogFields(error=error.message, retry_after=retry),
+            )
+            await asyncio.sleep(retry)
+            continue
+        if served >= POLICY_RESOURCES:
+            return
+        raise AdmissionPoliciesNotServed(
+            f"the API server does not serve ValidatingAdmissionPolicy ({ADMISSION_POLICIES}, "
+            "Kubernetes 1.30 or later): the admission policies that confine the controller's "
+            "identity cannot be in force, so the controller does not start"
+        )
+
+
 async def run_controller(settings: ControllerSettings) -> None:
     host = ""
 
@@ -237,4 +272,9 @@ async def run_controller(settings: ControllerSettings) -> None:
 
     api = await KubeApi.connect(settings.kubeconfig, observe=observe)
     host = api.host
+    try:
+        await require_admission_policies(api, retry=settings.retry_period)
+    except BaseException:
+        await api.close()
+        raise
     await Controller(settings, api).run()

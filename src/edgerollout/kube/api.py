@@ -280,6 +280,18 @@ class KubeApi:
                 raise _error_from(response.status, await response.read())
         return response
 
+    async def served(self, group_version: str) -> frozenset[str]:
+        """The resources the API server serves in `group_version` ("v1" for the core group),
+        from its discovery document; empty if it does not serve that group version at all."""
+        path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        try:
+            document = await self._json("GET", path)
+        except ApiError as error:
+            if error.not_found:
+                return frozenset()
+            raise
+        return frozenset(resource["name"] for resource in document.get("resources", []))
+
     async def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
         response = await self._send(method, path, **kwargs)
         try:
