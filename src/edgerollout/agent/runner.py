@@ -88,7 +88,7 @@ async def run_agent(settings: AgentSettings) -> None:
     )
     scoping = NodeScoping()
     probe = ScopingProbe(api, scoping, node_name=settings.node_name)
-    agent = Agent(settings, api, pods, scoping, token=token)
+    agent = Agent(settings, api, pods, scoping, token=token, probe=probe)
     runner = app_runner(agent, settings)
     await runner.setup()
     site = web.TCPSite(runner, settings.listen.host, settings.listen.port)

@@ -3,8 +3,9 @@
 RBAC lets the agent's ServiceAccount delete any pod and patch any pod's status; only the admission
 policy `edgerollout-agent-own-node` narrows that to the pods of the agent's own node, and its
 status patch to the `PodImageReady` condition. A missing policy or binding (an API turned off, an
-apply order, a partial install) narrows nothing, so the agent checks that it is in force, at
-start-up and every `scoping_check_interval`, and refuses to change anything until it is.
+apply order, a partial install) narrows nothing, so the agent checks that it is in force: at
+start-up, every `scoping_check_interval`, and again right before each upgrade or pre-pull; it
+refuses to change anything until it is.
 
 The probe is a `dryRun=All` strategic-merge patch of `pods/status` on any pod of this node that
 adds the label `edgerollout.io/scoping-probe` (the status rule), then, if one exists, a `dryRun=All`
@@ -122,6 +123,8 @@ class ScopingProbe:
         self.scoping = scoping
         self.node_name = node_name
         self._reported = False
+        # A pod on another node, for the node rule's probe (None: look for one).
+        self._elsewhere: JSON | None = None
 
     async def check(self, pods: Iterable[JSON]) -> Verdict | None:
         pod = next(iter(pods), None)
@@ -161,21 +164,28 @@ class ScopingProbe:
 
     async def _probe_another_node(self) -> Verdict | None:
         """A dry-run delete of a pod on another node, which the policy's node rule must deny;
-        None: no such pod, or no answer."""
-        try:
-            page = await self.api.list(
-                PODS, field_selector=f"spec.nodeName!={self.node_name}", limit=1
-            )
-        except ApiError:
-            return None
-        other = next(iter(page.items), None)
-        if other is None:
-            return None
+        None: no such pod, or no answer. The pod found is kept for the next probes, until it is
+        gone (one list per pod, not per probe)."""
+        if self._elsewhere is None:
+            try:
+                page = await self.api.list(
+                    PODS, field_selector=f"spec.nodeName!={self.node_name}", limit=1
+                )
+            except ApiError:
+                return None
+            self._elsewhere = next(iter(page.items), None)
+            if self._elsewhere is None:
+                return None
+        other = self._elsewhere
         namespace, name = namespaced_name(other)
         uid = other["metadata"].get("uid")
         answer = await _answer(
             self.api.delete(PODS, name, namespace=namespace, uid=uid, dry_run=True)
         )
+        if answer is not None and (answer.not_found or answer.conflict):
+            # Gone, or replaced under its name: another pod is found next time.
+            self._elsewhere = None
+            return None
         where = other.get("spec", {}).get("nodeName") or "no node"
         return judge_probe(answer, probe=f"a delete of {namespace}/{name}, a pod on {where},")
 

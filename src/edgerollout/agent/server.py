@@ -40,7 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.agent.pause_refusal import judge_pause
-from edgerollout.agent.scoping import NodeScoping
+from edgerollout.agent.scoping import NodeScoping, ScopingProbe
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
 from edgerollout.domain.planning.conditions import plan_image_ready
 from edgerollout.domain.planning.ota_requests import (
@@ -137,6 +137,7 @@ class Agent:
         scoping: NodeScoping | None = None,
         *,
         token: str | None,
+        probe: ScopingProbe | None = None,
     ) -> None:
         self.settings = settings
         # None: --auth=none, every caller is served without a token.
@@ -144,6 +145,8 @@ class Agent:
         self.api = api
         self.pods = pods
         self.scoping = scoping if scoping is not None else NodeScoping()
+        # Proves the scoping again right before each change (None: the last verdict decides).
+        self.probe = probe
         # The listen address's host is accepted in `Host` headers besides the loopback names.
         self.allowed_hosts = LOOPBACK_HOSTS | {host_name(settings.listen.host)}
         self.in_flight = 0
@@ -270,6 +273,13 @@ class Agent:
         self._require_scoping(detailed=False)
         return web.Response(text="ok")
 
+    async def _prove_scoping(self) -> None:
+        """Probe again before a change: a policy removed since the last periodic probe is seen
+        now, not an interval later (design §8.3). Without an answer the last verdict stands."""
+        if self.probe is not None:
+            await self.probe.check(self.pods.pods())
+        self._require_scoping()
+
     def _require_scoping(self, *, detailed: bool = True) -> None:
         if self.scoping.enforced:
             return
@@ -395,7 +405,7 @@ class Agent:
         )
 
     async def upgrade(self, request: web.Request) -> web.Response:
-        self._require_scoping()
+        await self._prove_scoping()
         target = (request.match_info["ns"], request.match_info["pod"])
         if target in self.upgrading:
             raise Refused(
@@ -438,7 +448,7 @@ class Agent:
         return await self._with_cloud(work)
 
     async def imagepull(self, request: web.Request) -> web.Response:
-        self._require_scoping()
+        await self._prove_scoping()
 
         async def work(sent: list[str]) -> web.Response:
             pod, facts = await self._checked_pod(request, Action.IMAGE_PULL)

@@ -15,9 +15,9 @@ import pytest
 from aiohttp import web
 
 from edgerollout.agent.runner import app_runner
-from edgerollout.agent.scoping import NodeScoping
+from edgerollout.agent.scoping import NodeScoping, ScopingProbe
 from edgerollout.agent.server import Agent, host_name
-from edgerollout.kube.api import PODS, ApiError
+from edgerollout.kube.api import EVENTS, PODS, ApiError
 from edgerollout.settings import AGENT, Address, AgentSettings
 from tests.unit.kube.fake_api import FakeApi
 
@@ -39,6 +39,9 @@ from .harness import (
 )
 
 FORBIDDEN = refused(403, "Forbidden", "this request is not served; the agent's log says why")
+DENIED_BY_POLICY = ApiError(
+    403, "Forbidden", "ValidatingAdmissionPolicy 'edgerollout-agent-own-node' denied request"
+)
 ROUTES = [
     ("GET", "/pods"),
     ("GET", "/healthz"),
@@ -138,6 +141,47 @@ async def test_without_proven_node_scoping_changes_are_503_and_nothing_is_asked(
         )
 
     assert api.calls == []
+
+
+@pytest.mark.parametrize("path", [UPGRADE, IMAGEPULL], ids=["upgrade", "imagepull"])
+async def test_a_policy_gone_since_the_last_probe_is_seen_before_the_change(path: str) -> None:
+    # The last periodic probe proved scoping; the policy went since. The probe made before the
+    # change finds its status patch accepted, and nothing else is asked.
+    api = cluster(ota_pod())
+    subject = agent(api, ota_pod(), token=TOKEN)
+    subject.probe = ScopingProbe(api, subject.scoping, node_name=NODE)
+
+    async with serving(subject) as client:
+        response = await client.post(path, headers=AUTHORIZED)
+        assert (response.status, await refusal(response)) == refused(
+            503,
+            "NodeScopingNotEnforced",
+            "the API server is not proven to confine this agent to its node, so it changes "
+            "nothing: the API server accepted a status patch that the admission policy "
+            "edgerollout-agent-own-node must deny: the policy or its binding is missing",
+        )
+
+    assert [(call.verb, call.params.get("dry_run")) for call in api.writes] == [
+        ("patch", True),
+        ("create", None),
+    ]
+    assert [call.resource for call in api.writes] == [PODS, EVENTS]
+
+
+async def test_a_policy_still_in_force_is_proven_again_and_the_upgrade_goes_on() -> None:
+    api = cluster(ota_pod())
+    api.fail("patch", PODS, DENIED_BY_POLICY)
+    subject = agent(api, ota_pod(), token=TOKEN)
+    subject.probe = ScopingProbe(api, subject.scoping, node_name=NODE)
+
+    async with serving(subject) as client:
+        response = await client.post(UPGRADE, headers=AUTHORIZED)
+        assert response.status == 200
+
+    assert [(call.verb, call.params.get("dry_run")) for call in api.writes] == [
+        ("patch", True),
+        ("delete", None),
+    ]
 
 
 async def test_without_proven_node_scoping_pods_are_listed_and_readyz_fails() -> None:

@@ -219,3 +219,26 @@ async def test_the_warning_event_message_is_cut_to_what_the_events_policy_admits
     assert len(event["message"]) == EVENT_MESSAGE_LIMIT
     assert event["message"].startswith("the edgerollout agent refuses every change: the API ")
     assert event["message"].endswith("x... (4162 more characters)")
+
+
+async def test_the_pod_elsewhere_is_listed_once_and_looked_for_again_once_gone() -> None:
+    api = FakeApi()
+    for pod in (ota_pod(), _elsewhere()):
+        api.put(PODS, pod)
+    api.fail("patch", PODS, DENIED, times=None)
+    api.fail("delete", PODS, DENIED, times=2)
+    probe = ScopingProbe(api, NodeScoping(), node_name=NODE)
+
+    proven = [await probe.check([ota_pod()]) for _ in range(2)]
+    api.remove(PODS, "web-y", namespace="default")
+    gone = await probe.check([ota_pod()])
+    looked_again = await probe.check([ota_pod()])
+
+    assert (proven, gone, looked_again) == ([PROVEN, PROVEN], PROVEN, PROVEN)
+    assert [c.verb for c in api.calls if c.verb in ("list", "delete")] == [
+        "list",
+        "delete",
+        "delete",
+        "delete",
+        "list",
+    ]
