@@ -182,7 +182,7 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     "--native-stall-seconds",
     type=click.FloatRange(min=1),
     default=None,
-    help="How long the native rollout is watched with nodes disconnected.  [default: 300; smoke: 20]",
+    help="How long the native rollout is watched with nodes disconnected.  [default: 300; smoke: 10]",
 )
 @click.option(
     "--agent-seconds",
@@ -290,7 +290,7 @@ def main(
         "smoke": smoke,
         "name": name or ("smoke" if smoke else "latest"),
         "footprint_sizes": footprint_sizes or ([0, 50, 200] if smoke else [0, 1000, 5000, 10000]),
-        "native_stall_seconds": native_stall_seconds or (20.0 if smoke else 300.0),
+        "native_stall_seconds": native_stall_seconds or (10.0 if smoke else 300.0),
         "agent_seconds": agent_seconds or (2.0 if smoke else 30.0),
         "upgrades": upgrades or (1 if smoke else 5),
         "slow_link_payload_mb": slow_link_payload_mb or (2 if smoke else 50),
