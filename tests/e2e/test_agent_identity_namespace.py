@@ -228,9 +228,14 @@ async def test_agent_identity_may_write_only_its_warning_about_its_own_node(
             with pytest.raises(ApiException) as caught:
                 await agent.create_namespaced_event("default", event, dry_run="All")
             denials[name] = _denial(caught.value)
-        in_kube_system = _agent_event("edge-1", metadata={"name": "e", "namespace": "kube-system"})
+        # About a pod of its own node: not the agent's one Event either.
+        about_a_pod = _agent_event(
+            "edge-1",
+            metadata={"name": "e", "namespace": "default"},
+            involvedObject={"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "default"},
+        )
         with pytest.raises(ApiException) as elsewhere:
-            await agent.create_namespaced_event("kube-system", in_kube_system, dry_run="All")
+            await agent.create_namespaced_event("default", about_a_pod, dry_run="All")
         written = await agent.create_namespaced_event(
             "default", _agent_event("edge-1"), dry_run="All"
         )

@@ -880,12 +880,12 @@ REFUSED_EVENTS = [
         {
             "involvedObject": {
                 "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": "kube-proxy",
-                "namespace": "kube-system",
+                "kind": "Deployment",
+                "name": "api",
+                "namespace": "default",
             }
         },
-        id="about-a-daemonset-of-another-namespace",
+        id="about-a-deployment",
     ),
     pytest.param({"source": {"component": "kubelet", "host": "edge-1"}}, id="as-the-kubelet"),
     pytest.param({"reportingComponent": "kube-scheduler"}, id="reported-by-the-scheduler"),
