@@ -3,8 +3,9 @@
 A test asks for the shape of its lab with `@pytest.mark.lab(nodes=N, agents=..., real_nodes=...)`
 (see `Shape`; default: 4 simulated nodes, no agent, no real node), on itself or on its whole
 module (`pytestmark`). Tests are ordered so that those wanting the same shape run together, and a
-lab is replaced only when the shape changes: each shape starts once, one lab runs at a time, and
-every lab is stopped in a finalizer, also when a test fails or the run is interrupted.
+lab is replaced only when the shape changes: each shape starts once per group (`./dev test` runs
+two groups side by side, `tests/conftest.py`), one lab at a time in each, and every lab is stopped
+in a finalizer, also when a test fails or the run is interrupted.
 
 One chain of fixtures serves every shape: `lab`, then `kube` (the admin's API clients; every link
 the test cut is restored when it ends), `namespace` (a fresh one per test, deleted afterwards) and
