@@ -50,7 +50,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
-from tests.e2e.support.peer import needs_peer
+from tests.e2e.support.peer import needs_peer, resyncing
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -104,17 +104,25 @@ def record(case: str, which: str, what: str, since: float) -> float:
 
 @contextlib.asynccontextmanager
 async def running(
-    which: str, lab: Lab, namespace: str, log: Path, request: pytest.FixtureRequest
+    which: str,
+    lab: Lab,
+    namespace: str,
+    log: Path,
+    request: pytest.FixtureRequest,
+    *,
+    resync: bool = True,
 ) -> AsyncIterator[None]:
     """The controller `which`, started and ready (edgerollout scoped to the namespace; the peer
-    watches them all); stopped when the block ends, and it must exit 0."""
+    watches them all, its DaemonSets resynced unless `resync` is False: `resyncing`); stopped
+    when the block ends, and it must exit 0."""
     if which == EDGEROLLOUT:
         async with controller_for(lab, namespace, log, request):
             yield
         return
     handle = await start_yurt_manager(lab)
     try:
-        yield
+        async with resyncing(lab, namespace) if resync else contextlib.nullcontext():
+            yield
     except BaseException:
         print(f"--- yurt-manager log ---\n{handle.run_log_text()}")
         raise
@@ -262,15 +270,21 @@ async def test_a_daemonset_outdated_before_the_controller_started(
 
     await wait_for(new_revision, timeout=15, what="the native controller's new ControllerRevision")
     offset = audit_log_path(kube.lab.folder).stat().st_size
-    async with running(which, kube.lab, namespace, tmp_path / "controller.log", request):
+    log = tmp_path / "controller.log"
+    async with (
+        running(which, kube.lab, namespace, log, request, resync=False),
+        contextlib.AsyncExitStack() as resync,
+    ):
         started_at = time.monotonic()
         if which == OPENYURT_PEER:
             # It ignores the create events of its first list and reconciles on DaemonSet updates
-            # only: an outdated DaemonSet nobody changes is never looked at.
+            # only: an outdated DaemonSet nobody changes is never looked at. Resynced only once
+            # it has been changed (a resync is a change).
             await unchanged_for(kube, namespace, 20, "every outdated pod kept after the start")
             assert deleted_names(kube.lab, which, namespace, offset=offset) == []
             started_at = time.monotonic()
             await touch(kube, namespace)
+            await resync.enter_async_context(resyncing(kube.lab, namespace))
         after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
         record(
             "existing-daemonset",

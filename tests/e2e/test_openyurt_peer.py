@@ -36,7 +36,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
-from tests.e2e.support.peer import needs_peer
+from tests.e2e.support.peer import needs_peer, resyncing
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -61,13 +61,16 @@ NEED_UPGRADE = "PodNeedUpgrade"
 
 
 @pytest.fixture
-async def yurt_manager(lab: Lab, request: pytest.FixtureRequest) -> AsyncIterator[YurtManager]:
+async def yurt_manager(
+    lab: Lab, namespace: str, request: pytest.FixtureRequest
+) -> AsyncIterator[YurtManager]:
     """yurt-manager against the session's lab for one test (it watches every namespace, so it
-    runs only during this module's tests); its log is printed if the test failed, and it must stop
-    cleanly (exit 0) when asked."""
+    runs only during this module's tests), its DaemonSets resynced (`resyncing`); its log is
+    printed if the test failed, and it must stop cleanly (exit 0) when asked."""
     handle = await start_yurt_manager(lab)
     with stopped_cleanly(handle, request, "yurt-manager", handle.run_log_text):
-        yield handle
+        async with resyncing(lab, namespace):
+            yield handle
 
 
 def peer_deletions(audit_log: Path, namespace: str, *, offset: int) -> list[dict[str, Any]]:
