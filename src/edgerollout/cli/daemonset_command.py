@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -59,11 +60,20 @@ def daemonset_target(command: Command) -> Command:
 
 async def connect(kubeconfig: str | None) -> KubeApi:
     """The API client for `kubeconfig` (else in-cluster, else ~/.kube/config)."""
+    source = kubeconfig or "the in-cluster service account or ~/.kube/config"
     try:
+        if kubeconfig and not (await asyncio.to_thread(Path(kubeconfig).read_bytes)).strip():
+            raise UnusableKubeconfig(f"{source}: the file is empty, not a kubeconfig")
         return await KubeApi.connect(kubeconfig)
-    except (ConfigException, OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    except (TypeError, AttributeError) as error:
+        # What kubernetes_asyncio's parser hits in a YAML file that is not a mapping of a
+        # kubeconfig's keys (a list, a string): its own words mean nothing to a user.
+        raise UnusableKubeconfig(
+            f"{source}: not a kubeconfig (a YAML mapping with clusters, users and contexts): "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    except (ConfigException, OSError, ValueError, KeyError) as error:
         # kubernetes_asyncio reports a bad kubeconfig with whichever of these its parser hit.
-        source = kubeconfig or "the in-cluster service account or ~/.kube/config"
         detail = str(error) or type(error).__name__
         raise UnusableKubeconfig(f"{source}: {detail}") from None
 

@@ -98,6 +98,31 @@ async def test_kubeconfig_without_a_current_context_is_unusable(tmp_path: Path) 
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        pytest.param("", "the file is empty, not a kubeconfig", id="empty"),
+        pytest.param("  \n", "the file is empty, not a kubeconfig", id="blank"),
+        pytest.param(
+            "- a\n- b\n",
+            "not a kubeconfig (a YAML mapping with clusters, users and contexts): "
+            "TypeError: list indices must be integers or slices, not str",
+            id="a-list",
+        ),
+    ],
+)
+async def test_a_file_that_is_no_kubeconfig_is_unusable_saying_so(
+    tmp_path: Path, text: str, detail: str
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(text)
+
+    with pytest.raises(UnusableKubeconfig) as unusable:
+        await connect(str(kubeconfig))
+
+    assert str(unusable.value) == f"{kubeconfig}: {detail}"
+
+
 async def test_reading_a_missing_daemonset_raises_not_found_and_other_errors_pass() -> None:
     api = FakeApi()
     with pytest.raises(DaemonSetNotFound):
