@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import hypothesis
@@ -629,6 +629,16 @@ async def test_requests_without_the_token_or_from_a_browser_are_refused_and_chan
     assert condition(kept, "PodImageReady") is None
 
 
+def readyz_answers(agent: AgentClient, status: int) -> Callable[[], Awaitable[Answer | None]]:
+    """For `wait_for`: the agent's /readyz answer once it has `status`, else None."""
+
+    async def answer() -> Answer | None:
+        answered = await agent.request("GET", "/readyz")
+        return answered if answered.status == status else None
+
+    return answer
+
+
 async def _binding_restored(admission: Any, binding: dict[str, Any]) -> None:
     try:
         await admission.read_validating_admission_policy_binding(POLICY)
@@ -660,12 +670,9 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     await admission.delete_validating_admission_policy_binding(POLICY)
     removed = time.monotonic()
     try:
-
-        async def unready() -> Answer | None:
-            answer = await edge2.request("GET", "/readyz")
-            return answer if answer.status == 503 else None
-
-        ready = await wait_for(unready, timeout=30, what="the agent unready without the policy")
+        ready = await wait_for(
+            readyz_answers(edge2, 503), timeout=30, what="the agent unready without the policy"
+        )
         # The lab's agents re-check every 2 s; the binding's removal takes a moment to reach
         # the API server's admission.
         assert time.monotonic() - removed < 15
@@ -701,10 +708,9 @@ async def test_without_the_policy_binding_the_agent_refuses_changes_until_it_is_
     finally:
         await _binding_restored(admission, binding)
 
-    async def ready_again() -> bool:
-        return (await edge2.request("GET", "/readyz")).status == 200
-
-    await wait_for(ready_again, timeout=30, what="the agent ready once the policy is back")
+    await wait_for(
+        readyz_answers(edge2, 200), timeout=30, what="the agent ready once the policy is back"
+    )
     metrics = await edge2.request("GET", "/metrics")
     assert "\nedgerollout_agent_node_scoping_enforced 1.0\n" in metrics.text
     await assert_upgrade_started(edge2, namespace, pod)
@@ -736,12 +742,9 @@ async def test_a_policy_without_its_node_rule_is_not_proven_and_the_agent_refuse
         POLICY, [{"op": "remove", "path": "/spec/validations/0"}]
     )
     try:
-
-        async def unready() -> Answer | None:
-            answer = await edge2.request("GET", "/readyz")
-            return answer if answer.status == 503 else None
-
-        await wait_for(unready, timeout=30, what="the agent unready without the node rule")
+        await wait_for(
+            readyz_answers(edge2, 503), timeout=30, what="the agent unready without the node rule"
+        )
         refused = refused_with(await edge2.upgrade(namespace, pod), 503, "NodeScopingNotEnforced")
         assert refused == expected
         assert await snapshot(kube, namespace) == state
@@ -760,10 +763,9 @@ async def test_a_policy_without_its_node_rule_is_not_proven_and_the_agent_refuse
             ],
         )
 
-    async def ready_again() -> bool:
-        return (await edge2.request("GET", "/readyz")).status == 200
-
-    await wait_for(ready_again, timeout=30, what="the agent ready once the node rule is back")
+    await wait_for(
+        readyz_answers(edge2, 200), timeout=30, what="the agent ready once the node rule is back"
+    )
     assert len(
         (await admission.read_validating_admission_policy(POLICY)).spec.validations
     ) == 1 + len(others)

@@ -9,6 +9,7 @@ import dataclasses
 import re
 from asyncio import StreamReader, StreamWriter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
@@ -125,6 +126,16 @@ async def test_the_listen_address_is_an_accepted_host() -> None:
         assert response.status == 200
 
 
+def not_proven(detail: str) -> tuple[int, dict[str, Any]]:
+    """The refusal of a change while node scoping is not proven, for the reason `detail`."""
+    return refused(
+        503,
+        "NodeScopingNotEnforced",
+        f"the API server is not proven to confine this agent to its node, so it changes nothing: "
+        f"{detail}",
+    )
+
+
 @pytest.mark.parametrize("path", [UPGRADE, IMAGEPULL], ids=["upgrade", "imagepull"])
 async def test_without_proven_node_scoping_changes_are_503_and_nothing_is_asked(path: str) -> None:
     api = cluster(ota_pod())
@@ -133,11 +144,8 @@ async def test_without_proven_node_scoping_changes_are_503_and_nothing_is_asked(
 
     async with serving(subject) as client:
         response = await client.post(path, headers=AUTHORIZED)
-        assert (response.status, await refusal(response)) == refused(
-            503,
-            "NodeScopingNotEnforced",
-            "the API server is not proven to confine this agent to its node, so "
-            "it changes nothing: the policy binding is missing",
+        assert (response.status, await refusal(response)) == not_proven(
+            "the policy binding is missing"
         )
 
     assert api.calls == []
@@ -153,12 +161,9 @@ async def test_a_policy_gone_since_the_last_probe_is_seen_before_the_change(path
 
     async with serving(subject) as client:
         response = await client.post(path, headers=AUTHORIZED)
-        assert (response.status, await refusal(response)) == refused(
-            503,
-            "NodeScopingNotEnforced",
-            "the API server is not proven to confine this agent to its node, so it changes "
-            "nothing: the API server accepted a status patch that the admission policy "
-            "edgerollout-agent-own-node must deny: the policy or its binding is missing",
+        assert (response.status, await refusal(response)) == not_proven(
+            "the API server accepted a status patch that the admission policy "
+            "edgerollout-agent-own-node must deny: the policy or its binding is missing"
         )
 
     assert [(call.verb, call.params.get("dry_run")) for call in api.writes] == [

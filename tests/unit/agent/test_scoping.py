@@ -104,10 +104,16 @@ def _elsewhere() -> dict[str, Any]:
     return ota_pod("web-y", node="edge-9")
 
 
-async def test_the_node_rule_is_tried_with_a_dry_run_delete_of_a_pod_on_another_node() -> None:
+def _two_nodes() -> FakeApi:
+    """An API server holding this node's pod and a pod on another node (`_elsewhere`)."""
     api = FakeApi()
     for pod in (ota_pod(), _elsewhere()):
         api.put(PODS, pod)
+    return api
+
+
+async def test_the_node_rule_is_tried_with_a_dry_run_delete_of_a_pod_on_another_node() -> None:
+    api = _two_nodes()
     api.fail("patch", PODS, DENIED)
     api.fail("delete", PODS, DENIED)
     scoping = NodeScoping()
@@ -129,9 +135,7 @@ async def test_the_node_rule_is_tried_with_a_dry_run_delete_of_a_pod_on_another_
 
 
 async def test_a_delete_on_another_node_accepted_withdraws_scoping_naming_that_pod() -> None:
-    api = FakeApi()
-    for pod in (ota_pod(), _elsewhere()):
-        api.put(PODS, pod)
+    api = _two_nodes()
     api.fail("patch", PODS, DENIED)
     scoping = NodeScoping(enforced=True, detail="proven earlier")
 
@@ -151,9 +155,7 @@ async def test_a_delete_on_another_node_accepted_withdraws_scoping_naming_that_p
 
 
 async def test_without_an_answer_from_the_node_rule_the_status_rule_decides() -> None:
-    api = FakeApi()
-    for pod in (ota_pod(), _elsewhere()):
-        api.put(PODS, pod)
+    api = _two_nodes()
     api.fail("patch", PODS, DENIED)
     api.fail("delete", PODS, unreachable())
 
@@ -163,9 +165,7 @@ async def test_without_an_answer_from_the_node_rule_the_status_rule_decides() ->
 
 
 async def test_an_accepted_status_probe_is_the_verdict_without_trying_the_node_rule() -> None:
-    api = FakeApi()
-    for pod in (ota_pod(), _elsewhere()):
-        api.put(PODS, pod)
+    api = _two_nodes()
 
     verdict = await ScopingProbe(api, NodeScoping(), node_name=NODE).check([ota_pod()])
 
@@ -222,9 +222,7 @@ async def test_the_warning_event_message_is_cut_to_what_the_events_policy_admits
 
 
 async def test_the_pod_elsewhere_is_listed_once_and_looked_for_again_once_gone() -> None:
-    api = FakeApi()
-    for pod in (ota_pod(), _elsewhere()):
-        api.put(PODS, pod)
+    api = _two_nodes()
     api.fail("patch", PODS, DENIED, times=None)
     api.fail("delete", PODS, DENIED, times=2)
     probe = ScopingProbe(api, NodeScoping(), node_name=NODE)
