@@ -62,7 +62,7 @@ def shown(value: str, *, limit: int = 200) -> str:
     text = printable(value)
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return _elided(text, kept=limit)
 
 
 EVENT_MESSAGE_LIMIT = 1024
@@ -74,8 +74,14 @@ def event_message(message: str) -> str:
     """`message` cut to `EVENT_MESSAGE_LIMIT` characters, saying how many more there were."""
     if len(message) <= EVENT_MESSAGE_LIMIT:
         return message
-    kept = EVENT_MESSAGE_LIMIT - len(f"... ({len(message)} more characters)")
-    return f"{message[:kept]}... ({len(message) - kept} more characters)"
+    # Room for the note, its count at most as long as the message's length.
+    note = f"... ({len(message)} more characters)"
+    return _elided(message, kept=EVENT_MESSAGE_LIMIT - len(note))
+
+
+def _elided(text: str, *, kept: int) -> str:
+    """The first `kept` characters of `text`, saying how many more there were."""
+    return f"{text[:kept]}... ({len(text) - kept} more characters)"
 
 
 def deletion_notice(
