@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from bench.controller import READY_TIMEOUT, Controller
 from bench.session import Session
 from edgerollout_lab import build, processes
-from edgerollout_lab.openyurt import SERVICE_ACCOUNT, SERVICE_ACCOUNT_NAMESPACE, YurtManager, grant
+from edgerollout_lab.openyurt import (
+    SERVICE_ACCOUNT,
+    SERVICE_ACCOUNT_NAMESPACE,
+    YurtManager,
+    grant,
+    resyncing,
+)
 from edgerollout_lab.versions import OPENYURT
 
 NAME = "openyurt"
@@ -53,7 +59,9 @@ async def running(session: Session) -> AsyncIterator[PeerController]:
     )
     try:
         handle.ready_seconds = await handle.wait_ready(timeout=READY_TIMEOUT)
-        yield handle
+        # Its lost wake-up would stall a round for good (docs/openyurt-comparison.md).
+        async with resyncing(session.lab.kubeconfig):
+            yield handle
     finally:
         code = handle.stop()
         if code != 0:

@@ -9,8 +9,11 @@ so the lab grants that ServiceAccount what the controller writes before starting
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
@@ -158,3 +161,47 @@ async def start_yurt_manager(lab: Lab, *extra: str, timeout: float = READY_TIMEO
         handle.stop()
         raise
     return handle
+
+
+# How often the peer's DaemonSets are touched while it runs (`resyncing`).
+RESYNC_SECONDS = 10.0
+RESYNC_ANNOTATION = "lab.edgerollout.io/resync"
+# The annotation that opts a DaemonSet in to yurt-manager's daemonpodupdater.
+STRATEGY_ANNOTATION = "apps.openyurt.io/update-strategy"
+
+
+@contextlib.asynccontextmanager
+async def resyncing(kubeconfig: Path) -> AsyncIterator[None]:
+    """While the block runs, touch every DaemonSet opted in to yurt-manager every
+    `RESYNC_SECONDS` (an annotation of its own), as a resync period would wake it.
+
+    yurt-manager reconciles a DaemonSet only on an update that changes its resourceVersion, and
+    returns early while the deletions it asked for are not all observed; when the DaemonSet's
+    last status update is handled before the last deletion is, nothing wakes it again (no resync:
+    its predicate drops updates without a new resourceVersion) and the rollout stalls for good.
+    The lab's tests and the benchmark are about what the peer decides, not about that lost
+    wake-up, which docs/openyurt-comparison.md reports; edgerollout's DaemonSets are never
+    touched."""
+
+    async def touch() -> None:
+        async with api_client(kubeconfig) as api:
+            apps = client.AppsV1Api(api)
+            for count in itertools.count(1):
+                await asyncio.sleep(RESYNC_SECONDS)
+                listed = await apps.list_daemon_set_for_all_namespaces()
+                patch = {"metadata": {"annotations": {RESYNC_ANNOTATION: str(count)}}}
+                for ds in listed.items:
+                    if STRATEGY_ANNOTATION not in (ds.metadata.annotations or {}):
+                        continue
+                    with contextlib.suppress(ApiException):
+                        await apps.patch_namespaced_daemon_set(
+                            ds.metadata.name, ds.metadata.namespace, patch
+                        )
+
+    task = asyncio.create_task(touch(), name="peer-resync")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

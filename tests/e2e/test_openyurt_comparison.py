@@ -32,6 +32,7 @@ from edgerollout_lab.openyurt import (
     CONTROLLER_NAME,
     SERVICE_ACCOUNT,
     SERVICE_ACCOUNT_NAMESPACE,
+    resyncing,
     start_yurt_manager,
 )
 from tests.e2e.support.audit import audited_pod_deletions
@@ -50,7 +51,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
-from tests.e2e.support.peer import needs_peer, resyncing
+from tests.e2e.support.peer import needs_peer
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -121,7 +122,7 @@ async def running(
         return
     handle = await start_yurt_manager(lab)
     try:
-        async with resyncing(lab, namespace) if resync else contextlib.nullcontext():
+        async with resyncing(lab.kubeconfig) if resync else contextlib.nullcontext():
             yield
     except BaseException:
         print(f"--- yurt-manager log ---\n{handle.run_log_text()}")
@@ -284,7 +285,7 @@ async def test_a_daemonset_outdated_before_the_controller_started(
             assert deleted_names(kube.lab, which, namespace, offset=offset) == []
             started_at = time.monotonic()
             await touch(kube, namespace)
-            await resync.enter_async_context(resyncing(kube.lab, namespace))
+            await resync.enter_async_context(resyncing(kube.lab.kubeconfig))
         after = await running_everywhere(kube, namespace, NEW, NODES, timeout=60)
         record(
             "existing-daemonset",

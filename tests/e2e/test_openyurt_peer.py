@@ -25,6 +25,7 @@ from edgerollout_lab.openyurt import (
     SERVICE_ACCOUNT,
     SERVICE_ACCOUNT_NAMESPACE,
     YurtManager,
+    resyncing,
     start_yurt_manager,
 )
 from tests.e2e.support.audit import audited_pod_deletions
@@ -36,7 +37,7 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
-from tests.e2e.support.peer import needs_peer, resyncing
+from tests.e2e.support.peer import needs_peer
 from tests.e2e.support.seed import (
     NAME,
     NEW,
@@ -69,7 +70,7 @@ async def yurt_manager(
     printed if the test failed, and it must stop cleanly (exit 0) when asked."""
     handle = await start_yurt_manager(lab)
     with stopped_cleanly(handle, request, "yurt-manager", handle.run_log_text):
-        async with resyncing(lab, namespace):
+        async with resyncing(lab.kubeconfig):
             yield handle
 
 
