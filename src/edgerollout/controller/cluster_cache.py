@@ -1,7 +1,12 @@
-"""The controller's view of the cluster: four list+watch caches and the indexes reconciles need.
+"""The controller's view of the cluster: five list+watch caches and the indexes reconciles need.
 
-DaemonSets, their pods and ControllerRevisions (optionally one namespace), and all Nodes. Pods and
-revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches only its
+DaemonSets, their pods and ControllerRevisions, our pre-pull Jobs (optionally one namespace), and
+all Nodes. Only what a rollout reads is listed, watched and kept (design §10.1): the API server
+sends only pods carrying the `pod-template-generation` label, which the DaemonSet controller
+stamps on every pod it creates, and only Jobs carrying our pre-pull label, so the pods of
+Deployments, StatefulSets and Jobs cost nothing — neither memory nor a wake-up. No selector can
+tell a DaemonSet's ControllerRevisions from a StatefulSet's, so those are dropped as they are read;
+so are labelled pods that no DaemonSet controls. Pods and revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches only its
 own objects; pods also by node. Each change of a DaemonSet's pod on a node, and each change of a
 node's readiness, is reported to a `ChangeListener` (the controller's `RolloutStates`), so that a
 plan judges only the nodes that changed (see `domain.rollout_book`). Changes are turned into
@@ -22,13 +27,19 @@ from typing import Any, Protocol
 
 from edgerollout.domain.model import NodeName, NodeView
 from edgerollout.domain.planning.prepull import JobView
-from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    DAEMONSET_KIND,
+    POD_TEMPLATE_GENERATION_LABEL,
+    PREPULL_LABEL,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
     CachedRevision,
+    controller_kind,
     daemonset_from_api,
     job_from_api,
     node_from_api,
@@ -62,6 +73,19 @@ def _opted_in(daemonset: CachedDaemonSet | None) -> bool:
     return daemonset is not None and UPDATE_STRATEGY_ANNOTATION in daemonset.view.annotations
 
 
+def daemonset_pod(obj: dict[str, Any]) -> CachedPod | None:
+    """A pod its DaemonSet controls, as the cache keeps it (None for any other pod)."""
+    pod = pod_from_api(obj)
+    return pod if pod.owner_kind == DAEMONSET_KIND else None
+
+
+def daemonset_revision(obj: dict[str, Any]) -> CachedRevision | None:
+    """A ControllerRevision of a DaemonSet, as the cache keeps it (None for a StatefulSet's)."""
+    if controller_kind(obj.get("metadata") or {}) != DAEMONSET_KIND:
+        return None
+    return revision_from_api(obj)
+
+
 def _ds_key(daemonset: CachedDaemonSet) -> str:
     return object_key(daemonset.view.namespace, daemonset.view.name)
 
@@ -80,12 +104,20 @@ class ClusterCache:
         self.daemonsets: Informer[CachedDaemonSet] = Informer(
             api, DAEMONSETS, daemonset_from_api, namespace=namespace
         )
-        self.pods: Informer[CachedPod] = Informer(api, PODS, pod_from_api, namespace=namespace)
+        self.pods: Informer[CachedPod] = Informer(
+            api,
+            PODS,
+            daemonset_pod,
+            namespace=namespace,
+            label_selector=POD_TEMPLATE_GENERATION_LABEL,
+        )
         self.revisions: Informer[CachedRevision] = Informer(
-            api, CONTROLLER_REVISIONS, revision_from_api, namespace=namespace
+            api, CONTROLLER_REVISIONS, daemonset_revision, namespace=namespace
         )
         self.nodes: Informer[NodeView] = Informer(api, NODES, node_from_api)
-        self.jobs: Informer[JobView] = Informer(api, JOBS, job_from_api, namespace=namespace)
+        self.jobs: Informer[JobView] = Informer(
+            api, JOBS, job_from_api, namespace=namespace, label_selector=PREPULL_LABEL
+        )
         self.key_by_uid: dict[str, str] = {}
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
         self.pods_by_owner_node: dict[str, dict[NodeName, dict[str, CachedPod]]] = {}
@@ -141,18 +173,16 @@ class ClusterCache:
         current = new or old
         assert current is not None
         key = object_key(current.view.namespace, current.view.name)
-        old_owner = old.owner_uid if old is not None and old.owner_kind == DAEMONSET_KIND else None
-        kept = new if new is not None and new.owner_kind == DAEMONSET_KIND else None
-        if old_owner is None and kept is None:
-            return  # never a DaemonSet's pod
-        # A pod released by its DaemonSet (or adopted by another) leaves the old owner's index.
-        self._index(self.pods_by_owner, key, old_owner, kept)
-        old_node = old.view.node_name if old is not None and old_owner is not None else None
-        new_node = kept.view.node_name if kept is not None else None
-        self._index_by_node(key, old_owner, old_node, kept, new_node)
+        # Every cached pod is a DaemonSet's (`daemonset_pod`); one released by its DaemonSet
+        # leaves the cache, and one adopted by another moves from the old owner's index.
+        old_owner = old.owner_uid if old is not None else None
+        self._index(self.pods_by_owner, key, old_owner, new)
+        old_node = old.view.node_name if old is not None else None
+        new_node = new.view.node_name if new is not None else None
+        self._index_by_node(key, old_owner, old_node, new, new_node)
         self._enqueue_owner(old_owner)
-        if kept is not None and kept.owner_uid != old_owner:
-            self._enqueue_owner(kept.owner_uid)
+        if new is not None and new.owner_uid != old_owner:
+            self._enqueue_owner(new.owner_uid)
 
     def _index_by_node(
         self,
@@ -201,9 +231,7 @@ class ClusterCache:
         current = new or old
         assert current is not None
         pod = self.pods.get(object_key(current.namespace, current.pod_name))
-        if pod is None or pod.view.uid != current.owner_uid:
-            return
-        if pod.owner_kind == DAEMONSET_KIND:
+        if pod is not None and pod.view.uid == current.owner_uid:
             self._enqueue_owner(pod.owner_uid)
 
     def revisions_of(self, owner_uid: str) -> list[CachedRevision]:

@@ -56,6 +56,10 @@ class Controller:
         self.cache = ClusterCache(
             api, namespace=settings.namespace, enqueue=self.queue.add, changes=self.states
         )
+        for informer in self.cache.informers:
+            metrics.CACHE_OBJECTS.labels(resource=informer.resource.plural).set_function(
+                informer.count
+            )
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(

@@ -57,6 +57,12 @@ NODES = Gauge(
     " offline (not Ready, skipped), held, outdated, replacing.",
     ["state"],
 )
+CACHE_OBJECTS = Gauge(
+    "edgerollout_cache_objects",
+    "Objects held in the controller's caches, by resource: DaemonSets, the pods and"
+    " ControllerRevisions DaemonSets control, Nodes, and pre-pull Jobs (nothing else is kept).",
+    ["resource"],
+)
 CONDITIONS_WRITTEN = Counter(
     "edgerollout_pod_conditions_written_total",
     "Pod condition patches sent, by condition type.",

@@ -114,6 +114,7 @@ class Api(Protocol):
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
+        label_selector: str | None = None,
         timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]: ...
 
@@ -338,9 +339,13 @@ class KubeApi:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
+        label_selector: str | None = None,
         timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]:
-        """Watch events as the API server sends them (`type`, `object`), bookmarks included."""
+        """Watch events as the API server sends them (`type`, `object`), bookmarks included.
+
+        With a selector, an object that comes to match arrives as ADDED and one that stops
+        matching as DELETED, so a cache of what matches stays exact."""
         query = [
             ("watch", "true"),
             ("allowWatchBookmarks", "true"),
@@ -349,6 +354,8 @@ class KubeApi:
         ]
         if field_selector:
             query.append(("fieldSelector", field_selector))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         # No total timeout: the server ends the stream after timeoutSeconds; a read stalled
         # well past that means the connection is dead.
         timeout = aiohttp.ClientTimeout(

@@ -43,6 +43,7 @@ class Informer(Generic[T]):
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
+        label_selector: str | None = None,
         page_size: int = WATCH.page_size,
         relist_after_failure: bool = False,
         max_backoff: float = WATCH.max_backoff,
@@ -52,6 +53,7 @@ class Informer(Generic[T]):
         self.transform = transform
         self.namespace = namespace
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.page_size = page_size
         # List again (rather than resume the watch) after a failure: the list's success proves
         # contact at once, which a small cache that reports its freshness wants.
@@ -69,6 +71,10 @@ class Informer(Generic[T]):
 
     def subscribe(self, handler: Handler[T]) -> None:
         self._handlers.append(handler)
+
+    def count(self) -> int:
+        """How many objects the cache holds."""
+        return len(self.store)
 
     def get(self, key: str) -> T | None:
         return self.store.get(key)
@@ -94,6 +100,7 @@ class Informer(Generic[T]):
                 self.resource,
                 namespace=self.namespace,
                 field_selector=self.field_selector,
+                label_selector=self.label_selector,
                 limit=self.page_size,
                 continue_token=token,
             )
@@ -195,6 +202,7 @@ class Informer(Generic[T]):
             resource_version=self.resource_version,
             namespace=self.namespace,
             field_selector=self.field_selector,
+            label_selector=self.label_selector,
             timeout_seconds=timeout,
         ):
             self._apply(event)

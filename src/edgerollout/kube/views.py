@@ -74,6 +74,14 @@ def object_uid(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
+def controller_kind(meta: JSON) -> str | None:
+    """The kind of the object's managing controller (None when it has none)."""
+    for owner in meta.get("ownerReferences") or ():
+        if owner.get("controller"):
+            return str(owner.get("kind"))
+    return None
+
+
 def controller_uid(meta: JSON) -> str | None:
     """The UID of the object's managing controller (the owner reference with `controller: true`)."""
     for owner in meta.get("ownerReferences") or ():

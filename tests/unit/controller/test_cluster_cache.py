@@ -1,6 +1,6 @@
 """Which cluster changes put which DaemonSet keys on the queue, and how pods are indexed.
 
-The four caches run against the fake API; a test publishes watch events and waits until the cache
+The five caches run against the fake API; a test publishes watch events and waits until the cache
 concerned has applied them, so "nothing was enqueued" is a fact, not a race.
 """
 
@@ -17,7 +17,7 @@ from edgerollout.controller.snapshot import take_snapshot
 from edgerollout.domain.model import DaemonSetUID, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.prepull import JobState
-from edgerollout.domain.vocabulary import PREPULL_LABEL
+from edgerollout.domain.vocabulary import POD_TEMPLATE_GENERATION_LABEL, PREPULL_LABEL
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Resource
 from edgerollout.settings import CONTROLLER
 
@@ -33,7 +33,7 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import published, running
+from ..kube.running import published, running, until
 
 API_UID = "uid-ds-api"
 PLAIN_UID = "uid-ds-plain"
@@ -156,6 +156,56 @@ async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
 
     assert cluster.enqueued == []
     assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
+    assert "default/web-7d9f-x2" not in cluster.cache.pods.store
+
+
+async def test_only_daemonset_pods_and_pull_jobs_are_asked_for_and_kept() -> None:
+    """The API server sends only pods with the DaemonSet controller's generation label and only
+    Jobs with the pull label; a StatefulSet's revisions, which no selector tells apart, are
+    dropped as they are read."""
+    api = FakeApi()
+    api.put(DAEMONSETS, daemonset_json("web"))
+    api.put(PODS, pod_json("web-a", node="edge-1"))
+    deployment_pod = pod_json("shop-7d9f-x2", node="edge-1", owner_kind="ReplicaSet")
+    del deployment_pod["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL]
+    api.put(PODS, deployment_pod)
+    bare_pod = pod_json("debug", node="edge-1", owner_uid=None)
+    del bare_pod["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL]
+    api.put(PODS, bare_pod)
+    api.put(CONTROLLER_REVISIONS, revision_json("web-1", number=1, revision_hash=OLD))
+    statefulset_revision = revision_json("db-1", number=1, revision_hash=OLD, owner_uid="uid-db")
+    statefulset_revision["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    api.put(CONTROLLER_REVISIONS, statefulset_revision)
+    api.put(JOBS, pull_job_json("prepull-1", for_pod="web-a"))
+    backup = pull_job_json("backup", for_pod="web-a")
+    backup["metadata"] = {"name": "backup", "namespace": "default"}
+    api.put(JOBS, backup)
+    cache = ClusterCache(api, namespace=None, enqueue=lambda key: None)
+
+    async with running(*cache.informers):
+        assert sorted(cache.pods.store) == ["default/web-a"]
+        assert sorted(cache.revisions.store) == ["default/web-1"]
+        assert sorted(cache.jobs.store) == ["default/prepull-1"]
+        await until(lambda: len(api.calls_to("watch", PODS)) > 0, what="the pods' watch")
+        await until(lambda: len(api.calls_to("watch", JOBS)) > 0, what="the Jobs' watch")
+
+    selectors = {
+        (call.verb, call.resource.plural): call.params["label_selector"]
+        for call in api.calls
+        if call.verb in ("list", "watch")
+    }
+    assert selectors == {
+        ("list", "daemonsets"): None,
+        ("watch", "daemonsets"): None,
+        ("list", "pods"): POD_TEMPLATE_GENERATION_LABEL,
+        ("watch", "pods"): POD_TEMPLATE_GENERATION_LABEL,
+        ("list", "controllerrevisions"): None,
+        ("watch", "controllerrevisions"): None,
+        ("list", "nodes"): None,
+        ("watch", "nodes"): None,
+        ("list", "jobs"): PREPULL_LABEL,
+        ("watch", "jobs"): PREPULL_LABEL,
+    }
 
 
 async def test_node_readiness_change_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
@@ -242,6 +292,14 @@ async def test_revision_change_enqueues_its_owner_and_is_indexed(cluster: Cluste
         CONTROLLER_REVISIONS, "DELETED", revision_json("web-1", number=1, revision_hash=OLD)
     )
     assert [r.view.name for r in cluster.cache.revisions_of(WEB_UID)] == ["web-2"]
+
+
+async def test_pod_released_by_its_daemonset_leaves_the_cache(cluster: Cluster) -> None:
+    await cluster.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=None)
+    )
+
+    assert sorted(cluster.cache.pods.store) == ["default/api-a", "default/plain-a", "default/web-a"]
 
 
 def pull_job_json(

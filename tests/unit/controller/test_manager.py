@@ -8,6 +8,7 @@ import socket
 import uuid
 
 import pytest
+from prometheus_client import REGISTRY
 
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.manager import Controller, default_identity
@@ -102,3 +103,22 @@ def test_default_identity_is_the_host_and_a_new_uuid_for_each_process() -> None:
     for identity in (first, second):
         name, _, suffix = identity.rpartition("_")
         assert (name, str(uuid.UUID(suffix))) == (host, suffix)
+
+
+def test_the_size_of_each_cache_is_a_metric() -> None:
+    controller = Controller(ControllerSettings(workers=1), FakeApi())  # type: ignore[arg-type]
+    controller.cache.pods.store = {"default/web-a": None, "default/web-b": None}  # type: ignore[dict-item]
+    controller.cache.nodes.store = {"edge-1": None}  # type: ignore[dict-item]
+
+    sizes = {
+        resource: REGISTRY.get_sample_value("edgerollout_cache_objects", {"resource": resource})
+        for resource in ("daemonsets", "pods", "controllerrevisions", "nodes", "jobs")
+    }
+
+    assert sizes == {
+        "daemonsets": 0.0,
+        "pods": 2.0,
+        "controllerrevisions": 0.0,
+        "nodes": 1.0,
+        "jobs": 0.0,
+    }

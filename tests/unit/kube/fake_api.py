@@ -2,7 +2,8 @@
 
 It keeps what the shell relies on from the real one and nothing more:
 - one resourceVersion counter for every object, bumped by each write, as etcd's revision is;
-- `list` in pages of `limit` items (ordered by key), the continue token being the next offset;
+- `list` in pages of `limit` items (ordered by key), filtered by namespace and by field and label
+  selectors as the API server filters them, the continue token being the next offset;
 - `watch` serving the events a test scripts with `publish` / `send`: an event dict, an exception
   to raise in the stream, or `END` to close it (the server's timeout);
 - compare-and-swap on `replace` (409 when the body's resourceVersion is not the stored one), and
@@ -193,6 +194,7 @@ class FakeApi:
                 or _meta(obj).get("namespace") == namespace
             )
             and _selected(obj, field_selector)
+            and _labelled(obj, label_selector)
         ]
         start = int(continue_token or 0)
         end = start + limit
@@ -209,6 +211,7 @@ class FakeApi:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str | None = None,
+        label_selector: str | None = None,
         timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]:
         self._record(
@@ -217,6 +220,7 @@ class FakeApi:
             namespace=namespace,
             resource_version=resource_version,
             field_selector=field_selector,
+            label_selector=label_selector,
             timeout_seconds=timeout_seconds,
         )
         stream = self._stream(resource)
@@ -373,5 +377,27 @@ def _selected(obj: JSON, field_selector: str | None) -> bool:
         for key in path.split("."):
             found = found.get(key, "") if isinstance(found, dict) else ""
         if (str(found) == value) == negated:
+            return False
+    return True
+
+
+def _labelled(obj: JSON, label_selector: str | None) -> bool:
+    """Whether `obj` matches a label selector of `key`, `!key`, `key=value` and `key!=value`
+    terms (what the shell sends; set-based terms are not needed)."""
+    labels: Mapping[str, str] = _meta(obj).get("labels") or {}
+    for term in (label_selector or "").split(","):
+        if not term:
+            continue
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            matched = labels.get(key) != value
+        elif "=" in term:
+            key, value = term.split("=", 1)
+            matched = labels.get(key) == value
+        elif term.startswith("!"):
+            matched = term[1:] not in labels
+        else:
+            matched = term in labels
+        if not matched:
             return False
     return True

@@ -132,3 +132,43 @@ async def test_the_environment_is_read_once_when_the_client_is_made(
     assert requests == [
         b"GET http://apiserver.invalid:8080/api/v1/namespaces/default/pods/web-x HTTP/1.1\r\n"
     ]
+
+
+async def test_watch_sends_both_selectors_in_its_query() -> None:
+    """A cache of a selection follows only what the API server sends for the same selection."""
+    request_lines: list[bytes] = []
+
+    async def empty_watch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request_lines.append(await reader.readline())
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(empty_watch, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    api = KubeApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")))
+    try:
+        events = [
+            event
+            async for event in api.watch(
+                PODS,
+                resource_version="42",
+                field_selector="spec.nodeName=edge-1",
+                label_selector="pod-template-generation",
+                timeout_seconds=60,
+            )
+        ]
+    finally:
+        await api.close()
+        server.close()
+
+    assert events == []
+    assert request_lines == [
+        b"GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=42"
+        b"&timeoutSeconds=60&fieldSelector=spec.nodeName%3Dedge-1"
+        b"&labelSelector=pod-template-generation HTTP/1.1\r\n"
+    ]
