@@ -1,6 +1,7 @@
-"""The controller keeps only what rollouts read: beside a DaemonSet, the pods of a Deployment and a
-StatefulSet, the StatefulSet's ControllerRevisions and a Job of someone else's are in none of its
-caches (design §10.1), read from its `edgerollout_cache_objects` metric on the real API server."""
+"""The controller keeps only what rollouts read: beside an opted-in DaemonSet, the pods of a
+DaemonSet left alone, of a Deployment and of a StatefulSet, the StatefulSet's ControllerRevisions
+and a Job of someone else's are in none of its caches (design §10.1), read from its
+`edgerollout_cache_objects` metric on the real API server."""
 
 from __future__ import annotations
 
@@ -33,7 +34,16 @@ def _template(app: str) -> dict[str, Any]:
 
 
 async def _others(kube: LabHandle, namespace: str) -> None:
-    """A Deployment, a StatefulSet and a Job beside the DaemonSet, each with its pods."""
+    """A DaemonSet left alone, a Deployment, a StatefulSet and a Job beside the opted-in
+    DaemonSet, each with its pods."""
+    await kube.apps.create_namespaced_daemon_set(
+        namespace,
+        _manifest(
+            "DaemonSet",
+            "logs",
+            {"selector": {"matchLabels": {"app": "logs"}}, "template": _template("logs")},
+        ),
+    )
     await kube.apps.create_namespaced_deployment(
         namespace,
         _manifest(
@@ -67,7 +77,7 @@ async def _others(kube: LabHandle, namespace: str) -> None:
     )
 
 
-async def test_only_the_daemonsets_pods_and_revisions_are_cached(
+async def test_only_the_opted_in_daemonsets_pods_are_cached(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     await seed_daemonset(
@@ -97,15 +107,18 @@ async def test_only_the_daemonsets_pods_and_revisions_are_cached(
             for resource in ("daemonsets", "pods", "controllerrevisions", "jobs")
         }
 
+    # Both DaemonSets and their revisions; the opted-in one's pods only.
     only_the_daemonsets = {
-        "daemonsets": 1.0,
+        "daemonsets": 2.0,
         "pods": float(len(NODES)),
-        "controllerrevisions": 1.0,
+        "controllerrevisions": 2.0,
         "jobs": 0.0,
     }
 
     async def only_the_daemonsets_held() -> bool:
         return cached() == only_the_daemonsets
 
-    await hold_for(only_the_daemonsets_held, seconds=5, what="only the DaemonSet's objects cached")
+    await hold_for(
+        only_the_daemonsets_held, seconds=5, what="only the opted-in DaemonSet's pods cached"
+    )
     assert cached() == only_the_daemonsets

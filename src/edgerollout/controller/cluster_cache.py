@@ -1,17 +1,22 @@
-"""The controller's view of the cluster: five list+watch caches and the indexes reconciles need.
+"""The controller's view of the cluster: list+watch caches and the indexes reconciles need.
 
-DaemonSets, their pods and ControllerRevisions, our pre-pull Jobs (optionally one namespace), and
-all Nodes. Only what a rollout reads is listed, watched and kept (design §10.1): the API server
-sends only pods carrying the `pod-template-generation` label, which the DaemonSet controller
-stamps on every pod it creates, and only Jobs carrying our pre-pull label, so the pods of
-Deployments, StatefulSets and Jobs cost nothing — neither memory nor a wake-up. No selector can
-tell a DaemonSet's ControllerRevisions from a StatefulSet's, so those are dropped as they are read;
-so are labelled pods that no DaemonSet controls. Pods and revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches only its
-own objects; pods also by node. Each change of a DaemonSet's pod on a node, and each change of a
-node's readiness, is reported to a `ChangeListener` (the controller's `RolloutStates`), so that a
-plan judges only the nodes that changed (see `domain.rollout_book`). Changes are turned into
+DaemonSets, ControllerRevisions and our pre-pull Jobs (optionally one namespace), all Nodes, and the
+pods of each opted-in DaemonSet. Only what a rollout reads is listed, watched and kept (design
+§10.1): each opted-in DaemonSet has a pod cache of its own, whose list and watch ask the API server
+for its selector's pods carrying the `pod-template-generation` label the DaemonSet controller
+stamps, in its namespace — so the pods of Deployments, StatefulSets, Jobs and of DaemonSets left
+alone cost nothing, neither memory nor a wake-up. It starts when the DaemonSet is seen with the
+update-strategy annotation and stops when it loses it or is deleted. Jobs are asked for by our
+pull label. No selector tells a DaemonSet's ControllerRevisions from a StatefulSet's, so those are
+dropped as they are read; so are pods another controller holds.
+
+Pods and revisions are indexed by the UID of their controlling DaemonSet, so a reconcile touches
+only its own objects; pods also by node. Each change of a DaemonSet's pod on a node, and each change
+of a node's readiness, is reported to a `ChangeListener` (the controller's `RolloutStates`), so that
+a plan judges only the nodes that changed (see `domain.rollout_book`). Changes are turned into
 DaemonSet keys for the work queue:
 - a DaemonSet that carries the update-strategy annotation (or just lost it) -> itself;
+- its pod cache's first list -> itself, so that it is planned on its pods (never before them);
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
   within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing);
@@ -22,6 +27,8 @@ DaemonSet keys for the work queue:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -34,7 +41,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
-from edgerollout.kube.informer import Informer
+from edgerollout.kube.informer import Informer, run_all
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
@@ -73,10 +80,23 @@ def _opted_in(daemonset: CachedDaemonSet | None) -> bool:
     return daemonset is not None and UPDATE_STRATEGY_ANNOTATION in daemonset.view.annotations
 
 
-def daemonset_pod(obj: dict[str, Any]) -> CachedPod | None:
-    """A pod its DaemonSet controls, as the cache keeps it (None for any other pod)."""
-    pod = pod_from_api(obj)
-    return pod if pod.owner_kind == DAEMONSET_KIND else None
+def _pods_of(owner_uid: str) -> Callable[[dict[str, Any]], CachedPod | None]:
+    """The transform of one DaemonSet's pod cache: a pod that DaemonSet controls, as the cache
+    keeps it (None for a pod its selector matches but another controller holds)."""
+
+    def kept(obj: dict[str, Any]) -> CachedPod | None:
+        pod = pod_from_api(obj)
+        return pod if pod.owner_kind == DAEMONSET_KIND and pod.owner_uid == owner_uid else None
+
+    return kept
+
+
+def pods_selector(daemonset: CachedDaemonSet) -> str:
+    """What a DaemonSet's pod cache asks the API server for: its selector's pods that the
+    DaemonSet controller made."""
+    return ",".join(
+        term for term in (daemonset.pod_selector, POD_TEMPLATE_GENERATION_LABEL) if term
+    )
 
 
 def daemonset_revision(obj: dict[str, Any]) -> CachedRevision | None:
@@ -99,17 +119,11 @@ class ClusterCache:
         enqueue: Enqueue,
         changes: ChangeListener | None = None,
     ) -> None:
+        self.api = api
         self.enqueue = enqueue
         self.changes: ChangeListener = changes if changes is not None else _NoListener()
         self.daemonsets: Informer[CachedDaemonSet] = Informer(
             api, DAEMONSETS, daemonset_from_api, namespace=namespace
-        )
-        self.pods: Informer[CachedPod] = Informer(
-            api,
-            PODS,
-            daemonset_pod,
-            namespace=namespace,
-            label_selector=POD_TEMPLATE_GENERATION_LABEL,
         )
         self.revisions: Informer[CachedRevision] = Informer(
             api, CONTROLLER_REVISIONS, daemonset_revision, namespace=namespace
@@ -122,19 +136,98 @@ class ClusterCache:
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
         self.pods_by_owner_node: dict[str, dict[NodeName, dict[str, CachedPod]]] = {}
         self.revisions_by_owner: dict[str, dict[str, CachedRevision]] = {}
+        # The pod cache of each opted-in DaemonSet, by its UID, and the task that runs it.
+        self.pods: dict[str, Informer[CachedPod]] = {}
+        self._pod_tasks: dict[str, asyncio.Task[None]] = {}
         self.daemonsets.subscribe(self._on_daemonset)
-        self.pods.subscribe(self._on_pod)
         self.revisions.subscribe(self._on_revision)
         self.nodes.subscribe(self._on_node)
         self.jobs.subscribe(self._on_job)
 
     @property
     def informers(self) -> list[Informer[Any]]:
-        return [self.daemonsets, self.pods, self.revisions, self.nodes, self.jobs]
+        """The caches that run for the controller's whole life (the pod caches come and go)."""
+        return [self.daemonsets, self.revisions, self.nodes, self.jobs]
 
     @property
     def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.informers)
+        """Whether every cache has listed, the pod cache of each opted-in DaemonSet included."""
+        return all(informer.synced.is_set() for informer in self.informers) and all(
+            informer.synced.is_set() for informer in self.pods.values()
+        )
+
+    def pods_listed(self, daemonset: CachedDaemonSet) -> bool:
+        """Whether the pods of `daemonset` have been listed, if it is opted in (one that is not
+        has none to list)."""
+        if not _opted_in(daemonset):
+            return True
+        informer = self.pods.get(daemonset.view.uid)
+        return informer is not None and informer.synced.is_set()
+
+    def pod(self, key: str) -> CachedPod | None:
+        """The cached pod `namespace/name`, whichever opted-in DaemonSet controls it."""
+        for informer in self.pods.values():
+            pod = informer.get(key)
+            if pod is not None:
+                return pod
+        return None
+
+    def counts(self) -> dict[str, int]:
+        """How many objects each kind of cache holds (the pod caches together)."""
+        counted = {informer.resource.plural: informer.count() for informer in self.informers}
+        counted[PODS.plural] = sum(informer.count() for informer in self.pods.values())
+        return counted
+
+    async def run(self) -> None:
+        """Run every cache until cancelled; the pod caches stop with it."""
+        try:
+            await run_all(self.informers)
+        finally:
+            for owner_uid in list(self._pod_tasks):
+                await self._stop_pods(owner_uid)
+
+    async def wait_synced(self) -> None:
+        """Wait until `synced`: the DaemonSets' list starts the pod caches it needs."""
+        for informer in self.informers:
+            await informer.synced.wait()
+        while not self.synced:
+            for informer in list(self.pods.values()):
+                await informer.synced.wait()
+
+    def _start_pods(self, daemonset: CachedDaemonSet) -> None:
+        uid = daemonset.view.uid
+        if uid in self.pods:
+            return
+        informer: Informer[CachedPod] = Informer(
+            self.api,
+            PODS,
+            _pods_of(uid),
+            namespace=daemonset.view.namespace,
+            label_selector=pods_selector(daemonset),
+        )
+        informer.subscribe(self._on_pod)
+        key = _ds_key(daemonset)
+        informer.on_listed = lambda: self.enqueue(key)
+        self.pods[uid] = informer
+        self._pod_tasks[uid] = asyncio.get_running_loop().create_task(
+            informer.run(), name=f"informer-pods-{uid}"
+        )
+
+    def _forget_pods(self, owner_uid: str) -> None:
+        """Stop the pod cache of a DaemonSet that is no longer opted in, and drop its pods."""
+        self.pods.pop(owner_uid, None)
+        task = self._pod_tasks.pop(owner_uid, None)
+        if task is not None:
+            task.cancel()
+        self.pods_by_owner.pop(owner_uid, None)
+        self.pods_by_owner_node.pop(owner_uid, None)
+
+    async def _stop_pods(self, owner_uid: str) -> None:
+        task = self._pod_tasks.get(owner_uid)
+        self._forget_pods(owner_uid)
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def opted_in_keys(self) -> list[str]:
         return sorted(_ds_key(ds) for ds in self.daemonsets.values() if _opted_in(ds))
@@ -144,6 +237,11 @@ class ClusterCache:
             self.key_by_uid[new.view.uid] = _ds_key(new)
         elif old is not None:
             self.key_by_uid.pop(old.view.uid, None)
+        if _opted_in(new):
+            assert new is not None
+            self._start_pods(new)
+        elif old is not None:
+            self._forget_pods(old.view.uid)
         if _opted_in(old) or _opted_in(new):
             current = new or old
             assert current is not None
@@ -173,8 +271,8 @@ class ClusterCache:
         current = new or old
         assert current is not None
         key = object_key(current.view.namespace, current.view.name)
-        # Every cached pod is a DaemonSet's (`daemonset_pod`); one released by its DaemonSet
-        # leaves the cache, and one adopted by another moves from the old owner's index.
+        # Every cached pod is its cache's DaemonSet's (`_pods_of`): one released by it, or
+        # adopted by another, leaves that cache (and the other DaemonSet's cache, if any, adds it).
         old_owner = old.owner_uid if old is not None else None
         self._index(self.pods_by_owner, key, old_owner, new)
         old_node = old.view.node_name if old is not None else None
@@ -230,7 +328,7 @@ class ClusterCache:
         # owns it: a Job that only names the pod in its label is not ours (domain.prepull).
         current = new or old
         assert current is not None
-        pod = self.pods.get(object_key(current.namespace, current.pod_name))
+        pod = self.pod(object_key(current.namespace, current.pod_name))
         if pod is not None and pod.view.uid == current.owner_uid:
             self._enqueue_owner(pod.owner_uid)
 

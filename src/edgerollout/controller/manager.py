@@ -1,6 +1,6 @@
 """The controller process: caches, work queue, workers, leader election, health and metrics.
 
-Start-up: connect, start the four caches, serve /healthz, /readyz and /metrics. Then, with leader
+Start-up: connect, start the caches, serve /healthz, /readyz and /metrics. Then, with leader
 election, wait for the Lease; without it, lead at once. Leading means: wait until every cache has
 listed, enqueue every opted-in DaemonSet once, and run the workers. Losing the Lease stops every
 write at once (the write guard reads the Lease's renew time) and ends the process with an error,
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import signal
@@ -27,8 +28,15 @@ from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
-from edgerollout.kube.api import ApiError, KubeApi
-from edgerollout.kube.informer import run_all
+from edgerollout.kube.api import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    JOBS,
+    NODES,
+    PODS,
+    ApiError,
+    KubeApi,
+)
 from edgerollout.kube.leader import LeaderElector, LeadershipLost
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.logfields import LogFields
@@ -56,9 +64,9 @@ class Controller:
         self.cache = ClusterCache(
             api, namespace=settings.namespace, enqueue=self.queue.add, changes=self.states
         )
-        for informer in self.cache.informers:
-            metrics.CACHE_OBJECTS.labels(resource=informer.resource.plural).set_function(
-                informer.count
+        for resource in (DAEMONSETS, PODS, CONTROLLER_REVISIONS, NODES, JOBS):
+            metrics.CACHE_OBJECTS.labels(resource=resource.plural).set_function(
+                functools.partial(self._cached, resource.plural)
             )
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -132,10 +140,12 @@ class Controller:
                 metrics.RECONCILE_TOTAL.labels(controller=metrics.CONTROLLER, result=result).inc()
             self.queue.done(key, seconds=elapsed)
 
+    def _cached(self, plural: str) -> int:
+        return self.cache.counts()[plural]
+
     async def lead(self) -> None:
         self.leading = True
-        for informer in self.cache.informers:
-            await informer.synced.wait()
+        await self.cache.wait_synced()
         # Everything listed so far lives as long as the process: keep the cyclic garbage
         # collector from scanning it on every full collection (a tenth of a reconcile's time at
         # 1,000 pods, more with more). Objects made later are collected as usual.
@@ -193,7 +203,7 @@ class Controller:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         runners = await self.serve_http()
-        informers = asyncio.create_task(run_all(self.cache.informers), name="informers")
+        informers = asyncio.create_task(self.cache.run(), name="informers")
         if self.elector is not None:
             work = asyncio.create_task(self.elector.run(self.lead), name="elector")
         else:

@@ -97,6 +97,10 @@ class Reconciler:
             self._drop(key)
             return Outcome(plan=None)
         ds = cached.view
+        if not self.cache.pods_listed(cached):
+            # Its pod cache has just started: the end of its first list enqueues it again, so
+            # that it is never planned without its pods.
+            return Outcome(plan=None)
         known = self.states.get(key)
         if known is not None and known.uid != ds.uid:
             self._drop(key)  # deleted and recreated under the same name

@@ -68,6 +68,8 @@ class Informer(Generic[T]):
         # Told each time the API server answered (a list, a watch event), and each time it did not.
         self.on_contact: Callable[[], None] = lambda: None
         self.on_lost: Callable[[Exception], None] = lambda error: None
+        # Told at the end of each list, once its changes have been handed to the subscribers.
+        self.on_listed: Callable[[], None] = lambda: None
 
     def subscribe(self, handler: Handler[T]) -> None:
         self._handlers.append(handler)
@@ -125,6 +127,7 @@ class Informer(Generic[T]):
             if key not in fresh:
                 self._notify(old, None)
         self.synced.set()
+        self.on_listed()
 
     def _apply(self, event: JSON) -> None:
         kind = event.get("type")

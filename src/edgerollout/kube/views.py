@@ -111,6 +111,8 @@ class CachedDaemonSet:
     generation: int
     observed_generation: int
     pull_template: PullTemplate
+    # `spec.selector` as a list's labelSelector (immutable in apps/v1).
+    pod_selector: str = ""
 
 
 def job_from_api(obj: JSON) -> JobView | None:
@@ -414,6 +416,7 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             ),
             service_account=template_spec.get("serviceAccountName") or None,
         ),
+        pod_selector=pod_selector(obj),
     )
 
 

@@ -412,3 +412,38 @@ def test_rendered_with_the_peer_header() -> None:
         "|---|---|---|---|\n"
         "| 1 rollout | 16.0 s | OpenYurt 20.0 s | 0.80x |"
     )
+
+
+def test_the_pod_mix_shows_rss_against_the_daemonsets_alone_and_cpu_against_its_target() -> None:
+    results = {
+        "scenarios": {
+            "mix": {
+                "nodes": 1001,
+                "pods": 30020,
+                "target_cpu_share": 0.05,
+                "daemonsets_alone": {
+                    "rss_mb": 80.0,
+                    "ready_seconds": 2.0,
+                    "cached": {"pods": 3003},
+                },
+                "with_deployment": {"rss_mb": 82.0, "ready_seconds": 2.5, "cached": {"pods": 3003}},
+                "churn": {"rate_achieved": 412.3, "controller_cpu_share": 0.004},
+            }
+        }
+    }
+    assert rows(results) == [
+        Row(
+            "8 controller RSS, 1001 nodes, 30 pods each",
+            "82 MB",
+            "DaemonSets' pods alone 80 MB",
+            "1.02x",
+        ),
+        Row("8 pods cached (opted-in DaemonSets' / all)", "3003 / 30020", "-", "-"),
+        Row("8 controller ready after start", "2.5 s", "-", "-"),
+        Row(
+            "8 controller CPU, 412 other pods' changes/s",
+            "0.4 % of a core",
+            "target ≤ 5 % of a core",
+            "0.08x",
+        ),
+    ]

@@ -19,6 +19,7 @@ from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.prepull import JobState
 from edgerollout.domain.vocabulary import POD_TEMPLATE_GENERATION_LABEL, PREPULL_LABEL
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Resource
+from edgerollout.kube.views import CachedDaemonSet
 from edgerollout.settings import CONTROLLER
 
 from ..domain.builders import NOW
@@ -33,7 +34,7 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import published, running, until
+from ..kube.running import every_informer, published, running_cache, until
 
 API_UID = "uid-ds-api"
 PLAIN_UID = "uid-ds-plain"
@@ -49,7 +50,7 @@ class Cluster:
 
     async def publish(self, resource: Resource, event_type: str, obj: JSON) -> None:
         """Publish a watch event and wait until the cache has applied it."""
-        await published(self.api, self.cache.informers, resource, event_type, obj)
+        await published(self.api, every_informer(self.cache), resource, event_type, obj)
 
 
 @pytest.fixture
@@ -61,15 +62,15 @@ async def cluster() -> AsyncIterator[Cluster]:
     api.put(DAEMONSETS, daemonset_json("plain", uid=PLAIN_UID, annotations={}))
     api.put(PODS, pod_json("web-a", node="edge-1"))
     api.put(PODS, pod_json("web-b", node="edge-2", revision_hash=OLD))
-    api.put(PODS, pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID))
-    api.put(PODS, pod_json("api-a", node="edge-1", owner_uid=API_UID))
+    api.put(PODS, pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, app="plain"))
+    api.put(PODS, pod_json("api-a", node="edge-1", owner_uid=API_UID, app="api"))
     api.put(CONTROLLER_REVISIONS, revision_json("web-1", number=1, revision_hash=OLD))
     api.put(NODES, node_json("edge-1"))
     api.put(NODES, node_json("edge-2"))
     enqueued: list[str] = []
     states = RolloutStates(settings=CONTROLLER.reconcile, clock=lambda: 0.0)
     cache = ClusterCache(api, namespace=None, enqueue=enqueued.append, changes=states)
-    async with running(*cache.informers):
+    async with running_cache(cache):
         enqueued.clear()
         yield Cluster(api=api, cache=cache, enqueued=enqueued, states=states)
 
@@ -80,6 +81,11 @@ def snapshot_of(cluster: Cluster, key: str) -> Snapshot:
     assert daemonset is not None
     state = cluster.states.of(key, daemonset.view.uid)
     return take_snapshot(cluster.cache, daemonset, state, now=NOW)
+
+
+def cached_pods(cache: ClusterCache) -> dict[str, list[str]]:
+    """The keys each DaemonSet's pod cache holds, by the DaemonSet's UID."""
+    return {uid: sorted(informer.store) for uid, informer in cache.pods.items()}
 
 
 def pod_names(cluster: Cluster, key: str) -> list[str]:
@@ -134,15 +140,19 @@ async def test_pod_change_enqueues_its_opted_in_owner(cluster: Cluster) -> None:
     assert cluster.enqueued == ["default/web"]
 
 
-async def test_pod_change_of_a_daemonset_without_the_annotation_enqueues_nothing(
+async def test_pods_of_a_daemonset_without_the_annotation_are_not_watched(
     cluster: Cluster,
 ) -> None:
-    await cluster.publish(
-        PODS, "MODIFIED", pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, ready=False)
+    cluster.api.publish(
+        PODS,
+        "MODIFIED",
+        pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, app="plain", ready=False),
     )
+    await cluster.publish(PODS, "MODIFIED", pod_json("web-a", node="edge-1", ready=False))
 
-    assert cluster.enqueued == []
-    assert pod_names(cluster, PLAIN_KEY) == ["plain-a"]
+    assert cluster.enqueued == ["default/web"]
+    assert pod_names(cluster, PLAIN_KEY) == []
+    assert sorted(cached_pods(cluster.cache)) == [API_UID, WEB_UID]
 
 
 async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
@@ -156,22 +166,24 @@ async def test_pod_of_another_kind_of_owner_is_neither_indexed_nor_enqueued(
 
     assert cluster.enqueued == []
     assert pod_names(cluster, WEB_KEY) == ["web-a", "web-b"]
-    assert "default/web-7d9f-x2" not in cluster.cache.pods.store
+    assert cluster.cache.pod("default/web-7d9f-x2") is None
 
 
-async def test_only_daemonset_pods_and_pull_jobs_are_asked_for_and_kept() -> None:
-    """The API server sends only pods with the DaemonSet controller's generation label and only
-    Jobs with the pull label; a StatefulSet's revisions, which no selector tells apart, are
-    dropped as they are read."""
+async def test_each_opted_in_daemonset_asks_for_its_own_pods_and_keeps_only_them() -> None:
+    """The API server sends a DaemonSet's pod cache only its selector's pods with the DaemonSet
+    controller's generation label, in its namespace; a pod another controller holds is dropped as
+    it is read; the Jobs' cache asks only for pull Jobs; a StatefulSet's revisions, which no
+    selector tells apart, are dropped as they are read."""
     api = FakeApi()
     api.put(DAEMONSETS, daemonset_json("web"))
+    api.put(DAEMONSETS, daemonset_json("plain", uid=PLAIN_UID, annotations={}))
     api.put(PODS, pod_json("web-a", node="edge-1"))
-    deployment_pod = pod_json("shop-7d9f-x2", node="edge-1", owner_kind="ReplicaSet")
+    api.put(PODS, pod_json("plain-a", node="edge-1", owner_uid=PLAIN_UID, app="plain"))
+    deployment_pod = pod_json("shop-7d9f-x2", node="edge-1", owner_kind="ReplicaSet", app="shop")
     del deployment_pod["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL]
     api.put(PODS, deployment_pod)
-    bare_pod = pod_json("debug", node="edge-1", owner_uid=None)
-    del bare_pod["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL]
-    api.put(PODS, bare_pod)
+    # Labelled like the DaemonSet's, but held by a ReplicaSet: listed, and dropped.
+    api.put(PODS, pod_json("web-7d9f-x2", node="edge-1", owner_kind="ReplicaSet"))
     api.put(CONTROLLER_REVISIONS, revision_json("web-1", number=1, revision_hash=OLD))
     statefulset_revision = revision_json("db-1", number=1, revision_hash=OLD, owner_uid="uid-db")
     statefulset_revision["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
@@ -182,30 +194,71 @@ async def test_only_daemonset_pods_and_pull_jobs_are_asked_for_and_kept() -> Non
     api.put(JOBS, backup)
     cache = ClusterCache(api, namespace=None, enqueue=lambda key: None)
 
-    async with running(*cache.informers):
-        assert sorted(cache.pods.store) == ["default/web-a"]
+    async with running_cache(cache):
+        assert cached_pods(cache) == {WEB_UID: ["default/web-a"]}
         assert sorted(cache.revisions.store) == ["default/web-1"]
         assert sorted(cache.jobs.store) == ["default/prepull-1"]
+        assert cache.counts() == {
+            "daemonsets": 2,
+            "pods": 1,
+            "controllerrevisions": 1,
+            "nodes": 0,
+            "jobs": 1,
+        }
         await until(lambda: len(api.calls_to("watch", PODS)) > 0, what="the pods' watch")
         await until(lambda: len(api.calls_to("watch", JOBS)) > 0, what="the Jobs' watch")
 
-    selectors = {
-        (call.verb, call.resource.plural): call.params["label_selector"]
+    asked = {
+        (call.verb, call.resource.plural): (call.namespace, call.params["label_selector"])
         for call in api.calls
         if call.verb in ("list", "watch")
     }
-    assert selectors == {
-        ("list", "daemonsets"): None,
-        ("watch", "daemonsets"): None,
-        ("list", "pods"): POD_TEMPLATE_GENERATION_LABEL,
-        ("watch", "pods"): POD_TEMPLATE_GENERATION_LABEL,
-        ("list", "controllerrevisions"): None,
-        ("watch", "controllerrevisions"): None,
-        ("list", "nodes"): None,
-        ("watch", "nodes"): None,
-        ("list", "jobs"): PREPULL_LABEL,
-        ("watch", "jobs"): PREPULL_LABEL,
+    assert asked == {
+        ("list", "daemonsets"): (None, None),
+        ("watch", "daemonsets"): (None, None),
+        ("list", "pods"): ("default", f"app=web,{POD_TEMPLATE_GENERATION_LABEL}"),
+        ("watch", "pods"): ("default", f"app=web,{POD_TEMPLATE_GENERATION_LABEL}"),
+        ("list", "controllerrevisions"): (None, None),
+        ("watch", "controllerrevisions"): (None, None),
+        ("list", "nodes"): (None, None),
+        ("watch", "nodes"): (None, None),
+        ("list", "jobs"): (None, PREPULL_LABEL),
+        ("watch", "jobs"): (None, PREPULL_LABEL),
     }
+
+
+async def test_a_daemonset_opted_in_later_gets_its_pod_cache_and_loses_it_with_the_annotation(
+    cluster: Cluster,
+) -> None:
+    opted_in = daemonset_json("plain", uid=PLAIN_UID, annotations={STRATEGY: "OTA"})
+    await cluster.publish(DAEMONSETS, "MODIFIED", opted_in)
+    await until(lambda: cluster.cache.pods_listed(_cached(cluster, PLAIN_KEY)), what="plain listed")
+
+    # Enqueued for the change, for its pod's arrival, and once its pods are listed (a DaemonSet
+    # without pods yet is enqueued then too): never planned without them.
+    assert cluster.enqueued == [PLAIN_KEY] * 3
+    assert pod_names(cluster, PLAIN_KEY) == ["plain-a"]
+
+    await cluster.publish(
+        DAEMONSETS, "MODIFIED", daemonset_json("plain", uid=PLAIN_UID, annotations={})
+    )
+
+    assert sorted(cached_pods(cluster.cache)) == [API_UID, WEB_UID]
+    assert pod_names(cluster, PLAIN_KEY) == []
+    assert cluster.cache.pods_listed(_cached(cluster, PLAIN_KEY))
+
+
+async def test_a_deleted_daemonset_loses_its_pod_cache(cluster: Cluster) -> None:
+    await cluster.publish(DAEMONSETS, "DELETED", daemonset_json("api", uid=API_UID))
+
+    assert sorted(cached_pods(cluster.cache)) == [WEB_UID]
+    assert API_UID not in cluster.cache.pods_by_owner
+
+
+def _cached(cluster: Cluster, key: str) -> CachedDaemonSet:
+    cached = cluster.cache.daemonsets.get(key)
+    assert cached is not None
+    return cached
 
 
 async def test_node_readiness_change_enqueues_every_opted_in_daemonset(cluster: Cluster) -> None:
@@ -247,12 +300,15 @@ async def test_pods_are_indexed_by_owner_uid_and_moved_and_removed(cluster: Clus
     assert pod_names(cluster, API_KEY) == ["api-a"]
 
     await cluster.publish(
-        PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=API_UID)
+        PODS,
+        "MODIFIED",
+        pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=API_UID, app="api"),
     )
     assert pod_names(cluster, WEB_KEY) == ["web-a"]
     assert pod_names(cluster, API_KEY) == ["api-a", "web-b"]
-    # Both owners are looked at again: one lost a pod, the other gained one.
-    assert cluster.enqueued == ["default/web", "default/api"]
+    # Both owners are looked at again: one lost a pod, the other gained one (each pod cache
+    # tells its own, in no set order).
+    assert sorted(cluster.enqueued) == ["default/api", "default/web"]
 
     for name in ("web-a", "web-b", "api-a"):
         await cluster.publish(PODS, "DELETED", pod_json(name, node="edge-1"))
@@ -299,7 +355,7 @@ async def test_pod_released_by_its_daemonset_leaves_the_cache(cluster: Cluster) 
         PODS, "MODIFIED", pod_json("web-b", node="edge-2", revision_hash=OLD, owner_uid=None)
     )
 
-    assert sorted(cluster.cache.pods.store) == ["default/api-a", "default/plain-a", "default/web-a"]
+    assert cached_pods(cluster.cache) == {API_UID: ["default/api-a"], WEB_UID: ["default/web-a"]}
 
 
 def pull_job_json(
@@ -367,7 +423,9 @@ async def test_pods_are_indexed_by_owner_and_node_and_leave_it(cluster: Cluster)
     await cluster.publish(PODS, "ADDED", pod_json("web-c", node="edge-1"))
     assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"], "edge-2": ["web-b"]}
 
-    await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID))
+    await cluster.publish(
+        PODS, "MODIFIED", pod_json("web-b", node="edge-2", owner_uid=API_UID, app="api")
+    )
     assert by_node(cluster, WEB_KEY) == {"edge-1": ["web-a", "web-c"]}
     assert by_node(cluster, API_KEY) == {"edge-1": ["api-a"], "edge-2": ["web-b"]}
 
@@ -390,7 +448,9 @@ async def test_changed_nodes_are_kept_only_for_a_rollout_with_a_state_and_handed
 
     await cluster.publish(PODS, "MODIFIED", pod_json("web-b", node="edge-2", ready=False))
     await cluster.publish(
-        PODS, "MODIFIED", pod_json("api-a", node="edge-1", owner_uid=API_UID, ready=False)
+        PODS,
+        "MODIFIED",
+        pod_json("api-a", node="edge-1", owner_uid=API_UID, app="api", ready=False),
     )
     assert web.take_changed_nodes() == {"edge-2"}
     assert web.take_changed_nodes() == frozenset()

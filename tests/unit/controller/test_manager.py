@@ -6,6 +6,7 @@ import asyncio
 import logging
 import socket
 import uuid
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
@@ -13,6 +14,8 @@ from prometheus_client import REGISTRY
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.manager import Controller, default_identity
 from edgerollout.controller.reconciler import NotLeader, Outcome
+from edgerollout.kube.api import PODS
+from edgerollout.kube.informer import Informer
 from edgerollout.kube.leader import LeadershipLost
 from edgerollout.settings import ControllerSettings
 from tests.unit.kube.fake_api import FakeApi
@@ -107,7 +110,10 @@ def test_default_identity_is_the_host_and_a_new_uuid_for_each_process() -> None:
 
 def test_the_size_of_each_cache_is_a_metric() -> None:
     controller = Controller(ControllerSettings(workers=1), FakeApi())  # type: ignore[arg-type]
-    controller.cache.pods.store = {"default/web-a": None, "default/web-b": None}  # type: ignore[dict-item]
+    for uid, keys in (("uid-web", ["default/web-a", "default/web-b"]), ("uid-api", ["default/a"])):
+        informer: Informer[Any] = Informer(FakeApi(), PODS, lambda obj: obj)
+        informer.store = dict.fromkeys(keys)
+        controller.cache.pods[uid] = informer
     controller.cache.nodes.store = {"edge-1": None}  # type: ignore[dict-item]
 
     sizes = {
@@ -117,7 +123,7 @@ def test_the_size_of_each_cache_is_a_metric() -> None:
 
     assert sizes == {
         "daemonsets": 0.0,
-        "pods": 2.0,
+        "pods": 3.0,
         "controllerrevisions": 0.0,
         "nodes": 1.0,
         "jobs": 0.0,

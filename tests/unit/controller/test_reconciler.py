@@ -38,7 +38,7 @@ from edgerollout.kube.recorder import EventRecorder
 from edgerollout.settings import CONTROLLER, ControllerSettings, PrepullSettings
 
 from ..domain.builders import NOW
-from ..kube.fake_api import JSON, FakeApi
+from ..kube.fake_api import JSON, FakeApi, unreachable
 from ..kube.objects import (
     ADVANCED,
     MAX_UNAVAILABLE,
@@ -52,7 +52,7 @@ from ..kube.objects import (
     pod_json,
     revision_json,
 )
-from ..kube.running import caught_up, published, running, until
+from ..kube.running import caught_up, every_informer, published, running_cache, until
 
 KEY = f"{NAMESPACE}/web"
 ROLLING_ONE = {**ADVANCED, MAX_UNAVAILABLE: "1"}
@@ -104,7 +104,7 @@ class Controller:
 
     async def publish(self, resource: Resource, event_type: str, obj: JSON) -> None:
         """Publish a watch event and wait until the cache has applied it."""
-        await published(self.api, self.cache.informers, resource, event_type, obj)
+        await published(self.api, every_informer(self.cache), resource, event_type, obj)
 
     async def reconcile(self) -> Outcome:
         outcome = await self.reconciler.reconcile(KEY)
@@ -155,7 +155,7 @@ async def controller(
         clock=lambda: NOW,
         settings=settings,
     )
-    async with running(*cache.informers):
+    async with running_cache(cache):
         yield Controller(api, cache, states, reconciler)
 
 
@@ -177,6 +177,41 @@ async def test_rolling_update_deletes_the_first_outdated_pod_with_its_uid_and_re
         assert c.api.stored(PODS, "web-a", namespace=NAMESPACE) is None
 
 
+async def test_a_daemonset_whose_pods_are_not_listed_yet_is_not_planned() -> None:
+    """Planned on no pods, a rollout would read every node as without one; it waits for the end
+    of its pod cache's first list instead, which enqueues it again."""
+    api = FakeApi()
+    api.put(DAEMONSETS, daemonset_json("web", annotations=ROLLING_ONE))
+    for pod in outdated_rollout():
+        api.put(PODS, pod)
+    api.fail("list", PODS, unreachable(), times=None)
+    enqueued: list[str] = []
+    states = RolloutStates(settings=CONTROLLER.reconcile, clock=lambda: 0.0)
+    cache = ClusterCache(api, namespace=None, enqueue=enqueued.append, changes=states)
+    reconciler = Reconciler(
+        cache=cache,
+        states=states,
+        api=api,
+        recorder=EventRecorder(api, instance="controller-0"),
+        may_write=lambda: True,
+        clock=lambda: NOW,
+    )
+    running = asyncio.create_task(cache.run())
+    try:
+        await until(lambda: len(api.calls_to("list", PODS)) > 0, what="the pods' first list")
+
+        outcome = await reconciler.reconcile(KEY)
+
+        assert outcome == Outcome(plan=None)
+        assert api.writes == []
+        assert states.get(KEY) is None
+        assert enqueued == [KEY]  # the DaemonSet's own arrival, not its pods' list
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+
+
 async def test_second_reconcile_before_the_cache_catches_up_deletes_nothing_more() -> None:
     async with controller(ROLLING_ONE, outdated_rollout()) as c:
         await c.reconcile()
@@ -196,7 +231,7 @@ async def test_next_outdated_pod_goes_once_the_replacement_is_seen_available() -
         terminating = c.api.publish(
             PODS, "MODIFIED", pod_json("web-a", node="edge-1", revision_hash=OLD, deleting=True)
         )
-        await caught_up(c.cache.pods, terminating)
+        await caught_up(c.cache.pods[WEB_UID], terminating)
 
         while_terminating = await c.reconcile()
         assert while_terminating.deleted == 0
@@ -483,7 +518,7 @@ async def test_ota_starts_a_pull_job_on_the_node_of_a_pod_that_asked_for_one() -
         assert [(call.namespace, call.body is not None) for call in creates] == [(NAMESPACE, True)]
         body = creates[0].body
         assert body is not None
-        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        pod = c.cache.pod(f"{NAMESPACE}/web-a")
         assert pod is not None
         assert body["metadata"]["name"] == job_name(pod.view, NEW)
         assert body["metadata"]["ownerReferences"] == [
@@ -525,7 +560,7 @@ async def test_pull_jobs_follow_the_controllers_prepull_settings() -> None:
 async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() -> None:
     async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
         await c.reconcile()
-        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        pod = c.cache.pod(f"{NAMESPACE}/web-a")
         assert pod is not None
         name = job_name(pod.view, NEW)
         await c.publish(JOBS, "ADDED", pull_job_json(name, for_pod="web-a", succeeded=True))
@@ -584,7 +619,7 @@ async def test_prepull_first_asks_pulls_the_images_and_only_then_deletes() -> No
         ]
         assert pulling.deleted == 0
 
-        pod = c.cache.pods.get(f"{NAMESPACE}/web-b")
+        pod = c.cache.pod(f"{NAMESPACE}/web-b")
         assert pod is not None
         done = pull_job_json(job_name(pod.view, NEW), for_pod="web-b", succeeded=True)
         await c.publish(JOBS, "ADDED", done)
@@ -623,7 +658,7 @@ async def test_prepull_first_deletes_a_pod_whose_pull_failed_and_warns() -> None
 
 async def test_ota_ignores_a_finished_pull_job_its_pod_does_not_own() -> None:
     async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
-        pod = c.cache.pods.get(f"{NAMESPACE}/web-a")
+        pod = c.cache.pod(f"{NAMESPACE}/web-a")
         assert pod is not None
         name = job_name(pod.view, NEW)
         forged = pull_job_json(name, for_pod="web-a", succeeded=True, owner_uid="uid-web-b")

@@ -5,7 +5,10 @@ It keeps what the shell relies on from the real one and nothing more:
 - `list` in pages of `limit` items (ordered by key), filtered by namespace and by field and label
   selectors as the API server filters them, the continue token being the next offset;
 - `watch` serving the events a test scripts with `publish` / `send`: an event dict, an exception
-  to raise in the stream, or `END` to close it (the server's timeout);
+  to raise in the stream, or `END` to close it (the server's timeout). Each selection (namespace,
+  field and label selectors) has a stream of its own, created by its first list or watch, which
+  gets the events whose object it selects (and every exception and `END`); items sent while a
+  resource has no stream yet wait for its first;
 - compare-and-swap on `replace` (409 when the body's resourceVersion is not the stored one), and
   the UID precondition on `delete` and on a `patch` that carries `metadata.uid` (409 when it does
   not match, 404 when the object is absent);
@@ -68,6 +71,35 @@ def unreachable(what: str = "connection refused") -> ApiError:
     return ApiError(0, "Unreachable", what)
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one list or watch asks for."""
+
+    namespace: str | None
+    field_selector: str | None
+    label_selector: str | None
+
+
+def _in(obj: JSON, resource: Resource, selection: Selection) -> bool:
+    return (
+        (
+            selection.namespace is None
+            or not resource.namespaced
+            or _meta(obj).get("namespace") == selection.namespace
+        )
+        and _selected(obj, selection.field_selector)
+        and _labelled(obj, selection.label_selector)
+    )
+
+
+def _reaches(item: WatchItem, resource: Resource, selection: Selection) -> bool:
+    """Whether a watch of `selection` gets `item`: an event about an object it selects; any
+    other item (a bookmark, an error, an exception, `END`) reaches every watch."""
+    if not isinstance(item, dict) or item.get("type") in ("BOOKMARK", "ERROR"):
+        return True
+    return _in(item.get("object") or {}, resource, selection)
+
+
 def _meta(obj: JSON) -> JSON:
     meta: JSON = obj.setdefault("metadata", {})
     return meta
@@ -78,7 +110,8 @@ class FakeApi:
         self.calls: list[Call] = []
         self.version = 0
         self._objects: dict[Resource, dict[str, JSON]] = {}
-        self._streams: dict[Resource, asyncio.Queue[WatchItem]] = {}
+        self._streams: dict[Resource, dict[Selection, asyncio.Queue[WatchItem]]] = {}
+        self._backlog: dict[Resource, list[WatchItem]] = {}
         self._failures: list[_Failure] = []
         self._uids = 0
 
@@ -116,11 +149,24 @@ class FakeApi:
     def publish(self, resource: Resource, event_type: str, obj: JSON) -> JSON:
         """Change the server's object and queue the watch event that reports the change."""
         meta = obj.get("metadata") or {}
+        before = self.stored(resource, meta["name"], namespace=meta.get("namespace"))
         if event_type == "DELETED":
             changed = self.remove(resource, meta["name"], namespace=meta.get("namespace"))
         else:
             changed = self.put(resource, obj)
-        self.send(resource, {"type": event_type, "object": changed})
+        event = {"type": event_type, "object": changed}
+        streams = self._streams.get(resource)
+        if not streams:
+            self.send(resource, event)
+            return changed
+        # As the API server tells a selective watch: an object that comes into its selection
+        # arrives as ADDED, one that leaves it as DELETED.
+        for selection, stream in streams.items():
+            was = before is not None and _in(before, resource, selection)
+            now = _in(changed, resource, selection)
+            if was or now:
+                kind = event_type if was == now else ("ADDED" if now else "DELETED")
+                stream.put_nowait(copy.deepcopy({"type": kind, "object": changed}))
         return changed
 
     def bookmark(self, resource: Resource) -> str:
@@ -144,7 +190,31 @@ class FakeApi:
 
     def send(self, resource: Resource, item: WatchItem) -> None:
         """Queue a raw watch item: an event, an exception to raise mid-stream, or END."""
-        self._stream(resource).put_nowait(copy.deepcopy(item) if isinstance(item, dict) else item)
+        streams = self._streams.get(resource)
+        if not streams:
+            self._backlog.setdefault(resource, []).append(
+                copy.deepcopy(item) if isinstance(item, dict) else item
+            )
+            return
+        for selection, stream in streams.items():
+            if _reaches(item, resource, selection):
+                stream.put_nowait(copy.deepcopy(item) if isinstance(item, dict) else item)
+
+    def selects(
+        self,
+        resource: Resource,
+        obj: JSON,
+        *,
+        namespace: str | None,
+        field_selector: str | None,
+        label_selector: str | None,
+    ) -> bool:
+        """Whether a list or watch of this selection would show `obj`."""
+        return _reaches(
+            {"type": "MODIFIED", "object": obj},
+            resource,
+            Selection(namespace, field_selector, label_selector),
+        )
 
     def fail(
         self, verb: str, resource: Resource, error: ApiError, *, times: int | None = 1
@@ -185,16 +255,12 @@ class FakeApi:
             field_selector=field_selector,
             label_selector=label_selector,
         )
+        selection = Selection(namespace, field_selector, label_selector)
+        self._stream(resource, selection)
         matching = [
             obj
             for _, obj in sorted(self._objects.get(resource, {}).items())
-            if (
-                namespace is None
-                or not resource.namespaced
-                or _meta(obj).get("namespace") == namespace
-            )
-            and _selected(obj, field_selector)
-            and _labelled(obj, label_selector)
+            if _in(obj, resource, selection)
         ]
         start = int(continue_token or 0)
         end = start + limit
@@ -223,7 +289,7 @@ class FakeApi:
             label_selector=label_selector,
             timeout_seconds=timeout_seconds,
         )
-        stream = self._stream(resource)
+        stream = self._stream(resource, Selection(namespace, field_selector, label_selector))
         while True:
             item = await stream.get()
             if item is None:
@@ -326,8 +392,15 @@ class FakeApi:
     def _key(self, resource: Resource, namespace: str | None, name: str) -> str:
         return object_key(namespace if resource.namespaced else None, name)
 
-    def _stream(self, resource: Resource) -> asyncio.Queue[WatchItem]:
-        return self._streams.setdefault(resource, asyncio.Queue())
+    def _stream(self, resource: Resource, selection: Selection) -> asyncio.Queue[WatchItem]:
+        streams = self._streams.setdefault(resource, {})
+        stream = streams.get(selection)
+        if stream is None:
+            stream = streams[selection] = asyncio.Queue()
+            for item in self._backlog.pop(resource, []):
+                if _reaches(item, resource, selection):
+                    stream.put_nowait(item)
+        return stream
 
     def _existing(self, resource: Resource, name: str, namespace: str | None) -> JSON:
         obj = self._objects.get(resource, {}).get(self._key(resource, namespace, name))

@@ -91,14 +91,16 @@ def pod_json(
     uid: str | None = None,
     deleting: bool = False,
     conditions: list[JSON] | None = None,
+    app: str = WEB,
 ) -> JSON:
+    """A pod as the DaemonSet controller makes it (labels of the DaemonSet `app`'s selector)."""
     status = "True" if ready else "False"
     meta: JSON = {
         "name": name,
         "namespace": NAMESPACE,
         "uid": uid or f"uid-{name}",
         "labels": {
-            "app": WEB,
+            "app": app,
             CONTROLLER_REVISION_HASH_LABEL: revision_hash,
             POD_TEMPLATE_GENERATION_LABEL: "2" if revision_hash == NEW else "1",
         },

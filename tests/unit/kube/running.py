@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+from edgerollout.controller.cluster_cache import ClusterCache
 from edgerollout.kube.api import Resource
 from edgerollout.kube.informer import Informer
 
@@ -41,10 +42,26 @@ async def caught_up(informer: Informer[Any], obj: dict[str, Any]) -> None:
 async def published(
     api: FakeApi, informers: Iterable[Informer[Any]], resource: Resource, event_type: str, obj: JSON
 ) -> JSON:
-    """Publish a watch event and wait until the informer of its resource has applied it."""
-    (informer,) = [informer for informer in informers if informer.resource == resource]
+    """Publish a watch event and wait until every informer that selects its object (before or
+    after the change) has applied it."""
+
+    def selecting(informer: Informer[Any], candidate: JSON | None) -> bool:
+        return candidate is not None and api.selects(
+            resource,
+            candidate,
+            namespace=informer.namespace,
+            field_selector=informer.field_selector,
+            label_selector=informer.label_selector,
+        )
+
+    meta = obj.get("metadata") or {}
+    before = api.stored(resource, meta["name"], namespace=meta.get("namespace"))
     changed = api.publish(resource, event_type, obj)
-    await caught_up(informer, changed)
+    for informer in informers:
+        if informer.resource == resource and (
+            selecting(informer, before) or selecting(informer, changed)
+        ):
+            await caught_up(informer, changed)
     return changed
 
 
@@ -70,3 +87,24 @@ async def running(*informers: Informer[Any]) -> AsyncIterator[None]:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+@contextlib.asynccontextmanager
+async def running_cache(cache: ClusterCache) -> AsyncIterator[None]:
+    """Run the controller's caches, pod caches included, until the block ends; enter once every
+    one has listed."""
+    task = asyncio.create_task(cache.run())
+    try:
+        await until(lambda: cache.synced or task.done(), what="caches synced")
+        if task.done():
+            task.result()
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def every_informer(cache: ClusterCache) -> list[Informer[Any]]:
+    """The controller's caches as they are now: the lasting ones and each DaemonSet's pods."""
+    return [*cache.informers, *cache.pods.values()]
