@@ -2,7 +2,7 @@
 
 Scenarios 1-4 share one lab of `--nodes` nodes (native and edgerollout side by side, one after the
 other, and OpenYurt's yurt-manager as a third with `--peer openyurt`); the memory scenario (5) and
-the agent scenario (6) get a lab each, sized for what they measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
+the agent scenario (6) and the pod mix (8) get a lab each, sized for what they measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import click
 
 from bench import peer, plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine, source_commit
-from bench.scenarios import agent, disconnected, footprint, ota, rolling, slow_link
+from bench.scenarios import agent, disconnected, footprint, mix, ota, rolling, slow_link
 from bench.session import lab_session
 from edgerollout_lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
@@ -27,7 +27,7 @@ from edgerollout_lab.kwok_stages import (
 )
 from edgerollout_lab.link import parse_rate
 
-SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent", "slow-link")
+SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent", "slow-link", "mix")
 PEERS = (peer.NAME,)
 RESULTS = Path(__file__).parent / "results"
 
@@ -94,6 +94,17 @@ async def _footprint(options: dict[str, Any], results: dict[str, Any]) -> None:
         )
 
 
+async def _mix(options: dict[str, Any], results: dict[str, Any]) -> None:
+    async with lab_session(nodes=1, say=_say) as session:
+        results["scenarios"]["mix"] = await mix.run(
+            session,
+            nodes=options["mix_nodes"],
+            churn_rate=options["mix_churn_rate"],
+            churn_seconds=options["mix_churn_seconds"],
+            timeout=options["timeout"],
+        )
+
+
 async def _agent(options: dict[str, Any], results: dict[str, Any]) -> None:
     async with lab_session(nodes=1, say=_say, agents=True) as session:
         controller = await session.controller(namespace=workload.AGENT_NAMESPACE)
@@ -138,6 +149,8 @@ async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
         await _agent(options, results)
     if "slow-link" in chosen:
         await _slow_link(options, results)
+    if "mix" in chosen:
+        await _mix(options, results)
     results["seconds"] = round(time.monotonic() - started, 1)
     results["load_average_1m_at_end"] = load_now()
     return results
@@ -191,6 +204,24 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     help="Duration of the agent's GET /pods load.  [default: 30; smoke: 2]",
 )
 @click.option("--upgrades", type=click.IntRange(min=1), default=None, help="[default: 5; smoke: 1]")
+@click.option(
+    "--mix-nodes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Scenario 8: nodes of the pod mix (30 pods each).  [default: 1000; smoke: 20]",
+)
+@click.option(
+    "--mix-churn-rate",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Scenario 8: status patches a second to the Deployment's pods.  [default: 1000; smoke: 50]",
+)
+@click.option(
+    "--mix-churn-seconds",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Scenario 8: how long the churn lasts.  [default: 30; smoke: 2]",
+)
 @click.option(
     "--slow-link-payload-mb",
     type=click.IntRange(min=1),
@@ -261,6 +292,9 @@ def main(
     native_stall_seconds: float | None,
     agent_seconds: float | None,
     upgrades: int | None,
+    mix_nodes: int | None,
+    mix_churn_rate: float | None,
+    mix_churn_seconds: float | None,
     slow_link_payload_mb: int | None,
     slow_link_rate: str | None,
     rounds: int | None,
@@ -293,6 +327,9 @@ def main(
         "native_stall_seconds": native_stall_seconds or (10.0 if smoke else 300.0),
         "agent_seconds": agent_seconds or (2.0 if smoke else 30.0),
         "upgrades": upgrades or (1 if smoke else 5),
+        "mix_nodes": mix_nodes or (20 if smoke else 1000),
+        "mix_churn_rate": mix_churn_rate or (50.0 if smoke else 1000.0),
+        "mix_churn_seconds": mix_churn_seconds or (2.0 if smoke else 30.0),
         "slow_link_payload_mb": slow_link_payload_mb or (2 if smoke else 50),
         "slow_link_rate": rate,
         "timeout": timeout,

@@ -417,6 +417,35 @@ def _ota_rows(ota: dict[str, Any]) -> list[Row]:
     return table
 
 
+def _mix_rows(mixed: dict[str, Any]) -> list[Row]:
+    alone, with_deployment, churn = (
+        mixed["daemonsets_alone"],
+        mixed["with_deployment"],
+        mixed["churn"],
+    )
+    mix = f"{mixed['nodes']} nodes, 30 pods each"
+    return [
+        Row(
+            f"8 controller RSS, {mix}",
+            f"{with_deployment['rss_mb']:.0f} MB",
+            f"DaemonSets' pods alone {alone['rss_mb']:.0f} MB",
+            _ratio(with_deployment["rss_mb"], alone["rss_mb"]),
+        ),
+        _shown(
+            "8 pods cached (opted-in DaemonSets' / all)",
+            f"{with_deployment['cached'].get('pods', 0)} / {mixed['pods']}",
+        ),
+        _shown("8 controller ready after start", f"{with_deployment['ready_seconds']:.1f} s"),
+        _target(
+            f"8 controller CPU, {churn['rate_achieved']:.0f} other pods' changes/s",
+            churn["controller_cpu_share"] * 100,
+            mixed["target_cpu_share"] * 100,
+            unit=" % of a core",
+            digits=1,
+        ),
+    ]
+
+
 def rows(results: dict[str, Any]) -> list[Row]:
     scenarios = results.get("scenarios", {})
     table: list[Row] = []
@@ -447,6 +476,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
             )
             for point in footprint["points"]
         ]
+    mixed = scenarios.get("mix")
+    if mixed:
+        table += _mix_rows(mixed)
     agent = scenarios.get("agent")
     if agent:
         get = agent["get_pods"]

@@ -46,7 +46,7 @@ def static_node(index: int) -> JSON:
     }
 
 
-async def _create_nodes(session: Session, first: int, last: int) -> None:
+async def create_nodes(session: Session, first: int, last: int) -> None:
     gate = asyncio.Semaphore(PARALLEL)
 
     async def create(index: int) -> None:
@@ -88,7 +88,7 @@ async def run(session: Session, *, sizes: list[int], timeout: float) -> dict[str
     try:
         for size in sorted(sizes):
             session.say(f"footprint: {size} nodes' pods")
-            await _create_nodes(session, created + 1, size)
+            await create_nodes(session, created + 1, size)
             created = size
             await bound.reach(
                 size + kwok_nodes, timeout=timeout, what=f"footprint pods bound ({size} nodes)"

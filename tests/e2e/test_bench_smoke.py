@@ -32,6 +32,7 @@ def test_smoke_run_has_every_scenario(smoke: Smoke) -> None:
         "api_load",
         "disconnected",
         "footprint",
+        "mix",
         "ota",
         "rolling",
         "slow-link",
@@ -101,6 +102,17 @@ def test_footprint_and_agent_are_measured(smoke: Smoke) -> None:
     assert agent["pods_served"] == 110
     assert agent["get_pods"]["codes"] == {"200": 400}
     assert len(agent["upgrade"]["attempts"]) == 1
+
+
+def test_the_pod_mix_leaves_only_the_opted_in_daemonsets_pods_in_the_caches(smoke: Smoke) -> None:
+    mixed = smoke[0]["scenarios"]["mix"]
+    # 20 nodes of the mix and the lab's one: 20 DaemonSets' pods and 10 Deployment pods a node.
+    assert (mixed["nodes"], mixed["pods"], mixed["deployment_pods"]) == (21, 620, 200)
+    cached = {"daemonsets": 20, "pods": 63, "controllerrevisions": 20, "nodes": 21, "jobs": 0}
+    assert mixed["daemonsets_alone"]["cached"] == cached
+    assert mixed["with_deployment"]["cached"] == cached
+    assert mixed["churn"]["patches"] == 100
+    assert mixed["rss_ratio"] > 0
 
 
 def test_slow_link_downtimes_are_measured_and_pulls_kept_to_the_link_rate(
