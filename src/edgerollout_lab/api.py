@@ -20,7 +20,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.model import ConditionStatus
-from edgerollout.kube.views import node_from_api, node_ready_condition
+from edgerollout.kube.views import node_from_api, node_ready_condition, pod_ready
 from edgerollout_lab.kwok_stages import LINK_LABEL
 
 RECONNECTED_ANNOTATION = "lab.edgerollout.io/link-restored"
@@ -160,19 +160,68 @@ async def set_links(
     up: bool,
     since: datetime.datetime,
     real: Collection[str] = (),
+    mark: bool = False,
 ) -> None:
     """Cut the nodes' links at the API server (or restore them), through one client.
 
-    Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them.
-    Restoring: its writes are allowed first, then it takes the nodes over again, and their pods
-    are touched once it has (`since`: when the link came back). The `real` nodes among them have
-    a kubelet of their own: KWOK never takes them, so they never carry its link label."""
+    Cutting: KWOK's writes for the nodes are refused first, then KWOK lets go of them; with
+    `mark` (a fleet lab, whose Leases outlast any test) the nodes are then marked as the node
+    lifecycle controller marks a node whose Lease expired (`mark_unreachable`). Restoring: its
+    writes are allowed first, then it takes the nodes over again, and their pods are touched once
+    it has (`since`: when the link came back). The `real` nodes among them have a kubelet of their
+    own: KWOK never takes them, so they never carry its link label."""
     simulated = [name for name in names if name not in real]
     async with api_client(kubeconfig) as api:
         await _set_cut_links(api, names, cut=not up)
         await _set_link_label(api, simulated, up=up)
         if up:
-            await _wake_pods_after_reconnect(api, simulated, since=since)
+            await _wake_pods_after_reconnect(api, simulated, since=since, marked=mark)
+        elif mark:
+            await mark_unreachable(api, simulated, since=since)
+
+
+async def mark_unreachable(api: Any, names: list[str], *, since: datetime.datetime) -> None:
+    """What the node lifecycle controller does to a node whose Lease expired: its `Ready`
+    condition `Unknown` ("Kubelet stopped posting node status."), and each of its pods' `Ready`
+    condition `False` (`MarkPodsNotReady`). The controller then adds the `unreachable` taints
+    itself, from the condition, as for any node."""
+    core = client.CoreV1Api(api)
+    at = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    unknown = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "Unknown",
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
+                    "lastHeartbeatTime": at,
+                    "lastTransitionTime": at,
+                }
+            ]
+        }
+    }
+    for name in names:
+        await core.patch_node_status(name, unknown)
+    not_ready = {
+        "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": at}]}
+    }
+    cut = set(names)
+    token: str | None = None
+    while True:
+        # Unparsed: the body is read as JSON, not as generated models.
+        page: dict[str, Any] = {"_continue": token} if token else {}
+        response: Any = await core.list_pod_for_all_namespaces(
+            limit=500, _preload_content=False, **page
+        )
+        listed = json.loads(await response.read())
+        for pod in listed["items"]:
+            meta, spec = pod["metadata"], pod.get("spec") or {}
+            if spec.get("nodeName") in cut and pod_ready(pod):
+                await core.patch_namespaced_pod_status(meta["name"], meta["namespace"], not_ready)
+        token = listed["metadata"].get("continue")
+        if not token:
+            return
 
 
 async def _set_cut_links(api: Any, names: list[str], *, cut: bool) -> None:
@@ -261,23 +310,46 @@ async def _lease_renewed_since(coordination: Any, name: str, since: datetime.dat
     return renewed is not None and renewed > since
 
 
+async def _node_ready(core: Any, name: str) -> bool:
+    response: Any = await core.read_node(name, _preload_content=False)
+    return node_ready_condition(json.loads(await response.read())) is ConditionStatus.TRUE
+
+
 async def _wake_pods_after_reconnect(
-    api: Any, names: list[str], *, since: datetime.datetime, timeout: float = 30
+    api: Any,
+    names: list[str],
+    *,
+    since: datetime.datetime,
+    marked: bool = False,
+    timeout: float = 30,
 ) -> None:
     """Once KWOK holds each node again, touch its pods so KWOK looks at them afresh.
 
     KWOK re-lists a node's pods when it takes the node over again, but can race with its own node
     cache and skip them; a pod deleted while the link was down would then stay Terminating for good.
     An annotation change is an event KWOK cannot miss, and it alters nothing a kubelet owns.
+    KWOK has taken a node back once it renewed its Lease; a `marked` node's hour-long Lease may
+    not be due, but KWOK makes the node Ready again (it was marked Unknown) — on the next event
+    about the node after the API server lets it write again, which the policy's change may reach
+    after the link label's; the node is touched every second until KWOK has.
     """
     stamp = since.isoformat()
     core = client.CoreV1Api(api)
     coordination = client.CoordinationV1Api(api)
     deadline = time.monotonic() + timeout
     for name in names:
-        while not await _lease_renewed_since(coordination, name, since):
+        touched = time.monotonic()
+        while not (
+            await _node_ready(core, name)
+            if marked
+            else await _lease_renewed_since(coordination, name, since)
+        ):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"KWOK did not take node {name} back within {timeout:.0f} s")
+            if marked and time.monotonic() - touched > 1.0:
+                touch = {"metadata": {"annotations": {RECONNECTED_ANNOTATION: str(time.time())}}}
+                await core.patch_node(name, touch)
+                touched = time.monotonic()
             await asyncio.sleep(0.2)
         pods = await core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}")
         for pod in pods.items:

@@ -28,6 +28,7 @@ from edgerollout_lab.build import missing_components
 from edgerollout_lab.control_plane import Ports
 from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from edgerollout_lab.kwok_stages import (
+    FLEET_NODE_LEASE_SECONDS,
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
     kwok_config,
@@ -91,6 +92,9 @@ class Lab:
     # With real nodes: the port where a real node's pods reach the API server, at the node's own
     # address (their status.hostIP), through the node's link (design §11.7).
     pod_api_port: int | None = None
+    # A fleet lab (`lab up --fleet`): hour-long Leases, and `disconnect` marks the cut nodes
+    # NotReady itself (design §11.10).
+    fleet: bool = False
 
     @property
     def node_monitor_grace_seconds(self) -> int:
@@ -126,6 +130,7 @@ class Lab:
             toolbox_image=data.get("toolbox_image"),
             crashing_image=data.get("crashing_image"),
             pod_api_port=data.get("pod_api_port"),
+            fleet=bool(data.get("fleet", False)),
         )
 
     def node(self, name: str) -> LabNode:
@@ -156,6 +161,7 @@ class _Request:
     real_count: int
     payload_bytes: int
     link_rate: float | None
+    fleet: bool = False
 
 
 def up(
@@ -168,19 +174,23 @@ def up(
     real_nodes: int = 0,
     payload_bytes: int = images.DEFAULT_PAYLOAD_BYTES,
     link_rate: float | None = None,
+    fleet: bool = False,
 ) -> Lab:
     """Start a lab with `nodes` simulated nodes (and `real_nodes` real ones) in folder; on any
     failure stop what was started and raise.
 
     `node_lease_seconds` is the nodes' Lease duration (renewed every quarter of it); the node
-    lifecycle controller's grace period follows it (see `node_monitor_grace_seconds`)."""
+    lifecycle controller's grace period follows it (see `node_monitor_grace_seconds`). A `fleet`
+    lab's Leases last `FLEET_NODE_LEASE_SECONDS` whatever `node_lease_seconds` says, and cutting
+    a node's link marks it as the node lifecycle controller would (design §11.10)."""
     request = _Request(
         nodes=nodes,
         agents=agents,
-        lease_seconds=node_lease_seconds,
+        lease_seconds=FLEET_NODE_LEASE_SECONDS if fleet else node_lease_seconds,
         real_count=real_nodes,
         payload_bytes=payload_bytes,
         link_rate=link_rate,
+        fleet=fleet,
     )
     _check_request(request)
     _check_built()
@@ -281,7 +291,7 @@ def _up(folder: Path, request: _Request, say: Say) -> Lab:
         _node_entry(folder, name, node_kubeconfigs[name], agents_started.get(name), real)
         for name in names
     ]
-    _describe_lab(plane, request.lease_seconds, lab_nodes, reals)
+    _describe_lab(plane, request, lab_nodes, reals)
     say(
         f"lab ready in {time.monotonic() - started:.1f} s: {request.nodes} node(s), "
         f"kubeconfig {plane.admin_kubeconfig}"
@@ -606,7 +616,7 @@ def _node_entry(
 
 def _describe_lab(
     plane: _ControlPlane,
-    lease_seconds: int,
+    request: _Request,
     lab_nodes: list[dict[str, Any]],
     reals: _RealNodes | None,
 ) -> None:
@@ -614,7 +624,8 @@ def _describe_lab(
     described: dict[str, Any] = {
         "kubeconfig": str(plane.admin_kubeconfig),
         "server": plane.server,
-        "node_lease_seconds": lease_seconds,
+        "node_lease_seconds": request.lease_seconds,
+        "fleet": request.fleet,
         "nodes": lab_nodes,
     }
     if reals is not None:
@@ -656,7 +667,7 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
     processes.signal_process(lab.folder, "link", signal.SIGHUP)
     since = datetime.datetime.now(datetime.UTC)
     real = {node.name for node in lab.nodes if node.real}
-    asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since, real=real))
+    asyncio.run(api.set_links(lab.kubeconfig, names, up=up, since=since, real=real, mark=lab.fleet))
     return lab
 
 

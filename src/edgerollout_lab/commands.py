@@ -95,11 +95,19 @@ def build_command(peers: tuple[str, ...]) -> None:
     show_default=True,
     help="With real nodes: the size of each workload image's payload layer, in MiB.",
 )
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="A lab of thousands of nodes: Leases of an hour (a node is never NotReady on its own) "
+    "instead of --node-lease-seconds, and `lab disconnect` marks the cut nodes NotReady and their "
+    "pods not Ready, as the node lifecycle controller would.",
+)
 @dir_option
 def up_command(
     nodes: int,
     agents: bool,
     node_lease_seconds: int,
+    fleet: bool,
     real_nodes: int,
     link_rate: str,
     payload_mb: int,
@@ -121,6 +129,7 @@ def up_command(
             real_nodes=real_nodes,
             payload_bytes=payload_mb << 20,
             link_rate=rate,
+            fleet=fleet,
         )
     except (BuildError, ComponentError, cluster.LabError, TimeoutError) as error:
         raise _fail(error) from error

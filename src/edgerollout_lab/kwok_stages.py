@@ -52,6 +52,10 @@ NODE_LEASE_SECONDS = 8
 MIN_NODE_LEASE_SECONDS = 4
 # What a kubelet uses in a production cluster (and kube-controller-manager's grace period then).
 PRODUCTION_NODE_LEASE_SECONDS = 40
+# A fleet lab's (`lab up --fleet`): 10,000 nodes renewing 40 s Leases make 1,000 writes a second,
+# more than this kind of machine serves beside a rollout; an hour's make 11. A cut node is then
+# marked by the lab itself, as the node lifecycle controller would mark it (design §11.10).
+FLEET_NODE_LEASE_SECONDS = 3600
 
 # KWOK plays pod stages (start, delete, ...) with this many workers. With 16, KWOK was the
 # slowest part of a 1,000-node rollout (a replacement's start and deletion each waited about

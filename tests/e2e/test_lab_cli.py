@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -143,3 +144,87 @@ def test_lab_commands_without_a_lab_say_how_to_start_one(tmp_path: Path) -> None
     assert result.returncode == 1
     assert f"no lab in {folder.resolve()} (no lab.json); start one with `lab up`" in result.stderr
     assert not folder.exists()
+
+
+def _taints(kubeconfig: str, node: str) -> list[tuple[str, str]]:
+    listed = json.loads(_kubectl(kubeconfig, "get", "node", node, "-o", "json"))
+    return sorted((t["key"], t["effect"]) for t in listed["spec"].get("taints") or [])
+
+
+def _pod_ready(kubeconfig: str) -> dict[str, str]:
+    """The fleet test DaemonSet's pods' Ready condition, by node."""
+    listed = json.loads(_kubectl(kubeconfig, "get", "pods", "-l", "app=probe", "-o", "json"))
+    return {
+        item["spec"]["nodeName"]: next(
+            (c["status"] for c in item["status"].get("conditions") or [] if c["type"] == "Ready"),
+            "absent",
+        )
+        for item in listed["items"]
+    }
+
+
+def _until(probe: Any, expected: object, *, within: float, what: str) -> None:
+    started = time.monotonic()
+    while probe() != expected:
+        assert time.monotonic() - started < within, f"{what}: {probe()} after {within:.0f} s"
+        time.sleep(0.5)
+
+
+UNREACHABLE = [
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoSchedule"),
+]
+
+
+def test_a_fleet_lab_marks_a_cut_node_as_the_node_lifecycle_controller_would(
+    tmp_path: Path,
+) -> None:
+    """A fleet lab's Leases last an hour, so no node goes NotReady on its own; `disconnect` marks
+    the node Unknown and its pods not Ready, and kube-controller-manager taints it; `connect`
+    undoes all of it."""
+    folder = tmp_path / "fleet"
+    up = _run("up", "--nodes", "3", "--fleet", "--dir", str(folder))
+    try:
+        assert up.returncode == 0, up.stderr
+        lab = json.loads((folder / "lab.json").read_text())
+        assert (lab["fleet"], lab["node_lease_seconds"]) == (True, 3600)
+        kubeconfig = lab["kubeconfig"]
+        manifest = tmp_path / "probe.json"
+        manifest.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "metadata": {"name": "probe", "namespace": "default"},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": "probe"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "probe"}},
+                            "spec": {"containers": [{"name": "probe", "image": "nginx:1.25.0"}]},
+                        },
+                    },
+                }
+            )
+        )
+        _kubectl(kubeconfig, "apply", "-f", str(manifest))
+        everywhere = dict.fromkeys(NODES, "True")
+        _until(lambda: _pod_ready(kubeconfig), everywhere, within=60, what="probe pods Ready")
+
+        cut = _run("disconnect", "edge-2", "--dir", str(folder))
+        assert cut.returncode == 0, cut.stderr
+        assert _node_states(kubeconfig) == {"edge-1": "True", "edge-2": "Unknown", "edge-3": "True"}
+        assert _pod_ready(kubeconfig) == {"edge-1": "True", "edge-2": "False", "edge-3": "True"}
+        _until(
+            lambda: _taints(kubeconfig, "edge-2"), UNREACHABLE, within=20, what="edge-2's taints"
+        )
+        assert _taints(kubeconfig, "edge-1") == []
+
+        restored = _run("connect", "edge-2", "--dir", str(folder))
+        assert restored.returncode == 0, restored.stderr
+        _wait_state(kubeconfig, "edge-2", "True", within=20)
+        _until(lambda: _taints(kubeconfig, "edge-2"), [], within=20, what="edge-2's taints gone")
+        _until(lambda: _pod_ready(kubeconfig), everywhere, within=30, what="probe pods Ready")
+        assert _node_states(kubeconfig) == dict.fromkeys(NODES, "True")
+    finally:
+        down = _run("down", "--dir", str(folder))
+    assert down.returncode == 0, down.stderr
