@@ -29,6 +29,14 @@ RECONCILE_TIME = Histogram(
     "reconcile_time_seconds", "Length of time per reconciliation.", ["controller"]
 )
 
+# The snapshot and plan of one reconcile, writes left out: what the rollout's size costs. Buckets
+# fine enough below 10 ms to tell a p99 there.
+PLAN_TIME = Histogram(
+    "edgerollout_plan_seconds",
+    "Time to take a DaemonSet's snapshot and plan it, in one reconcile (writes not included).",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+
 REST_CLIENT_REQUESTS = Counter(
     "rest_client_requests_total",
     "Requests to the API server, by status code and method.",

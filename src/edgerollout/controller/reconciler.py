@@ -106,8 +106,9 @@ class Reconciler:
             self._drop(key)  # deleted and recreated under the same name
         state = self.states.of(key, ds.uid)
 
-        snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
-        decided = plan(snapshot, state.book, self.settings)
+        with metrics.PLAN_TIME.time():
+            snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
+            decided = plan(snapshot, state.book, self.settings)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
 
         if decided.ends_rollout:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.cluster_cache import ClusterCache
@@ -175,6 +176,19 @@ async def test_rolling_update_deletes_the_first_outdated_pod_with_its_uid_and_re
         assert outcome.requeue_after == 5.0
         assert c.pending() == 1
         assert c.api.stored(PODS, "web-a", namespace=NAMESPACE) is None
+
+
+async def test_each_plan_is_timed_once_and_a_skipped_one_not_at_all() -> None:
+    def plans() -> float:
+        return REGISTRY.get_sample_value("edgerollout_plan_seconds_count") or 0.0
+
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        before = plans()
+        await c.reconcile()
+        await c.reconcile()
+        assert plans() == before + 2
+        await c.reconciler.reconcile("default/absent")
+        assert plans() == before + 2
 
 
 async def test_a_daemonset_whose_pods_are_not_listed_yet_is_not_planned() -> None:
