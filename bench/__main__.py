@@ -46,10 +46,21 @@ async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str
         profile=options["profile"],
         keep_logs=options["keep_logs"],
         node_lease_seconds=options["node_lease_seconds"],
+        fleet=options["fleet"],
     ) as session:
-        results["lab"] = {"nodes": nodes, "rss_mb_idle": lab_rss_mb(session.folder)}
+        results["lab"] = {
+            "nodes": nodes,
+            "fleet": options["fleet"],
+            "rss_mb_idle": lab_rss_mb(session.folder),
+        }
         _say(f"preparing the native{', OpenYurt' if with_peer else ''} and edgerollout DaemonSets")
-        await rolling.prepare(session, nodes=nodes, timeout=timeout, with_peer=with_peer)
+        await rolling.prepare(
+            session,
+            nodes=nodes,
+            timeout=timeout,
+            with_peer=with_peer,
+            percent=options["max_unavailable"],
+        )
         controller = await session.controller(namespace=workload.OURS_NAMESPACE)
         results["lab"]["controller_ready_seconds"] = round(controller.ready_seconds, 2)
         scenarios = results["scenarios"]
@@ -62,6 +73,7 @@ async def _big_lab(options: dict[str, Any], chosen: list[str], results: dict[str
                     rounds=options["rounds"],
                     timeout=timeout,
                     with_peer=with_peer,
+                    percent=options["max_unavailable"],
                 )
             )
         if "ota" in chosen:
@@ -272,6 +284,19 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     f"the idle lab two to three times the CPU (see docs/benchmarks.md).  [default: {PRODUCTION_NODE_LEASE_SECONDS}; "
     f"smoke: {NODE_LEASE_SECONDS}]",
 )
+@click.option(
+    "--max-unavailable",
+    type=click.IntRange(min=1, max=100),
+    default=10,
+    show_default=True,
+    help="Scenarios 1-3: the DaemonSets' max-unavailable, in percent of the nodes.",
+)
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="Scenarios 1-4 on a fleet lab (lab up --fleet: hour-long Leases, cut nodes marked by "
+    "the lab; design §11.10), for 10,000 nodes.",
+)
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown.")
 @click.option(
     "--profile",
@@ -304,6 +329,8 @@ def main(
     out: Path,
     timeout: float,
     node_lease_seconds: int | None,
+    max_unavailable: int,
+    fleet: bool,
     markdown: bool,
     profile: Path | None,
     keep_logs: Path | None,
@@ -337,6 +364,8 @@ def main(
         "peer": peer,
         "node_lease_seconds": node_lease_seconds
         or (NODE_LEASE_SECONDS if smoke else PRODUCTION_NODE_LEASE_SECONDS),
+        "max_unavailable": max_unavailable,
+        "fleet": fleet,
         "out": out,
         "profile": profile,
         "keep_logs": keep_logs,

@@ -40,7 +40,17 @@ def controller_requests(delta: Samples) -> dict[str, Any]:
         "pods_deleted": int(metrics.total(delta, "edgerollout_pods_deleted_total")),
         "conditions_written": int(metrics.total(delta, "edgerollout_pod_conditions_written_total")),
         "reconciles": int(metrics.total(delta, "reconcile_total")),
+        "plan_seconds": {
+            f"p{round(share * 100)}": _rounded(
+                metrics.histogram_quantile(delta, "edgerollout_plan_seconds", share)
+            )
+            for share in (0.5, 0.99)
+        },
     }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 5)
 
 
 def daemonset_controller(delta: Samples) -> dict[str, Any]:

@@ -55,6 +55,30 @@ def by_label(samples: Samples, name: str, label: str, /, **labels: str) -> dict[
     return sums
 
 
+def histogram_quantile(samples: Samples, name: str, share: float) -> float | None:
+    """The `share` quantile of histogram `name` (its `_bucket` samples, summed over other
+    labels), interpolated linearly within a bucket as Prometheus's `histogram_quantile` does;
+    None without observations."""
+    cumulative: dict[float, float] = {}
+    for (sample_name, sample_labels), value in samples.items():
+        if sample_name == f"{name}_bucket":
+            bound = float(dict(sample_labels)["le"])
+            cumulative[bound] = cumulative.get(bound, 0.0) + value
+    bounds = sorted(cumulative)
+    if not bounds or cumulative[bounds[-1]] <= 0:
+        return None
+    rank = share * cumulative[bounds[-1]]
+    lower, below = 0.0, 0.0
+    for bound in bounds:
+        count = cumulative[bound]
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / (count - below or 1.0)
+        lower, below = bound, count
+    return lower
+
+
 def delta(after: Samples, before: Samples) -> Samples:
     return {key: value - before.get(key, 0.0) for key, value in after.items()}
 

@@ -111,7 +111,7 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
     mean = f" (mean of {len(rounds)} rounds)" if len(rounds) > 1 else ""
     table = [
         Row(
-            f"1 rollout, {n} nodes Ready, max-unavailable 10%{mean}",
+            f"1 rollout, {n} nodes Ready, max-unavailable {rolling.get('max_unavailable', '10%')}{mean}",
             _s(ours["seconds"]),
             f"native {_s(native['seconds'])} (target ≤ 1.0x)",
             _ratio(ours["seconds"], native["seconds"]),

@@ -119,6 +119,7 @@ async def lab_session(
     real_nodes: int = 0,
     payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     link_rate: float | None = None,
+    fleet: bool = False,
 ) -> AsyncIterator[Session]:
     """A fresh lab of `nodes` nodes for the duration of the block; stopped and removed after."""
     folder = Path(tempfile.mkdtemp(prefix="edgerollout-bench-", dir=parent))
@@ -137,6 +138,7 @@ async def lab_session(
                 real_nodes=real_nodes,
                 payload_bytes=payload_bytes,
                 link_rate=link_rate,
+                fleet=fleet,
             )
         )
         api = await KubeApi.connect(str(lab.kubeconfig))

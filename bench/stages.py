@@ -134,8 +134,10 @@ def _reuse_delays(decided: list[float], finished: list[float]) -> list[float]:
 
 def _spread(spans: list[float]) -> dict[str, float]:
     p90 = spans[min(len(spans) - 1, int(len(spans) * 0.9))]
+    p99 = spans[min(len(spans) - 1, int(len(spans) * 0.99))]
     return {
         "median": round(statistics.median(spans), 3),
         "p90": round(p90, 3),
+        "p99": round(p99, 3),
         "max": round(spans[-1], 3),
     }

@@ -26,7 +26,8 @@ from edgerollout_lab.cluster import ADMIN_USER
 from edgerollout_lab.control_plane import audit_log_path
 
 NATIVE, OURS, PEER = "native", "edgerollout", peer.NAME
-MAX_UNAVAILABLE = "10%"
+# The budget of both DaemonSets, in percent of the nodes (`--max-unavailable`).
+MAX_UNAVAILABLE_PERCENT = 10
 SETTLE_SECONDS = 2.0
 # Before each rollout the lab must be back to (about) its idle CPU: a rollout started while the
 # lab still works through the previous one's aftermath is slowed by it, and that would fall on
@@ -37,8 +38,8 @@ QUIET_LIMIT_SECONDS = 60.0
 IDLE_SECONDS = 10.0
 
 
-def budget(nodes: int) -> int:
-    return max(1, math.ceil(nodes * 0.10))
+def budget(nodes: int, percent: int = MAX_UNAVAILABLE_PERCENT) -> int:
+    return max(1, math.ceil(nodes * percent / 100))
 
 
 async def quiet(session: Session, *, idle: float) -> tuple[float, float]:
@@ -127,9 +128,17 @@ async def _timed(
     return result
 
 
-async def prepare(session: Session, *, nodes: int, timeout: float, with_peer: bool = False) -> None:
+async def prepare(
+    session: Session,
+    *,
+    nodes: int,
+    timeout: float,
+    with_peer: bool = False,
+    percent: int = MAX_UNAVAILABLE_PERCENT,
+) -> None:
     """The DaemonSets of the comparison (the peer's too if asked), running the first image on
-    every node."""
+    every node, each with max-unavailable `percent` %."""
+    limit = f"{percent}%"
     api = session.api
     namespaces = [workload.NATIVE_NAMESPACE, workload.OURS_NAMESPACE]
     if with_peer:
@@ -140,18 +149,18 @@ async def prepare(session: Session, *, nodes: int, timeout: float, with_peer: bo
     await workload.create(
         api,
         workload.NATIVE_NAMESPACE,
-        workload.daemonset(NATIVE, image=image, strategy=workload.rolling_update(MAX_UNAVAILABLE)),
+        workload.daemonset(NATIVE, image=image, strategy=workload.rolling_update(limit)),
     )
     await workload.create(
         api,
         workload.OURS_NAMESPACE,
-        workload.advanced_rolling_update(OURS, image=image, max_unavailable=MAX_UNAVAILABLE),
+        workload.advanced_rolling_update(OURS, image=image, max_unavailable=limit),
     )
     if with_peer:
         await workload.create(
             api,
             peer.NAMESPACE,
-            workload.advanced_rolling_update(PEER, image=image, max_unavailable=MAX_UNAVAILABLE),
+            workload.advanced_rolling_update(PEER, image=image, max_unavailable=limit),
         )
     for namespace in namespaces:
         await wait_running(session, namespace, image, nodes, timeout=timeout)
@@ -183,6 +192,7 @@ async def run(
     rounds: int = 1,
     timeout: float,
     with_peer: bool = False,
+    percent: int = MAX_UNAVAILABLE_PERCENT,
 ) -> dict[str, dict[str, Any]]:
     """Scenarios 1 and 3; returns {"rolling": ..., "api_load": ...}.
 
@@ -191,9 +201,13 @@ async def run(
     turns), so that whatever the lab does differently for a later rollout of a round (its state
     after the earlier ones, a neighbour still settling) falls on all alike. The figures are the
     means over the rounds. The peer runs only during its own rollouts (see bench/peer.py)."""
-    session.say(f"rolling: one lab wave ({budget(nodes)} pods deleted by hand)")
+    session.say(f"rolling: one lab wave ({budget(nodes, percent)} pods deleted by hand)")
     wave = await lab_wave(
-        session, workload.OURS_NAMESPACE, workload.IMAGES[0], pods=budget(nodes), timeout=timeout
+        session,
+        workload.OURS_NAMESPACE,
+        workload.IMAGES[0],
+        pods=budget(nodes, percent),
+        timeout=timeout,
     )
     idle_before = session.lab_usage()
     await asyncio.sleep(IDLE_SECONDS)
@@ -225,11 +239,11 @@ async def run(
         played.append(measured)
     native = mean_of([measured[NATIVE] for measured in played])
     ours = mean_of([measured[OURS] for measured in played])
-    waves = math.ceil(nodes / budget(nodes))
+    waves = math.ceil(nodes / budget(nodes, percent))
     rolling = {
         "nodes": nodes,
-        "max_unavailable": MAX_UNAVAILABLE,
-        "budget": budget(nodes),
+        "max_unavailable": f"{percent}%",
+        "budget": budget(nodes, percent),
         "native": native,
         "edgerollout": ours,
         "ratio": round(ours["seconds"] / native["seconds"], 3),

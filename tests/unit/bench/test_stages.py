@@ -92,15 +92,15 @@ def test_summary_spreads_stages_and_counts_nodes_held_unavailable() -> None:
     replace(log, "edge-1", "old-1", "new-1", 10.0)  # unavailable 10 .. 20
     replace(log, "edge-2", "old-2", "new-2", 15.0)  # unavailable 15 .. 25
     summary = log.summary(start=8.0)
-    one = {"median": 1.0, "p90": 1.0, "max": 1.0}
+    one = {"median": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0}
     assert summary == {
         "replaced": 2,
         "stages_seconds": {
             "deleting_to_gone": one,
-            "gone_to_created": {"median": 2.0, "p90": 2.0, "max": 2.0},
-            "created_to_bound": {"median": 3.0, "p90": 3.0, "max": 3.0},
-            "bound_to_ready": {"median": 4.0, "p90": 4.0, "max": 4.0},
-            "deleting_to_ready": {"median": 10.0, "p90": 10.0, "max": 10.0},
+            "gone_to_created": {"median": 2.0, "p90": 2.0, "p99": 2.0, "max": 2.0},
+            "created_to_bound": {"median": 3.0, "p90": 3.0, "p99": 3.0, "max": 3.0},
+            "bound_to_ready": {"median": 4.0, "p90": 4.0, "p99": 4.0, "max": 4.0},
+            "deleting_to_ready": {"median": 10.0, "p90": 10.0, "p99": 10.0, "max": 10.0},
         },
         "first_deletion": 2.0,
         # 20 node-seconds unavailable between the first deletion (10) and the last Ready (25)
@@ -117,7 +117,7 @@ def test_slot_reuse_is_the_time_from_the_latest_replacement_ready_to_each_later_
     replace(log, "edge-3", "old-3", "new-3", 10.5)  # 0.5 s after edge-1's
     replace(log, "edge-4", "old-4", "new-4", 11.25)  # 0.25 s after edge-2's
     summary = log.summary(start=0.0)
-    assert summary["slot_reuse_seconds"] == {"median": 0.375, "p90": 0.5, "max": 0.5}
+    assert summary["slot_reuse_seconds"] == {"median": 0.375, "p90": 0.5, "p99": 0.5, "max": 0.5}
 
 
 def test_summary_of_a_rollout_that_replaced_nothing() -> None:
