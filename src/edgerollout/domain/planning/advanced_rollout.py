@@ -95,7 +95,10 @@ def _recheck(
     """When to look again without an event: a starting or failing node's verdict may change on
     the clock alone (minReadySeconds, the health recheck), a pre-pull passes its fallback, a
     closed maintenance window opens."""
-    timed = {verdict for verdict in rollout.verdicts.values() if verdict in CLOCK_DEPENDENT}
+    # Two scans of the verdicts by identity, in C: hashing each verdict (an Enum hashes in
+    # Python) cost 14 ms a plan at 100,000 nodes, most of a plan that judged one node.
+    verdicts = rollout.verdicts.values()
+    timed = {verdict for verdict in CLOCK_DEPENDENT if verdict in verdicts}
     starting: float | None = None
     if timed:
         waits = [settings.reconcile.health_recheck]
