@@ -9,6 +9,7 @@ from edgerollout.cli.agent_token_command import init_agent_token
 from edgerollout.cli.controller_command import controller
 from edgerollout.cli.pause_command import pause, resume
 from edgerollout.cli.plan_command import plan_command
+from edgerollout.cli.simulate_command import simulate_command
 from edgerollout.cli.status_command import status
 
 
@@ -25,6 +26,7 @@ cli.add_command(status)
 cli.add_command(plan_command)
 cli.add_command(pause)
 cli.add_command(resume)
+cli.add_command(simulate_command)
 
 
 def main() -> None:
