@@ -31,6 +31,7 @@ def test_product_command_line_has_no_lab_or_demo() -> None:
         "pause",
         "plan",
         "resume",
+        "simulate",
         "status",
     ]
 
