@@ -7,7 +7,10 @@ skipped, outdated pods waiting for budget), and at each plan judges again only
 - the nodes it is told changed (a pod of the DaemonSet on the node, or the node's readiness), and
 - the nodes whose in-flight deletions changed since the previous plan;
 
-so a plan costs what changed, not what exists. Every node is judged again when the target revision,
+so a plan costs what changed, not what exists. What a plan reads over every node is kept as it
+changes, too: the skipped nodes in name order and counted by readiness, the outdated nodes in name
+order (the budget takes the first of them), so that planning a 100,000-node fleet after one change
+costs a copy of the verdicts, not a sort. Every node is judged again when the target revision,
 minReadySeconds or the progress deadline changes, and at every plan while minReadySeconds > 0
 (availability then depends on the clock, which no event announces), or after `reset`. With a
 progress deadline, a node whose current pod is starting or failing is judged again once the time
@@ -23,7 +26,7 @@ upgrades. The book holds no reference to the cluster: each `refresh` is handed w
 caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only the nodes it judges.
 """
 
-import heapq
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -71,11 +74,17 @@ class RolloutBook:
         self._key: tuple[TargetRevision, int, timedelta | None] | None = None
         self._entries: dict[NodeName, _Entry] = {}
         self._verdicts: dict[NodeName, NodeVerdict] = {}
+        self._verdict_counts: dict[NodeVerdict, int] = {}
         self._in_flight: dict[PodUID, NodeName] = {}
         self._unavailable = 0
-        # Skipped nodes and their readiness (a not-Ready one may still be counted as desired).
+        # Skipped nodes and their readiness (a not-Ready one may still be counted as desired),
+        # also in name order and counted by readiness.
         self._skipped: dict[NodeName, NodeReadiness] = {}
+        self._skipped_order: list[NodeName] = []
+        self._skipped_counts: dict[NodeReadiness, int] = {}
+        # Nodes whose outdated pod waits for budget, also in name order (the order they go in).
         self._outdated: set[NodeName] = set()
+        self._outdated_order: list[NodeName] = []
         self._replace: set[NodeName] = set()
         # Nodes whose verdict the clock alone may change (STARTING, BROKEN), by when it may
         # (None: only a change of their pod can), and why the broken ones fail.
@@ -139,8 +148,12 @@ class RolloutBook:
     def _clear(self) -> None:
         self._entries.clear()
         self._verdicts.clear()
+        self._verdict_counts.clear()
         self._skipped.clear()
+        self._skipped_order.clear()
+        self._skipped_counts.clear()
         self._outdated.clear()
+        self._outdated_order.clear()
         self._replace.clear()
         self._timed.clear()
         self._broken.clear()
@@ -165,6 +178,8 @@ class RolloutBook:
         if readiness is not NodeReadiness.READY:
             self._entries[name] = _SKIPPED
             self._skipped[name] = readiness
+            insort(self._skipped_order, name)
+            self._skipped_counts[readiness] = self._skipped_counts.get(readiness, 0) + 1
             return
         if not target.known:
             self._entries[name] = _Entry(verdict=None)
@@ -175,6 +190,7 @@ class RolloutBook:
         )
         self._entries[name] = _Entry(verdict=verdict, outdated=outdated, broken=broken)
         self._verdicts[name] = verdict
+        self._verdict_counts[verdict] = self._verdict_counts.get(verdict, 0) + 1
         if broken is not None:
             self._broken[name] = broken
         if progress_deadline is not None and verdict in CLOCK_DEPENDENT and len(live) == 1:
@@ -184,17 +200,26 @@ class RolloutBook:
         if verdict.unavailable:
             self._unavailable += 1
         if outdated is not None:
-            (self._replace if verdict is NodeVerdict.OUTDATED_UNAVAILABLE else self._outdated).add(
-                name
-            )
+            if verdict is NodeVerdict.OUTDATED_UNAVAILABLE:
+                self._replace.add(name)
+            else:
+                self._outdated.add(name)
+                insort(self._outdated_order, name)
 
     def _withdraw(self, name: NodeName, entry: _Entry) -> None:
         """Take a node's previous verdict out of the totals."""
-        self._skipped.pop(name, None)
+        readiness = self._skipped.pop(name, None)
+        if readiness is not None:
+            _remove_sorted(self._skipped_order, name)
+            self._skipped_counts[readiness] -= 1
         verdict = self._verdicts.pop(name, None)
-        if verdict is not None and verdict.unavailable:
-            self._unavailable -= 1
-        self._outdated.discard(name)
+        if verdict is not None:
+            self._verdict_counts[verdict] -= 1
+            if verdict.unavailable:
+                self._unavailable -= 1
+        if name in self._outdated:
+            self._outdated.remove(name)
+            _remove_sorted(self._outdated_order, name)
         self._replace.discard(name)
         self._timed.pop(name, None)
         self._broken.pop(name, None)
@@ -212,7 +237,7 @@ class RolloutBook:
 
         A staged rollout (`staging`, with the nodes' `labels`) is held again at every plan, over
         every node: which nodes a wave or a partition holds depends on all of them."""
-        skipped = tuple(sorted(self._skipped))
+        skipped = tuple(self._skipped_order)
         key = self._key
         if key is None or not key[0].known:
             return DeletionPlan.newest_unknown(
@@ -220,7 +245,7 @@ class RolloutBook:
             )
         unavailable = self._unavailable
         if desired_nodes is not None:
-            counted = sum(1 for r in self._skipped.values() if r in counted_while_not_ready)
+            counted = sum(self._skipped_counts.get(r, 0) for r in counted_while_not_ready)
             unavailable += shortfall(
                 desired_nodes, judged=len(self._verdicts), counted_skipped=counted
             )
@@ -240,7 +265,7 @@ class RolloutBook:
                 )
                 going = ready[:room]
             else:
-                going = heapq.nsmallest(room, self._outdated)
+                going = self._outdated_order[:room]
             chosen.extend(
                 deletion_of(entry.outdated, name, DeletionReason.OUTDATED_WITHIN_BUDGET)
                 for name in going
@@ -253,6 +278,7 @@ class RolloutBook:
             # copy() clones the table; dict() re-inserts every entry once nodes were judged
             # again (the table has holes): 0.5 ms against 22 ms at 100,000 nodes.
             verdicts=self._verdicts.copy(),
+            verdict_counts={verdict: n for verdict, n in self._verdict_counts.items() if n},
             skipped_nodes=skipped,
             holds=holds,
             broken=self.broken,
@@ -270,3 +296,8 @@ class RolloutBook:
             ready=lambda name: name in verdicts,
             outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
         )
+
+
+def _remove_sorted(names: list[NodeName], name: NodeName) -> None:
+    """Remove `name`, which is there, from a list kept in order."""
+    del names[bisect_left(names, name)]

@@ -140,6 +140,9 @@ class DeletionPlan:
       is judged and nothing deleted.
     - `holds`: the nodes a staged rollout holds back, and its wave (see `holds`).
     - `broken`: the Ready nodes whose current pod is failing, and why (verdict BROKEN).
+    - `verdict_counts`: how many nodes have each verdict, where the planner kept count (read it
+      through `counted`, which counts `verdicts` otherwise); not compared, since it only repeats
+      `verdicts`.
     """
 
     deletions: tuple[Deletion, ...]
@@ -150,6 +153,17 @@ class DeletionPlan:
     newest_known: bool = True
     holds: Holds = NOTHING_HELD
     broken: Mapping[NodeName, Broken] = field(default_factory=dict)
+    verdict_counts: Mapping[NodeVerdict, int] | None = field(default=None, compare=False)
+
+    @property
+    def counted(self) -> Mapping[NodeVerdict, int]:
+        """How many nodes have each verdict (verdicts no node has may be absent or 0)."""
+        if self.verdict_counts is not None:
+            return self.verdict_counts
+        counts: dict[NodeVerdict, int] = {}
+        for verdict in self.verdicts.values():
+            counts[verdict] = counts.get(verdict, 0) + 1
+        return counts
 
     @classmethod
     def newest_unknown(cls, *, max_unavailable: int, skipped_nodes: tuple[NodeName, ...]) -> Self:

@@ -26,19 +26,32 @@ def node_state_counts(rollout: DeletionPlan) -> dict[NodeState, int]:
     and an offline node are told apart (design §13)."""
     counts = dict.fromkeys(NodeState, 0)
     counts[NodeState.OFFLINE] = len(rollout.skipped_nodes)
-    held = rollout.holds.held
-    for node, verdict in rollout.verdicts.items():
-        if verdict is NodeVerdict.UP_TO_DATE:
-            counts[NodeState.UPDATED] += 1
-        elif verdict is NodeVerdict.STARTING:
-            counts[NodeState.STARTING] += 1
-        elif verdict is NodeVerdict.BROKEN:
-            counts[NodeState.BROKEN] += 1
-        elif node in held:
-            counts[NodeState.HELD] += 1
-        else:
-            counts[_STATE_OF.get(verdict, NodeState.OUTDATED)] += 1
+    # From the plan's count of each verdict, then the held nodes moved to HELD: this runs after
+    # every plan, and a loop over every node's verdict cost what the plan itself did.
+    for verdict, count in rollout.counted.items():
+        counts[_state_of(verdict)] += count
+    verdicts = rollout.verdicts
+    for node in rollout.holds.held:
+        held = verdicts.get(node)
+        if held is None or held in _NEVER_HELD:
+            continue
+        counts[_state_of(held)] -= 1
+        counts[NodeState.HELD] += 1
     return counts
+
+
+# A node in these states counts there whether or not a staged rollout holds it.
+_NEVER_HELD = frozenset({NodeVerdict.UP_TO_DATE, NodeVerdict.STARTING, NodeVerdict.BROKEN})
+
+
+def _state_of(verdict: NodeVerdict) -> NodeState:
+    if verdict is NodeVerdict.UP_TO_DATE:
+        return NodeState.UPDATED
+    if verdict is NodeVerdict.STARTING:
+        return NodeState.STARTING
+    if verdict is NodeVerdict.BROKEN:
+        return NodeState.BROKEN
+    return _STATE_OF.get(verdict, NodeState.OUTDATED)
 
 
 _STATE_OF = {
