@@ -53,6 +53,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
     assert _options(lab.commands["up"]) == [
         "--agents",
         "--dir",
+        "--fleet",
         "--link-rate",
         "--node-lease-seconds",
         "--nodes",
