@@ -92,7 +92,7 @@ async def test_only_the_opted_in_daemonsets_pods_are_cached(
         owners = sorted(
             {ref.kind for item in objects for ref in item.metadata.owner_references or []}
         )
-        return len(pods) == len(NODES) + SHOP_REPLICAS + DB_REPLICAS + 1 and owners == [
+        return len(pods) == 2 * len(NODES) + SHOP_REPLICAS + DB_REPLICAS + 1 and owners == [
             "DaemonSet",
             "Job",
             "ReplicaSet",
