@@ -139,6 +139,8 @@ class ClusterCache:
         # The pod cache of each opted-in DaemonSet, by its UID, and the task that runs it.
         self.pods: dict[str, Informer[CachedPod]] = {}
         self._pod_tasks: dict[str, asyncio.Task[None]] = {}
+        # Set whenever a pod cache starts, stops or ends a list: what `wait_synced` waits for.
+        self._pod_caches_moved = asyncio.Event()
         self.daemonsets.subscribe(self._on_daemonset)
         self.revisions.subscribe(self._on_revision)
         self.nodes.subscribe(self._on_node)
@@ -187,12 +189,13 @@ class ClusterCache:
                 await self._stop_pods(owner_uid)
 
     async def wait_synced(self) -> None:
-        """Wait until `synced`: the DaemonSets' list starts the pod caches it needs."""
+        """Wait until `synced`: the DaemonSets' list starts the pod caches it needs, and a pod
+        cache stopped before its first list (its DaemonSet opted out) is waited for no more."""
         for informer in self.informers:
             await informer.synced.wait()
         while not self.synced:
-            for informer in list(self.pods.values()):
-                await informer.synced.wait()
+            self._pod_caches_moved.clear()
+            await self._pod_caches_moved.wait()
 
     def _start_pods(self, daemonset: CachedDaemonSet) -> None:
         uid = daemonset.view.uid
@@ -207,7 +210,12 @@ class ClusterCache:
         )
         informer.subscribe(self._on_pod)
         key = _ds_key(daemonset)
-        informer.on_listed = lambda: self.enqueue(key)
+
+        def listed() -> None:
+            self.enqueue(key)
+            self._pod_caches_moved.set()
+
+        informer.on_listed = listed
         self.pods[uid] = informer
         self._pod_tasks[uid] = asyncio.get_running_loop().create_task(
             informer.run(), name=f"informer-pods-{uid}"
@@ -221,6 +229,7 @@ class ClusterCache:
             task.cancel()
         self.pods_by_owner.pop(owner_uid, None)
         self.pods_by_owner_node.pop(owner_uid, None)
+        self._pod_caches_moved.set()
 
     async def _stop_pods(self, owner_uid: str) -> None:
         task = self._pod_tasks.get(owner_uid)

@@ -6,6 +6,8 @@ concerned has applied them, so "nothing was enqueued" is a fact, not a race.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -23,7 +25,7 @@ from edgerollout.kube.views import CachedDaemonSet
 from edgerollout.settings import CONTROLLER
 
 from ..domain.builders import NOW
-from ..kube.fake_api import JSON, FakeApi
+from ..kube.fake_api import JSON, FakeApi, unreachable
 from ..kube.objects import (
     NEW,
     OLD,
@@ -246,6 +248,33 @@ async def test_a_daemonset_opted_in_later_gets_its_pod_cache_and_loses_it_with_t
     assert sorted(cached_pods(cluster.cache)) == [API_UID, WEB_UID]
     assert pod_names(cluster, PLAIN_KEY) == []
     assert cluster.cache.pods_listed(_cached(cluster, PLAIN_KEY))
+
+
+async def test_waiting_for_the_caches_ends_when_an_unlisted_pod_cache_is_stopped() -> None:
+    """A DaemonSet that loses the annotation before its pods could be listed leaves nothing to
+    wait for: the controller must still start leading."""
+    api = FakeApi()
+    api.put(DAEMONSETS, daemonset_json("web"))
+    api.fail("list", PODS, unreachable(), times=None)
+    cache = ClusterCache(api, namespace=None, enqueue=lambda key: None)
+    running = asyncio.create_task(cache.run())
+    waiting = asyncio.create_task(cache.wait_synced())
+    try:
+        await until(lambda: len(api.calls_to("list", PODS)) > 0, what="the pods' first list")
+        assert not waiting.done()
+
+        await published(
+            api, cache.informers, DAEMONSETS, "MODIFIED", daemonset_json("web", annotations={})
+        )
+
+        await asyncio.wait_for(waiting, timeout=2)
+        assert cache.synced
+        assert cache.pods == {}
+    finally:
+        for task in (waiting, running):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 async def test_a_deleted_daemonset_loses_its_pod_cache(cluster: Cluster) -> None:
