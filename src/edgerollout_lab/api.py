@@ -11,7 +11,7 @@ import asyncio
 import datetime
 import json
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Awaitable, Collection, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -184,6 +184,17 @@ async def set_links(
 RECONNECT_PARALLELISM = 32
 
 
+async def _at_most_at_once(calls: Iterable[Awaitable[object]]) -> None:
+    """Await every call, `RECONNECT_PARALLELISM` at a time."""
+    gate = asyncio.Semaphore(RECONNECT_PARALLELISM)
+
+    async def gated(call: Awaitable[object]) -> None:
+        async with gate:
+            await call
+
+    await asyncio.gather(*(gated(call) for call in calls))
+
+
 async def mark_unreachable(api: Any, names: list[str], *, since: datetime.datetime) -> None:
     """What the node lifecycle controller does to a node whose Lease expired: its `Ready`
     condition `Unknown` ("Kubelet stopped posting node status."), and each of its pods' `Ready`
@@ -205,13 +216,7 @@ async def mark_unreachable(api: Any, names: list[str], *, since: datetime.dateti
             ]
         }
     }
-    gate = asyncio.Semaphore(RECONNECT_PARALLELISM)
-
-    async def patch(write: Any, *args: Any) -> None:
-        async with gate:
-            await write(*args)
-
-    await asyncio.gather(*(patch(core.patch_node_status, name, unknown) for name in names))
+    await _at_most_at_once(core.patch_node_status(name, unknown) for name in names)
     not_ready = {
         "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": at}]}
     }
@@ -224,17 +229,12 @@ async def mark_unreachable(api: Any, names: list[str], *, since: datetime.dateti
             limit=500, _preload_content=False, **page
         )
         listed = json.loads(await response.read())
-        await asyncio.gather(
-            *(
-                patch(
-                    core.patch_namespaced_pod_status,
-                    pod["metadata"]["name"],
-                    pod["metadata"]["namespace"],
-                    not_ready,
-                )
-                for pod in listed["items"]
-                if (pod.get("spec") or {}).get("nodeName") in cut and pod_ready(pod)
+        await _at_most_at_once(
+            core.patch_namespaced_pod_status(
+                pod["metadata"]["name"], pod["metadata"]["namespace"], not_ready
             )
+            for pod in listed["items"]
+            if (pod.get("spec") or {}).get("nodeName") in cut and pod_ready(pod)
         )
         token = listed["metadata"].get("continue")
         if not token:
@@ -354,7 +354,6 @@ async def _wake_pods_after_reconnect(
     core = client.CoreV1Api(api)
     coordination = client.CoordinationV1Api(api)
     deadline = time.monotonic() + timeout
-    gate = asyncio.Semaphore(RECONNECT_PARALLELISM)
 
     async def wake(name: str) -> None:
         touched = time.monotonic()
@@ -379,8 +378,4 @@ async def _wake_pods_after_reconnect(
                 if error.status != 404:  # 404: the pod finished deleting meanwhile
                     raise
 
-    async def gated(name: str) -> None:
-        async with gate:
-            await wake(name)
-
-    await asyncio.gather(*(gated(name) for name in names))
+    await _at_most_at_once(wake(name) for name in names)
