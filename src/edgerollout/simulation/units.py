@@ -42,13 +42,9 @@ class UnitError(ValueError):
 
 def read_duration(raw: object) -> float:
     """Seconds, from a number of seconds or a string such as "90s", "1h30m" or "7d"."""
-    if _is_number(raw):
-        return _not_negative(float(raw))  # type: ignore[arg-type]
-    if not isinstance(raw, str):
-        raise UnitError(f"expected a duration such as 90s, 1h30m or 7d, got {raw!r}")
-    text = raw.strip()
-    if text.startswith("-"):
-        raise UnitError(f"must not be negative, got {raw!r}")
+    text = _number_or_text(raw, "a duration such as 90s, 1h30m or 7d")
+    if isinstance(text, float):
+        return text
     parts = list(_DURATION_PART.finditer(text))
     if not text or "".join(part.group(0) for part in parts) != text:
         raise UnitError(
@@ -68,6 +64,18 @@ def read_rate(raw: object) -> float:
 
 
 def _quantity(raw: object, units: Mapping[str, float], expected: str) -> float:
+    text = _number_or_text(raw, expected)
+    if isinstance(text, float):
+        return text
+    match = re.fullmatch(rf"({_NUMBER})\s*([A-Za-z/]+)", text)
+    if match is None or match.group(2) not in units:
+        raise UnitError(f"expected {expected} (units {', '.join(units)}), got {raw!r}")
+    return float(match.group(1)) * units[match.group(2)]
+
+
+def _number_or_text(raw: object, expected: str) -> float | str:
+    """A plain number as it is (not negative, finite), or the stripped text of a quantity with
+    its unit (not negative); anything else is refused, saying what was `expected`."""
     if _is_number(raw):
         return _not_negative(float(raw))  # type: ignore[arg-type]
     if not isinstance(raw, str):
@@ -75,10 +83,7 @@ def _quantity(raw: object, units: Mapping[str, float], expected: str) -> float:
     text = raw.strip()
     if text.startswith("-"):
         raise UnitError(f"must not be negative, got {raw!r}")
-    match = re.fullmatch(rf"({_NUMBER})\s*([A-Za-z/]+)", text)
-    if match is None or match.group(2) not in units:
-        raise UnitError(f"expected {expected} (units {', '.join(units)}), got {raw!r}")
-    return float(match.group(1)) * units[match.group(2)]
+    return text
 
 
 def _is_number(raw: object) -> bool:
