@@ -69,15 +69,33 @@ def load_now() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def busy_cpu_seconds() -> float:
-    """CPU seconds the machine's cores have spent busy (neither idle nor waiting for I/O) since
-    boot, summed over cores: over a phase, its growth divided by the phase's seconds is how many
-    cores were busy on average, whoever kept them busy."""
-    times = psutil.cpu_times()
-    busy = times.user + times.system
-    for extra in ("nice", "irq", "softirq", "steal"):
-        busy += getattr(times, extra, 0.0)
-    return float(busy)
+# Time counted twice by the kernel: a guest's time is already in `user` (and `nice`).
+_COUNTED_ELSEWHERE = ("guest", "guest_nice")
+_BUSY = ("user", "system", "nice", "irq", "softirq", "steal")
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTimes:
+    """The machine's CPU seconds since boot, summed over cores: busy (neither idle nor waiting
+    for I/O) and all of them."""
+
+    busy: float
+    total: float
+
+    def busy_cores_since(self, before: CpuTimes) -> float:
+        """How many cores were busy on average between `before` and this reading, whoever kept
+        them busy: both counts come from the same readings, so it never exceeds the cores."""
+        elapsed = self.total - before.total
+        if elapsed <= 0:
+            return 0.0
+        return (self.busy - before.busy) / elapsed * (os.cpu_count() or 1)
+
+
+def cpu_times() -> CpuTimes:
+    times = psutil.cpu_times()._asdict()
+    busy = sum(float(times.get(name, 0.0)) for name in _BUSY)
+    total = sum(float(value) for name, value in times.items() if name not in _COUNTED_ELSEWHERE)
+    return CpuTimes(busy=busy, total=total)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import api_load, metrics, peer, workload
 from bench.controller import Controller
-from bench.machine import busy_cpu_seconds, cpu_seconds, load_now
+from bench.machine import cpu_seconds, cpu_times, load_now
 from bench.rollout import Rollout, change_image, lab_wave, wait_running
 from bench.session import Session
 from bench.watch import JSON
@@ -98,11 +98,11 @@ async def _timed(
     ctl_cpu_before = controller.cpu_seconds() if controller else 0.0
     lab_before = session.lab_usage()
     bench_before = cpu_seconds(own)
-    busy_before, busy_since = busy_cpu_seconds(), time.monotonic()
+    machine_before = cpu_times()
     since = datetime.now(UTC)
     load = load_now()
     result = await change_image(session, rollout, namespace, name, nodes=nodes, timeout=timeout)
-    busy = (busy_cpu_seconds() - busy_before) / (time.monotonic() - busy_since)
+    busy = cpu_times().busy_cores_since(machine_before)
     lab_after = session.lab_usage()
     bench_cpu = cpu_seconds(own) - bench_before
     ctl_cpu = controller.cpu_seconds() - ctl_cpu_before if controller else None
