@@ -152,10 +152,11 @@ def _taints(kubeconfig: str, node: str) -> list[tuple[str, str]]:
 
 
 def _pod_ready(kubeconfig: str) -> dict[str, str]:
-    """The fleet test DaemonSet's pods' Ready condition, by node."""
+    """The fleet test DaemonSet's pods' Ready condition, by node ("" until the scheduler binds
+    a pod)."""
     listed = json.loads(_kubectl(kubeconfig, "get", "pods", "-l", "app=probe", "-o", "json"))
     return {
-        item["spec"]["nodeName"]: next(
+        item["spec"].get("nodeName", ""): next(
             (c["status"] for c in item["status"].get("conditions") or [] if c["type"] == "Ready"),
             "absent",
         )
