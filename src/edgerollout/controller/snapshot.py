@@ -31,7 +31,8 @@ def take_snapshot(
     view = daemonset.view
     by_node = _PodsByNode(cache.pods_by_owner_node.get(view.uid, {}))
     pods = _PodViews(cache.pods_by_owner.get(view.uid, {}))
-    in_flight = state.deletions.settle(lambda node: by_node.get(node, ()))
+    changed = state.take_changed_nodes()
+    in_flight = state.deletions.settle(lambda node: by_node.get(node, ()), changed)
     state.conditions.settle(pods)
     return Snapshot(
         daemonset=view,
@@ -40,7 +41,7 @@ def take_snapshot(
         pods_by_node=by_node,
         readiness=_Readiness(cache.nodes),
         node_labels=_Labels(cache.nodes),
-        changed_nodes=state.take_changed_nodes(),
+        changed_nodes=changed,
         in_flight=in_flight,
         pull_jobs=_JobsIn(cache.jobs, view.namespace),
         pull_template=daemonset.pull_template,
@@ -58,6 +59,9 @@ class _PodsByNode(Mapping[NodeName, Sequence[PodView]]):
 
     def __getitem__(self, node: NodeName) -> Sequence[PodView]:
         return [pod.view for pod in self._held[node].values()]
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._held
 
     def __iter__(self) -> Iterator[NodeName]:
         return iter(self._held)

@@ -102,3 +102,43 @@ def test_drop_removes_an_entry() -> None:
     expectations.drop(PodUID("uid-web-b"))
     assert expectations.settle(on_nodes()) == IN_FLIGHT
     assert expectations.pending == 1
+
+
+def test_an_entry_is_looked_at_again_only_once_its_node_is_named_changed() -> None:
+    expectations = expecting("web-a", "edge-1")
+    assert expectations.settle(on_nodes(pod("web-a", "edge-1")), set()) == IN_FLIGHT
+
+    caught_up = on_nodes(pod("web-a", "edge-1", deleting=True), pod("web-new", "edge-1"))
+    assert expectations.settle(caught_up, {NodeName("edge-2")}) == IN_FLIGHT
+    assert expectations.settle(caught_up, {NodeName("edge-1")}) == ()
+    assert expectations.pending == 0
+
+
+def test_an_entry_is_looked_at_in_the_first_settle_after_it_was_recorded() -> None:
+    expectations = expecting("web-a", "edge-1")
+
+    assert expectations.settle(on_nodes(pod("web-new", "edge-1")), set()) == ()
+    assert expectations.pending == 0
+
+
+def test_an_entry_expires_whether_or_not_its_node_changed() -> None:
+    clock = Clock(1000.0)
+    expectations = expecting("web-a", "edge-1", timeout=300.0, clock=clock)
+    assert expectations.settle(on_nodes(), set()) == IN_FLIGHT
+
+    clock.now = 1300.5
+    assert expectations.settle(on_nodes(), set()) == ()
+    assert expectations.pending == 0
+
+
+def test_an_entry_recorded_again_is_timed_from_then() -> None:
+    clock = Clock(1000.0)
+    expectations = expecting("web-a", "edge-1", timeout=300.0, clock=clock)
+    clock.now = 1100.0
+    expectations.expect(PodUID("uid-web-b"), NodeName("edge-2"))
+    clock.now = 1200.0
+    expectations.expect(PodUID("uid-web-a"), NodeName("edge-1"))
+
+    clock.now = 1400.5
+    assert expectations.settle(on_nodes(), set()) == IN_FLIGHT
+    assert expectations.pending == 1
