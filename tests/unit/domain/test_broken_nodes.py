@@ -1,9 +1,10 @@
 """A broken upgrade is not an offline node: the BROKEN verdict through the planner and the book."""
 
 from datetime import timedelta
+from typing import Any
 
 from edgerollout.domain.events import EventType
-from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
+from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness, PodView
 from edgerollout.domain.planning.health import next_clock_change
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -101,6 +102,59 @@ def test_the_book_sees_a_deadline_pass_without_any_event() -> None:
     later = book.plan(max_unavailable=1)
     assert later.verdicts == {NodeName("edge-1"): NodeVerdict.BROKEN}
     assert later.broken[NodeName("edge-1")].reason == "ProgressDeadlineExceeded"
+
+
+class Recorded(dict[NodeName, list[PodView]]):
+    """Pods by node, recording which nodes the book reads."""
+
+    def __init__(self, pods: dict[NodeName, list[PodView]]) -> None:
+        super().__init__(pods)
+        self.read: list[NodeName] = []
+
+    def get(self, node: NodeName, default: Any = None) -> Any:
+        self.read.append(node)
+        return super().get(node, default)
+
+
+def test_the_book_looks_again_at_a_node_when_its_newest_pod_may_pass_the_deadline() -> None:
+    edge1, edge2 = NodeName("edge-1"), NodeName("edge-2")
+    readiness = {edge1: NodeReadiness.READY, edge2: NodeReadiness.READY}
+    early = pod("web-1", "edge-1", ready=False, created=NOW - timedelta(seconds=590))
+    other = pod("web-2", "edge-2", ready=False, created=NOW - timedelta(seconds=300))
+    book = RolloutBook()
+
+    def refresh(at: timedelta, pods: Recorded, changed: frozenset[NodeName]) -> list[NodeName]:
+        book.refresh(
+            target=TARGET,
+            min_ready_seconds=0,
+            now=NOW + at,
+            pods_by_node=pods,
+            readiness=readiness,
+            changed=changed,
+            progress_deadline=DEADLINE,
+        )
+        return sorted(pods.read)
+
+    assert refresh(timedelta(0), Recorded({edge1: [early], edge2: [other]}), frozenset()) == [
+        edge1,
+        edge2,
+    ]
+    # edge-1's pod is replaced by one created now: its deadline moves 10 minutes on.
+    late = pod("web-1b", "edge-1", ready=False, created=NOW + timedelta(seconds=1))
+    pods = {edge1: [late], edge2: [other]}
+    assert refresh(timedelta(seconds=1), Recorded(pods), frozenset({edge1})) == [edge1]
+    # When the first pod's deadline would have passed, nothing is read again; just after
+    # edge-2's, edge-2 (at the deadline itself it is still starting); and a broken node stays
+    # broken until its pod changes: the clock brings it back no more.
+    assert refresh(timedelta(seconds=11), Recorded(pods), frozenset()) == []
+    assert refresh(timedelta(seconds=300), Recorded(pods), frozenset()) == []
+    assert refresh(timedelta(seconds=301), Recorded(pods), frozenset()) == [edge2]
+    assert refresh(timedelta(seconds=602), Recorded(pods), frozenset()) == [edge1]
+    assert refresh(timedelta(seconds=700), Recorded(pods), frozenset()) == []
+    assert book.plan(max_unavailable=2).verdicts == {
+        edge1: NodeVerdict.BROKEN,
+        edge2: NodeVerdict.BROKEN,
+    }
 
 
 def test_a_starting_node_brings_the_daemonset_back_within_the_health_recheck() -> None:

@@ -213,6 +213,12 @@ def test_a_plan_after_one_change_looks_only_at_the_node_that_changed() -> None:
     assert source.looked_at == ["edge-1"]
     assert [d.node_name for d in second.deletions] == ["edge-2"]
     assert second.verdicts[NodeName("edge-1")] is NodeVerdict.UP_TO_DATE
+    # The first plan's verdicts are its own: the book went on without changing them.
+    assert first.verdicts == {NodeName(f"edge-{i}"): NodeVerdict.OUTDATED for i in range(1, 6)}
+    assert dict(second.verdicts) == {
+        NodeName("edge-1"): NodeVerdict.UP_TO_DATE,
+        **{NodeName(f"edge-{i}"): NodeVerdict.OUTDATED for i in range(2, 6)},
+    }
 
 
 def test_in_flight_deletions_that_come_and_go_are_judged_again_without_being_named_changed() -> (
