@@ -162,6 +162,7 @@ class _Simulation:
         self.rng_outages = stream(fleet.seed, "outages")
         self.rng_flaps = stream(fleet.seed, "flapping")
         self.rng_ota = stream(fleet.seed, "ota")
+        self.rng_stages = stream(fleet.seed, "stages")
         n = fleet.nodes
         names = self.layout.names
         self.index = {name: i for i, name in enumerate(names)}
@@ -444,7 +445,7 @@ class _Simulation:
         if stage is Stage.TERMINATING:
             self.push(now + self.left[i], Kind.GONE, i, token)
         elif stage is Stage.ABSENT:
-            self.push(now + self.fleet.recreate, Kind.CREATE, i, token)
+            self.push(now + self.fleet.recreate.draw(self.rng_stages), Kind.CREATE, i, token)
         elif stage is Stage.PULLING:
             rest = (self.fleet.image_size - self.pulled[i]) / self._rate(i)
             self.push(now + rest, Kind.PULLED, i, token)
@@ -463,7 +464,7 @@ class _Simulation:
         self._put_pod(i, replace(pod, deleting=True, ready=False, ready_since=None))
         self.ota_due[i] = False
         self._set_stage(i, Stage.TERMINATING)
-        self.left[i] = self.fleet.termination
+        self.left[i] = self.fleet.termination.draw(self.rng_stages)
         self._set_avail(i, False)
         if self.online[i]:
             self._resume_work(i, self.now)
@@ -497,7 +498,7 @@ class _Simulation:
         self._put_pod(i, pod)
         if self.pulled[i] >= self.fleet.image_size:
             self._set_stage(i, Stage.STARTING)
-            self.left[i] = self.fleet.container_start
+            self.left[i] = self.fleet.container_start.draw(self.rng_stages)
         else:
             self._set_stage(i, Stage.PULLING)
         self._resume_work(i, self.now)
@@ -508,7 +509,7 @@ class _Simulation:
             return
         self.pulled[i] = self.fleet.image_size
         self._set_stage(i, Stage.STARTING)
-        self.left[i] = self.fleet.container_start
+        self.left[i] = self.fleet.container_start.draw(self.rng_stages)
         self._resume_work(i, self.now)
 
     def _on_started(self, i: int, token: int) -> None:

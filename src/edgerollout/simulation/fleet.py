@@ -8,6 +8,8 @@ expected, before anything is simulated: a typo (`link_rat`) silently ignored wou
 simulation answer a question nobody asked. docs/simulation.md lists every key.
 """
 
+import math
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +20,8 @@ from edgerollout.domain.vocabulary import NODEPOOL_LABEL
 from edgerollout.simulation.units import UnitError, read_duration, read_rate, read_size
 
 HOURS_PER_DAY = 24
+# The standard normal's 90th percentile: a log-normal's p90 is its median times exp(Z90 * sigma).
+Z90 = 1.2815515655446004
 
 
 class FleetError(ValueError):
@@ -27,6 +31,26 @@ class FleetError(ValueError):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """How long one stage of a pod takes: `median` seconds, and one pod in ten takes more than
+    `p90` (log-normal, as such latencies are). With `p90 == median`, always exactly `median`."""
+
+    median: float
+    p90: float
+
+    @classmethod
+    def exactly(cls, seconds: float) -> "Latency":
+        return cls(seconds, seconds)
+
+    def draw(self, rng: random.Random) -> float:
+        """One pod's duration (nothing is drawn when there is no spread)."""
+        if self.p90 == self.median:
+            return self.median
+        sigma = math.log(self.p90 / self.median) / Z90
+        return rng.lognormvariate(math.log(self.median), sigma)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,9 +109,9 @@ class Fleet:
     sample_every: float = 60.0
     pool_label: str = NODEPOOL_LABEL
     image_size: float = 100e6
-    container_start: float = 10.0
-    termination: float = 5.0
-    recreate: float = 1.0
+    container_start: Latency = Latency(10.0, 10.0)
+    termination: Latency = Latency(5.0, 5.0)
+    recreate: Latency = Latency(1.0, 1.0)
     reconcile_delay: float = 1.0
     crash_loop: float = 0.0
     always_offline: float = 0.0
@@ -150,6 +174,22 @@ def _positive(reader: Reader) -> Reader:
 _duration = _unit(read_duration)
 _size = _unit(read_size)
 _rate = _positive(_unit(read_rate))
+
+
+def _latency(raw: object, path: str) -> Latency:
+    """A duration, or a mapping `{median: D, p90: D}` (p90 at least the median)."""
+    if not isinstance(raw, Mapping):
+        return Latency.exactly(_duration(raw, path))
+    values = _fields(raw, path, _LATENCY_KEYS)
+    if "median" not in values:
+        raise FleetError(_key(path, "median"), "a spread latency needs its median")
+    median = values["median"]
+    p90 = values.get("p90", median)
+    if p90 < median:
+        raise FleetError(_key(path, "p90"), f"must be at least the median, got {raw['p90']!r}")
+    if p90 > median and median == 0:
+        raise FleetError(_key(path, "median"), "must be more than zero when p90 is above it")
+    return Latency(median, p90)
 
 
 def _number(raw: object, path: str) -> float:
@@ -265,6 +305,7 @@ def _ota(raw: object, path: str) -> OtaModel:
     return OtaModel(**_fields(raw, path, _OTA_KEYS))
 
 
+_LATENCY_KEYS: Mapping[str, Reader] = {"median": _duration, "p90": _duration}
 _OUTAGE_KEYS: Mapping[str, Reader] = {
     "fraction": _fraction,
     "duration": _duration,
@@ -290,9 +331,9 @@ _FLEET_KEYS: Mapping[str, Reader] = {
     "sample_every": _positive(_duration),
     "pool_label": _label_key,
     "image_size": _size,
-    "container_start": _duration,
-    "termination": _duration,
-    "recreate": _duration,
+    "container_start": _latency,
+    "termination": _latency,
+    "recreate": _latency,
     "reconcile_delay": _duration,
     "crash_loop": _fraction,
     "always_offline": _fraction,

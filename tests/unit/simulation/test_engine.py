@@ -136,3 +136,17 @@ def test_nodes_offline_when_the_rollout_passes_are_upgraded_when_they_return() -
     assert outcome.always_offline == outcome.nodes - outcome.ever_online == 3
     assert outcome.never_updated == outcome.always_offline + outcome.broken
     assert max(sample.offline for sample in outcome.series) > outcome.always_offline
+
+
+def test_stages_with_a_spread_take_each_pod_its_own_time_the_same_for_a_seed() -> None:
+    # One node at a time: every node's downtime is its own pod's stages, 20 s without spread.
+    spread = clockwork(nodes=40, termination={"median": "5s", "p90": "15s"})
+    first = simulate(rollout(max_unavailable="1"), spread)
+    again = simulate(rollout(max_unavailable="1"), spread)
+    assert json.dumps(first.as_json()) == json.dumps(again.as_json())
+    assert first.downtime_p50 is not None
+    assert first.downtime_p99 is not None
+    assert 17.0 < first.downtime_p50 < 23.0
+    assert first.downtime_p99 > 30.0
+    steady = simulate(rollout(max_unavailable="1"), clockwork(nodes=40))
+    assert (steady.downtime_p50, steady.downtime_p99) == (20.0, 20.0)

@@ -1,6 +1,7 @@
 """A fleet file is read into its values, every default filled in; anything it cannot take is
 refused with the dotted key and what is expected."""
 
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -9,6 +10,7 @@ from edgerollout.simulation.fleet import (
     Flapping,
     Fleet,
     FleetError,
+    Latency,
     OtaModel,
     Outages,
     Pool,
@@ -35,7 +37,7 @@ def test_every_key_is_read_into_its_unit() -> None:
             "image_size": "250MB",
             "container_start": "1m30s",
             "termination": 2,
-            "recreate": "500ms",
+            "recreate": {"median": "400ms", "p90": "1.5s"},
             "reconcile_delay": 0,
             "crash_loop": 0.5,
             "always_offline": 0.25,
@@ -60,9 +62,9 @@ def test_every_key_is_read_into_its_unit() -> None:
         sample_every=300.0,
         pool_label="example.com/site",
         image_size=250e6,
-        container_start=90.0,
-        termination=2.0,
-        recreate=0.5,
+        container_start=Latency.exactly(90.0),
+        termination=Latency.exactly(2.0),
+        recreate=Latency(0.4, 1.5),
         reconcile_delay=0.0,
         crash_loop=0.5,
         always_offline=0.25,
@@ -131,6 +133,20 @@ def test_an_unquoted_yaml_timestamp_is_taken_as_it_comes() -> None:
             "pools[0].outages.start_hours[23]: must not be negative, got -1",
         ),
         ([1, 2], "the fleet file: expected a mapping of keys to values, got list [1, 2]"),
+        ({"termination": {"p90": "1s"}}, "termination.median: a spread latency needs its median"),
+        (
+            {"recreate": {"median": "2s", "p90": "1s"}},
+            "recreate.p90: must be at least the median, got '1s'",
+        ),
+        (
+            {"container_start": {"median": 0, "p90": "1s"}},
+            "container_start.median: must be more than zero when p90 is above it",
+        ),
+        (
+            {"container_start": {"median": "1s", "p99": "1s"}},
+            "container_start.p99: unknown key; expected one of median, p90",
+        ),
+        ({"termination": {"median": "-1s"}}, "termination.median: must not be negative, got '-1s'"),
     ],
 )
 def test_a_value_it_cannot_take_is_refused_naming_its_key(raw: object, message: str) -> None:
@@ -169,3 +185,13 @@ def test_sizes_and_rates() -> None:
     assert read_rate("10Mbit/s") == 1.25e6
     assert read_rate("2MB/s") == 2e6
     assert read_rate(125) == 125.0
+
+
+def test_a_latency_spread_draws_its_median_and_p90_and_none_without_it() -> None:
+    rng = random.Random(1)  # noqa: S311 (a seeded stream, as the simulator's)
+    draws = sorted(Latency(0.5, 0.8).draw(rng) for _ in range(20_000))
+    assert round(draws[10_000], 2) == 0.5
+    assert round(draws[18_000], 2) == 0.8
+    state = rng.getstate()
+    assert Latency.exactly(2.0).draw(rng) == 2.0
+    assert rng.getstate() == state
