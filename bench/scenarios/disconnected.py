@@ -138,7 +138,9 @@ async def run(
             # Negative when the last old pod was deleted before the last node turned Ready.
             "old_pods_deleted_after_ready_seconds": round(deleted_at - ready_at, 3),
             "curve": thin(ours_curve),
-            # The reconnected nodes' replacements, their first deletion counted from Ready.
+            # The connected nodes' replacements (bench/simulated.py simulates the rollout with
+            # them), and the reconnected nodes', their first deletion counted from Ready.
+            "connected_replacements": ours.stages.summary(start, only=set(names) - set(cut)),
             "reconnected_replacements": ours.stages.summary(ready_at, only=set(cut)),
             "reconnected_at": round(connect_at - start, 3),
             "ready_at": round(ready_at - start, 3),
