@@ -29,8 +29,12 @@ The rollout is complete when the native controller has seen the latest spec, eve
 current, available and not terminating, no node holds more than one pod, and at least as many
 nodes hold a pod as the native controller wants (`status.desiredNumberScheduled`). Nodes that
 should hold a pod but do not cannot be named from these views; they are only counted.
+
+The rows are counted by state (`RolloutCounts`), and the rollout as a whole given its phase
+(`rollout_phase`): what `edgerollout list` shows of each DaemonSet, from this same reading.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,6 +57,13 @@ from edgerollout.domain.planning.holds import WaveProgress
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.reporting.rollout_phase import (
+    RolloutCounts,
+    RolloutPhase,
+    rollout_phase,
+    unfollowed_annotations,
+)
+from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
@@ -137,7 +148,9 @@ class RolloutStatus:
 
     `paused`: the rollout is paused; `wave`: the wave it is at (None without waves); `staging`:
     the staging annotations in force, as `partition 2`, `node selector canary=true`;
-    `window_opens`: when the maintenance window, closed now, opens next."""
+    `window_opens`: when the maintenance window, closed now, opens next; `counts`: the rows
+    counted by state; `phase`: where the rollout stands as a whole (None: not opted in);
+    `unfollowed`: the Warning reasons of the annotations the controller cannot follow."""
 
     daemonset: str
     namespace: str
@@ -150,6 +163,9 @@ class RolloutStatus:
     wave: WaveProgress | None = None
     staging: tuple[str, ...] = ()
     window_opens: datetime | None = None
+    counts: RolloutCounts
+    phase: RolloutPhase | None = None
+    unfollowed: tuple[str, ...] = ()
 
 
 def rollout_status(
@@ -171,7 +187,10 @@ def rollout_status(
     nodes = tuple(nodes)
     revisions = tuple(revisions)
     readiness = {node.name: node.readiness for node in nodes}
-    decided = _controller_plan(daemonset, revisions, pods, nodes, now)
+    snapshot = Snapshot.of_views(
+        daemonset=daemonset, revisions=revisions, pods=pods, nodes=nodes, now=now
+    )
+    decided = plan(snapshot, RolloutBook())  # the controller's plan, from a fresh book
     strategy = _strategy_status(daemonset, decided)
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     rows = [
@@ -185,6 +204,14 @@ def rollout_status(
         and all(row.state is PodState.UPDATED for row in rows)
         and nodes_with_pods == len(rows)
         and nodes_with_pods >= (daemonset.desired_nodes or 0)
+    )
+    counts = _counts(rows, total=total, without_pod=total - nodes_with_pods)
+    phase = rollout_phase(
+        decided=decided,
+        counts=counts,
+        complete=complete,
+        max_failed=read_rollout_spec(daemonset.annotations).max_failed,
+        nodes=snapshot.budget_base(),
     )
     return RolloutStatus(
         daemonset=daemonset.name,
@@ -207,6 +234,9 @@ def rollout_status(
         wave=decided.holds.wave,
         staging=_staging_in_force(daemonset),
         window_opens=decided.window_opens,
+        counts=counts,
+        phase=phase,
+        unfollowed=unfollowed_annotations(decided.notices),
     )
 
 
@@ -250,18 +280,30 @@ def _row(
     )
 
 
-def _controller_plan(
-    daemonset: DaemonSetView,
-    revisions: tuple[RevisionView, ...],
-    pods: tuple[PodView, ...],
-    nodes: tuple[NodeView, ...],
-    now: datetime,
-) -> Plan:
-    """The controller's plan for these views, from a fresh book."""
-    snapshot = Snapshot.of_views(
-        daemonset=daemonset, revisions=revisions, pods=pods, nodes=nodes, now=now
+def _counts(rows: Iterable[NodeRow], *, total: int, without_pod: int) -> RolloutCounts:
+    """The rows counted by state (see `RolloutCounts`); `without_pod` nodes hold none."""
+    counted = Counter(_counted_as(row) for row in rows)
+    return RolloutCounts(
+        total=total,
+        updated=counted[PodState.UPDATED],
+        offline=counted[_OFFLINE],
+        broken=counted[PodState.BROKEN],
+        held=counted[PodState.HELD],
+        remaining=counted[_REMAINING] + max(without_pod, 0),
     )
-    return plan(snapshot, RolloutBook())
+
+
+_OFFLINE, _REMAINING = "offline", "remaining"
+
+
+def _counted_as(row: NodeRow) -> str:
+    """Where a row counts: its state when updated, broken or held; else `offline` on a node that
+    is not Ready, else `remaining`."""
+    if row.state in (PodState.UPDATED, PodState.BROKEN, PodState.HELD):
+        return row.state
+    if row.node_readiness not in (None, NodeReadiness.READY):
+        return _OFFLINE
+    return _REMAINING
 
 
 def _shown(value: str | None) -> str | None:

@@ -1,0 +1,195 @@
+"""Where a DaemonSet's rollout stands as a whole, in one word: the STATE of `edgerollout list`.
+
+`status` shows a rollout node by node; an operator with forty opted-in DaemonSets wants one word
+each, and the tools that watch a cluster (Argo CD, Flux, alerts) want one reason. The phase is that
+word, read from what `status` already computes (`rollout_status`): the controller's own plan for
+the DaemonSet and the counts of its pods' states. Each value is the reason a DaemonSet condition
+gives (`Complete`, `Rolling`, ...); `RolloutPhase.text` is what `list` shows.
+
+Several can hold at once (a paused rollout may wait for offline nodes too); the first that holds
+is the phase, in the order a user must act on them (design §9.1):
+
+| phase                      | when                                                               |
+|----------------------------|--------------------------------------------------------------------|
+| `InvalidAnnotation`        | the plan warns of a rollout annotation it cannot follow (an        |
+|                            | unknown strategy, a strategy without `OnDelete`, a value it cannot |
+|                            | read or too long to): nothing, or nothing more, is done until it   |
+|                            | is fixed, the failure budget included                              |
+| `RolloutFailed`            | more Ready nodes are broken than `edgerollout.io/max-failed`       |
+|                            | tolerates, whether or not the pause it calls for is written yet    |
+| `ProgressDeadlineExceeded` | a Ready node's pod of the newest revision is broken (failing, or   |
+|                            | not ready past its progress deadline; design §13.1), within the    |
+|                            | failure budget or without one                                      |
+| `Paused`                   | `edgerollout.io/paused` holds the rollout, complete or not: the    |
+|                            | next revision waits for a resume                                   |
+| `Complete`                 | `status`'s complete: every pod current and available, one per node |
+| `MaintenanceWindowClosed`  | an AdvancedRollingUpdate outside its maintenance windows (an OTA   |
+|                            | node upgrades itself whatever the window)                          |
+| `WaitingForOfflineNodes`   | every pod not updated is on a node that is not Ready: the rollout  |
+|                            | is done but for nodes that are away                                |
+| `Rolling`                  | anything else: pods to replace, starting, held by a partition, a   |
+|                            | node selector or a wave, nodes without a pod yet                   |
+
+A broken node outranks the pause because pausing does not mend the revision; a rollout complete
+is not shown waiting for a window, since a closed window then holds nothing back. A DaemonSet
+that is not opted in (no update-strategy annotation) has no phase.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.planning.decision import Plan
+from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.strategy import UpdateStrategy
+from edgerollout.domain.vocabulary import (
+    ANNOTATION_TOO_LONG,
+    INVALID_MAINTENANCE_WINDOW,
+    INVALID_MAX_FAILED,
+    INVALID_MAX_UNAVAILABLE,
+    INVALID_NODE_SELECTOR,
+    INVALID_OTA_DEADLINE,
+    INVALID_PARTITION,
+    INVALID_PAUSED,
+    INVALID_PREPULL,
+    INVALID_PROGRESS_DEADLINE,
+    INVALID_WAVES,
+    UNKNOWN_UPDATE_STRATEGY,
+    UPDATE_STRATEGY_NOT_ON_DELETE,
+)
+
+
+class RolloutPhase(StrEnum):
+    """Where a rollout stands (see the table in the module docstring); the value is the reason
+    of the DaemonSet condition, `text` the word `list` shows."""
+
+    INVALID_ANNOTATION = "InvalidAnnotation"
+    ROLLOUT_FAILED = "RolloutFailed"
+    PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    PAUSED = "Paused"
+    COMPLETE = "Complete"
+    MAINTENANCE_WINDOW_CLOSED = "MaintenanceWindowClosed"
+    WAITING_FOR_OFFLINE_NODES = "WaitingForOfflineNodes"
+    ROLLING = "Rolling"
+
+    @property
+    def text(self) -> str:
+        """`complete`, `waiting for offline nodes`, `window closed`, ..."""
+        return _TEXT[self]
+
+
+_TEXT = {
+    RolloutPhase.INVALID_ANNOTATION: "invalid annotation",
+    RolloutPhase.ROLLOUT_FAILED: "failed",
+    RolloutPhase.PROGRESS_DEADLINE_EXCEEDED: "progress deadline exceeded",
+    RolloutPhase.PAUSED: "paused",
+    RolloutPhase.COMPLETE: "complete",
+    RolloutPhase.MAINTENANCE_WINDOW_CLOSED: "window closed",
+    RolloutPhase.WAITING_FOR_OFFLINE_NODES: "waiting for offline nodes",
+    RolloutPhase.ROLLING: "rolling",
+}
+
+# The Warnings a plan gives for a rollout annotation it cannot follow.
+UNFOLLOWED_ANNOTATION_REASONS = frozenset(
+    {
+        UNKNOWN_UPDATE_STRATEGY,
+        UPDATE_STRATEGY_NOT_ON_DELETE,
+        ANNOTATION_TOO_LONG,
+        INVALID_MAX_UNAVAILABLE,
+        INVALID_PAUSED,
+        INVALID_PARTITION,
+        INVALID_NODE_SELECTOR,
+        INVALID_WAVES,
+        INVALID_MAINTENANCE_WINDOW,
+        INVALID_OTA_DEADLINE,
+        INVALID_PROGRESS_DEADLINE,
+        INVALID_MAX_FAILED,
+        INVALID_PREPULL,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutCounts:
+    """How many of a rollout's pods stand where, as `status` counts its rows.
+
+    - `total`: the nodes the rollout covers (those holding a pod, at least the native
+      controller's `desiredNumberScheduled`);
+    - `updated`: pods current and available;
+    - `offline`: pods not yet updated on a node that is not Ready (neither held nor broken);
+    - `broken`: pods of the newest revision failing on a Ready node;
+    - `held`: old pods on a node a staged rollout holds;
+    - `remaining`: every other pod (to replace, being replaced, starting, not on a node yet),
+      and each node that should hold a pod and holds none.
+    """
+
+    total: int = 0
+    updated: int = 0
+    offline: int = 0
+    broken: int = 0
+    held: int = 0
+    remaining: int = 0
+
+
+def unfollowed_annotations(notices: Iterable[Notice]) -> tuple[str, ...]:
+    """The reasons of the Warnings among `notices` about an annotation the plan cannot follow,
+    each once, in their order."""
+    reasons = (
+        notice.reason
+        for notice in notices
+        if notice.type is EventType.WARNING and notice.reason in UNFOLLOWED_ANNOTATION_REASONS
+    )
+    return tuple(dict.fromkeys(reasons))
+
+
+def rollout_phase(
+    *,
+    decided: Plan,
+    counts: RolloutCounts,
+    complete: bool,
+    max_failed: Count | Notice | None,
+    nodes: int,
+) -> RolloutPhase | None:
+    """The phase of the rollout the controller's plan `decided` is for (None: not opted in).
+
+    `counts` and `complete` are `status`'s; `max_failed` is the failure budget the DaemonSet's
+    spec reads (`RolloutSpec.max_failed`), taken over `nodes` (`Snapshot.budget_base`).
+    """
+    if unfollowed_annotations(decided.notices):
+        return RolloutPhase.INVALID_ANNOTATION
+    if decided.strategy is None:
+        return None
+    if _failed(decided, max_failed=max_failed, nodes=nodes):
+        return RolloutPhase.ROLLOUT_FAILED
+    if counts.broken:
+        return RolloutPhase.PROGRESS_DEADLINE_EXCEEDED
+    if decided.paused:
+        return RolloutPhase.PAUSED
+    if complete:
+        return RolloutPhase.COMPLETE
+    if (
+        decided.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
+        and decided.window_opens is not None
+    ):
+        return RolloutPhase.MAINTENANCE_WINDOW_CLOSED
+    if counts.offline and not (counts.remaining or counts.held):
+        return RolloutPhase.WAITING_FOR_OFFLINE_NODES
+    return RolloutPhase.ROLLING
+
+
+def _failed(decided: Plan, *, max_failed: Count | Notice | None, nodes: int) -> bool:
+    """Whether more nodes are broken than the failure budget tolerates: the rule that stops a
+    rollout (`failure_stop`), asked as if it were not paused, since the pause it calls for is
+    what a failed rollout looks like once written."""
+    if not isinstance(max_failed, Count) or decided.target is None:
+        return False
+    stop = failure_stop(
+        decided.broken,
+        limit=max_failed,
+        nodes=nodes,
+        revision=decided.target.hash,
+        pause_changes=0,
+    )
+    return stop is not None
