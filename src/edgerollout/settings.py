@@ -7,8 +7,8 @@ The command line builds it once, a changed copy of the defaults `CONTROLLER` or 
 their defaults from here, the Helm chart's values and the manifests in `deploy/base` are checked
 against them by a unit test, and the code that uses a value reads it from its process's settings
 rather than spelling the number again. Both processes talk to the API server as `KUBE_CLIENT`
-says; `edgerollout status` polls as `STATUS` says. A server's address is an `Address`, which its
-flag parses from `HOST:PORT` before anything starts.
+says; `edgerollout status` polls as `STATUS` says, `list --watch` settles as `LIST` says. A
+server's address is an `Address`, which its flag parses from `HOST:PORT` before anything starts.
 
 This module imports nothing from the project, so every layer (domain included) may read it.
 """
@@ -379,8 +379,20 @@ class StatusSettings:
     poll_seconds: float = 1.0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListSettings:
+    """The `list` command (`cli/list_command.py`); no flag sets them."""
+
+    # `list --watch` reads the changes its watches bring as they come, but waits this long after
+    # the first of a burst before it works out the rows again: a rollout changes several pods
+    # within a few milliseconds (a deletion, its replacement, the DaemonSet's status), each row
+    # costs a plan of its DaemonSet, and a person reading the rows sees no difference at 0.1 s.
+    settle_seconds: float = 0.1
+
+
 CONTROLLER: Final = ControllerSettings()
 AGENT: Final = AgentSettings()
 KUBE_CLIENT: Final = KubeClientSettings()
 PULL_JOB: Final = PullJobSettings()
 STATUS: Final = StatusSettings()
+LIST: Final = ListSettings()

@@ -7,6 +7,7 @@ import click
 from edgerollout.cli.agent_command import agent
 from edgerollout.cli.agent_token_command import init_agent_token
 from edgerollout.cli.controller_command import controller
+from edgerollout.cli.list_command import list_command
 from edgerollout.cli.pause_command import pause, resume
 from edgerollout.cli.plan_command import plan_command
 from edgerollout.cli.simulate_command import simulate_command
@@ -23,6 +24,7 @@ cli.add_command(controller)
 cli.add_command(agent)
 cli.add_command(init_agent_token)
 cli.add_command(status)
+cli.add_command(list_command)
 cli.add_command(plan_command)
 cli.add_command(pause)
 cli.add_command(resume)

@@ -1,20 +1,43 @@
-"""One read of a DaemonSet and everything its rollout depends on, for `status` and `plan`.
+"""One read of a DaemonSet and everything its rollout depends on, for `status` and `plan`; one
+read of every opted-in DaemonSet of a namespace (or of all), for `list`.
 
 The DaemonSet, its pods (its label selector, then its UID in their owner reference), its
 ControllerRevisions and every Node, each listed once (page by page) and reduced to the views the
 domain decides with, so that both commands see what the controller's caches would show.
+
+`list` reads many DaemonSets with one list per resource, not one per DaemonSet: the DaemonSets,
+then (if any is opted in) the pods, the ControllerRevisions and the Nodes, grouped by their
+owner's UID in a `RolloutIndex`. `list --watch` keeps the same index up to date from watches, so
+both hand `rollout_status` the same views `status` reads.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from edgerollout.cli.daemonset_command import read_daemonset
-from edgerollout.domain.model import DaemonSetView, NodeView, PodView, RevisionView
-from edgerollout.kube.api import CONTROLLER_REVISIONS, JSON, NODES, PODS, Api, Resource
+from edgerollout.domain.model import DaemonSetView, NodeName, NodeView, PodView, RevisionView
+from edgerollout.domain.timestamps import parse_rfc3339
+from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.kube.api import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    JSON,
+    NODES,
+    PODS,
+    Api,
+    Resource,
+)
 from edgerollout.kube.views import (
+    CachedDaemonSet,
+    CachedPod,
+    CachedRevision,
     daemonset_from_api,
     node_from_api,
+    object_key,
     pod_from_api,
     pod_selector,
     revision_from_api,
@@ -72,3 +95,172 @@ async def read_rollout(api: Api, *, name: str, namespace: str) -> RolloutViews:
         nodes=tuple(nodes),
         spec_observed=daemonset.observed_generation >= daemonset.generation,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedRollout:
+    """An opted-in DaemonSet's views, as `read_rollout` reads them for `status`, and when each of
+    its ControllerRevisions was created (by hash), for the age of the newest."""
+
+    views: RolloutViews
+    revisions_created: Mapping[str, datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class DatedRevision:
+    """A ControllerRevision as `list` keeps it: its view and owner, and its creation time."""
+
+    revision: CachedRevision
+    created: datetime | None
+
+
+def opted_in_daemonset(obj: JSON) -> CachedDaemonSet | None:
+    """The DaemonSet's view if it carries the update-strategy annotation (whatever its value: an
+    unknown one is shown as an invalid annotation), else None."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return daemonset_from_api(obj) if UPDATE_STRATEGY_ANNOTATION in annotations else None
+
+
+def daemonset_pod(obj: JSON) -> CachedPod | None:
+    """The pod's view if a DaemonSet controls it, else None (the list keeps no other pod)."""
+    pod = pod_from_api(obj)
+    return pod if pod.owner_kind == DAEMONSET_KIND and pod.owner_uid else None
+
+
+def dated_revision(obj: JSON) -> DatedRevision:
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    return DatedRevision(
+        revision=revision_from_api(obj),
+        created=parse_rfc3339(created) if created else None,
+    )
+
+
+class RolloutIndex:
+    """Opted-in DaemonSets and the objects of their rollouts, grouped by the owner's UID.
+
+    Each `*_changed(old, new)` takes a change as an informer reports it (old None: added; new
+    None: deleted) and returns the keys (`namespace/name`) of the DaemonSets whose rollout it may
+    change. Pods and revisions of a DaemonSet not opted in are kept too, since a watch may see it
+    opt in later."""
+
+    def __init__(self) -> None:
+        self._daemonsets: dict[str, CachedDaemonSet] = {}
+        self._key_of_uid: dict[str, str] = {}
+        self._pods: dict[str, dict[str, PodView]] = {}
+        self._revisions: dict[str, dict[str, DatedRevision]] = {}
+        self._nodes: dict[NodeName, NodeView] = {}
+        # The owners of the pods on each node: which rollouts a node's readiness changes.
+        self._owners_on: dict[NodeName, Counter[str]] = {}
+
+    def daemonsets(self) -> list[str]:
+        """The opted-in DaemonSets, by namespace, then name (as kubectl sorts)."""
+        return sorted(self._daemonsets, key=listing_order)
+
+    def owns(self, uid: str | None) -> bool:
+        """Whether `uid` is an opted-in DaemonSet's."""
+        return uid is not None and uid in self._key_of_uid
+
+    def daemonset_changed(
+        self, old: CachedDaemonSet | None, new: CachedDaemonSet | None
+    ) -> set[str]:
+        if old is not None:
+            self._daemonsets.pop(_key(old.view), None)
+            self._key_of_uid.pop(old.view.uid, None)
+        if new is not None:
+            self._daemonsets[_key(new.view)] = new
+            self._key_of_uid[new.view.uid] = _key(new.view)
+        return {_key(cached.view) for cached in (old, new) if cached is not None}
+
+    def pod_changed(self, old: CachedPod | None, new: CachedPod | None) -> set[str]:
+        for cached, step in ((old, -1), (new, 1)):
+            if cached is None or cached.owner_uid is None:
+                continue
+            pods = self._pods.setdefault(cached.owner_uid, {})
+            key = object_key(cached.view.namespace, cached.view.name)
+            if step > 0:
+                pods[key] = cached.view
+            else:
+                pods.pop(key, None)
+            if cached.view.node_name is not None:
+                owners = self._owners_on.setdefault(cached.view.node_name, Counter())
+                owners[cached.owner_uid] += step
+                if owners[cached.owner_uid] <= 0:
+                    del owners[cached.owner_uid]
+        return self._keys_of(cached.owner_uid for cached in (old, new) if cached is not None)
+
+    def revision_changed(self, old: DatedRevision | None, new: DatedRevision | None) -> set[str]:
+        if old is not None and old.revision.owner_uid is not None:
+            self._revisions.get(old.revision.owner_uid, {}).pop(old.revision.view.name, None)
+        if new is not None and new.revision.owner_uid is not None:
+            revisions = self._revisions.setdefault(new.revision.owner_uid, {})
+            revisions[new.revision.view.name] = new
+        return self._keys_of(dated.revision.owner_uid for dated in (old, new) if dated is not None)
+
+    def node_changed(self, old: NodeView | None, new: NodeView | None) -> set[str]:
+        if old is not None:
+            self._nodes.pop(old.name, None)
+        if new is not None:
+            self._nodes[new.name] = new
+        names = {node.name for node in (old, new) if node is not None}
+        return self._keys_of(uid for name in names for uid in self._owners_on.get(name, ()))
+
+    def rollout(self, key: str) -> ListedRollout | None:
+        """The DaemonSet `key`'s rollout as `read_rollout` would read it (None: not opted in).
+
+        Only the nodes its pods are on are handed over: the plan looks nodes up by name, so the
+        others change nothing, and a list of many DaemonSets does not copy every node for each."""
+        cached = self._daemonsets.get(key)
+        if cached is None:
+            return None
+        uid = cached.view.uid
+        pods = tuple(self._pods.get(uid, {}).values())
+        on = {pod.node_name for pod in pods if pod.node_name is not None}
+        revisions = self._revisions.get(uid, {}).values()
+        return ListedRollout(
+            views=RolloutViews(
+                daemonset=cached.view,
+                revisions=tuple(dated.revision.view for dated in revisions),
+                pods=pods,
+                nodes=tuple(self._nodes[name] for name in sorted(on) if name in self._nodes),
+                spec_observed=cached.observed_generation >= cached.generation,
+            ),
+            revisions_created={
+                dated.revision.view.hash: dated.created
+                for dated in revisions
+                if dated.revision.view.hash is not None and dated.created is not None
+            },
+        )
+
+    def _keys_of(self, uids: Iterable[str | None]) -> set[str]:
+        return {self._key_of_uid[uid] for uid in uids if uid is not None and self.owns(uid)}
+
+
+def listing_order(key: str) -> tuple[str, ...]:
+    """The sort key of a DaemonSet's `namespace/name`: by namespace, then name."""
+    return tuple(key.split("/", 1))
+
+
+def _key(daemonset: DaemonSetView) -> str:
+    return object_key(daemonset.namespace, daemonset.name)
+
+
+async def read_rollouts(api: Api, *, namespace: str | None) -> list[ListedRollout]:
+    """Every opted-in DaemonSet of `namespace` (None: of all namespaces) and its rollout, in
+    `RolloutIndex.daemonsets` order, from one list of each resource; the pods, ControllerRevisions and
+    Nodes are not listed when no DaemonSet is opted in."""
+    index = RolloutIndex()
+    for obj in await list_all(api, DAEMONSETS, namespace=namespace):
+        index.daemonset_changed(None, opted_in_daemonset(obj))
+    if not index.daemonsets():
+        return []
+    for obj in await list_all(api, CONTROLLER_REVISIONS, namespace=namespace):
+        dated = dated_revision(obj)
+        if index.owns(dated.revision.owner_uid):
+            index.revision_changed(None, dated)
+    for obj in await list_all(api, PODS, namespace=namespace):
+        pod = daemonset_pod(obj)
+        if pod is not None and index.owns(pod.owner_uid):
+            index.pod_changed(None, pod)
+    for obj in await list_all(api, NODES):
+        index.node_changed(None, node_from_api(obj))
+    return [rollout for key in index.daemonsets() if (rollout := index.rollout(key)) is not None]

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import click
 
 from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
-from edgerollout.cli.rollout_read import read_rollout
+from edgerollout.cli.rollout_read import RolloutViews, read_rollout
 from edgerollout.cli.status_render import render_json, render_table
 from edgerollout.domain.reporting.rollout_status import RolloutStatus, rollout_status
 from edgerollout.kube.api import Api
@@ -31,12 +31,17 @@ EXIT_NOT_COMPLETE = 1
 async def read_status(api: Api, *, name: str, namespace: str) -> RolloutStatus:
     """Read the DaemonSet and its objects once and compute its rollout status."""
     views = await read_rollout(api, name=name, namespace=namespace)
+    return status_of(views, now=datetime.now(UTC))
+
+
+def status_of(views: RolloutViews, *, now: datetime) -> RolloutStatus:
+    """The rollout status of views read once: what `status` shows, and `list` of each row."""
     return rollout_status(
         daemonset=views.daemonset,
         revisions=views.revisions,
         pods=views.pods,
         nodes=views.nodes,
-        now=datetime.now(UTC),
+        now=now,
         spec_observed=views.spec_observed,
     )
 

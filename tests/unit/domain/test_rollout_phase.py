@@ -2,6 +2,7 @@
 the precedence when several hold, and the counts `list` shows beside it."""
 
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 
 import pytest
 
@@ -241,3 +242,39 @@ def test_every_warning_of_a_value_that_cannot_be_read_makes_an_invalid_annotatio
         "UpdateStrategyNotOnDelete",
         "AnnotationTooLong",
     }
+
+
+# --- when the reading may change on the clock alone (`list --watch` looks again then) -----------
+
+
+@pytest.mark.parametrize(
+    ("annotations", "pods", "min_ready_seconds", "after"),
+    [
+        pytest.param(ARU, UPDATED, 0, None, id="complete-only-an-event-changes-it"),
+        pytest.param(
+            ARU, [pod("a", "edge-1", ready_for=timedelta(seconds=5)), *UPDATED[1:]], 10, 5.0,
+            id="a-pod-not-yet-available-at-the-health-recheck",
+        ),
+        pytest.param(
+            ARU, [pod("a", "edge-1", ready_for=timedelta(seconds=1)), *UPDATED[1:]], 3, 3.0,
+            id="or-after-min-ready-seconds-if-shorter",
+        ),
+        pytest.param(
+            {**ARU, **WINDOW_CLOSED}, ONE_OLD, 0, 38 * 3600.0, id="when-the-window-opens",
+        ),
+    ],
+)  # fmt: skip
+def test_the_status_says_when_the_clock_alone_may_change_it(
+    annotations: Mapping[str, str],
+    pods: list[PodView],
+    min_ready_seconds: int,
+    after: float | None,
+) -> None:
+    status = rollout_status(
+        daemonset=daemonset(annotations, min_ready_seconds=min_ready_seconds),
+        revisions=REVISIONS,
+        pods=pods,
+        nodes=THREE_NODES,
+        now=NOW,
+    )
+    assert status.look_again_after == after

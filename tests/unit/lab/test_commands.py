@@ -28,6 +28,7 @@ def test_product_command_line_has_no_lab_or_demo() -> None:
         "agent",
         "controller",
         "init-agent-token",
+        "list",
         "pause",
         "plan",
         "resume",

@@ -150,7 +150,10 @@ class RolloutStatus:
     the staging annotations in force, as `partition 2`, `node selector canary=true`;
     `window_opens`: when the maintenance window, closed now, opens next; `counts`: the rows
     counted by state; `phase`: where the rollout stands as a whole (None: not opted in);
-    `unfollowed`: the Warning reasons of the annotations the controller cannot follow."""
+    `unfollowed`: the Warning reasons of the annotations the controller cannot follow;
+    `look_again_after`: seconds after which the status may change on the clock alone (a pod
+    becomes available, a progress deadline passes, a maintenance window opens), as the
+    controller's plan would look again; None: only a change of the objects changes it."""
 
     daemonset: str
     namespace: str
@@ -166,6 +169,7 @@ class RolloutStatus:
     counts: RolloutCounts
     phase: RolloutPhase | None = None
     unfollowed: tuple[str, ...] = ()
+    look_again_after: float | None = None
 
 
 def rollout_status(
@@ -237,6 +241,9 @@ def rollout_status(
         counts=counts,
         phase=phase,
         unfollowed=unfollowed_annotations(decided.notices),
+        look_again_after=None
+        if decided.recheck is None
+        else decided.recheck.after(deletions_in_flight=0, unechoed_seconds=None),
     )
 
 
