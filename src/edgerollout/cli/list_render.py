@@ -12,7 +12,7 @@ is how long ago the newest ControllerRevision was created, written as kubectl wr
 WARNINGS the reasons of the annotations the controller cannot follow. A value that does not apply
 is `<none>`.
 
-The JSON shape is a public contract, documented in the README:
+The JSON shape is a public contract (design §9.1):
 
 ```
 {"items": [{"namespace": str, "name": str,

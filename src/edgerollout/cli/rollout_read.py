@@ -179,18 +179,23 @@ class RolloutIndex:
             key = object_key(cached.view.namespace, cached.view.name)
             if step > 0:
                 pods[key] = cached.view
-            else:
-                pods.pop(key, None)
-            if cached.view.node_name is not None:
-                owners = self._owners_on.setdefault(cached.view.node_name, Counter())
+            elif pods.pop(key, None) is not None and not pods:
+                del self._pods[cached.owner_uid]
+            node = cached.view.node_name
+            if node is not None:
+                owners = self._owners_on.setdefault(node, Counter())
                 owners[cached.owner_uid] += step
                 if owners[cached.owner_uid] <= 0:
                     del owners[cached.owner_uid]
+                if not owners:
+                    del self._owners_on[node]
         return self._keys_of(cached.owner_uid for cached in (old, new) if cached is not None)
 
     def revision_changed(self, old: DatedRevision | None, new: DatedRevision | None) -> set[str]:
         if old is not None and old.revision.owner_uid is not None:
-            self._revisions.get(old.revision.owner_uid, {}).pop(old.revision.view.name, None)
+            kept = self._revisions.get(old.revision.owner_uid, {})
+            if kept.pop(old.revision.view.name, None) is not None and not kept:
+                del self._revisions[old.revision.owner_uid]
         if new is not None and new.revision.owner_uid is not None:
             revisions = self._revisions.setdefault(new.revision.owner_uid, {})
             revisions[new.revision.view.name] = new
