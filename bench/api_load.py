@@ -40,12 +40,16 @@ def controller_requests(delta: Samples) -> dict[str, Any]:
         "pods_deleted": int(metrics.total(delta, "edgerollout_pods_deleted_total")),
         "conditions_written": int(metrics.total(delta, "edgerollout_pod_conditions_written_total")),
         "reconciles": int(metrics.total(delta, "reconcile_total")),
-        "plan_seconds": {
-            f"p{round(share * 100)}": _rounded(
-                metrics.histogram_quantile(delta, "edgerollout_plan_seconds", share)
-            )
-            for share in (0.5, 0.99)
-        },
+        "plan_seconds": _quantiles(delta, "edgerollout_plan_seconds"),
+        "plan_cpu_seconds": _quantiles(delta, "edgerollout_plan_cpu_seconds"),
+    }
+
+
+def _quantiles(delta: Samples, histogram: str) -> dict[str, float | None]:
+    """A histogram's median and 99th percentile over the interval `delta` covers."""
+    return {
+        f"p{round(share * 100)}": _rounded(metrics.histogram_quantile(delta, histogram, share))
+        for share in (0.5, 0.99)
     }
 
 

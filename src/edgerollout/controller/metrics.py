@@ -37,6 +37,15 @@ PLAN_TIME = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 
+# The same, in the CPU time of the controller's thread: what a plan costs, apart from the time the
+# process waited for a core (on a busy node the wall clock of a 1 ms plan reads ten times that).
+PLAN_CPU_TIME = Histogram(
+    "edgerollout_plan_cpu_seconds",
+    "CPU time (of the controller's thread) to take a DaemonSet's snapshot and plan it, in one "
+    "reconcile (writes not included).",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+
 REST_CLIENT_REQUESTS = Counter(
     "rest_client_requests_total",
     "Requests to the API server, by status code and method.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -106,9 +107,11 @@ class Reconciler:
             self._drop(key)  # deleted and recreated under the same name
         state = self.states.of(key, ds.uid)
 
+        cpu_started = time.thread_time()
         with metrics.PLAN_TIME.time():
             snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
             decided = plan(snapshot, state.book, self.settings)
+        metrics.PLAN_CPU_TIME.observe(time.thread_time() - cpu_started)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
 
         if decided.ends_rollout:

@@ -46,3 +46,21 @@ def test_daemonset_controller_of_a_quiet_phase_is_all_zero() -> None:
     same = metrics.delta(metrics.parse(BEFORE), metrics.parse(BEFORE))
     keys = ("syncs", "stale_skips", "retries", "sync_seconds", "queue_wait_seconds")
     assert api_load.daemonset_controller(same) == dict.fromkeys(keys, 0)
+
+
+def test_the_controllers_plans_are_told_in_wall_clock_and_in_cpu_time() -> None:
+    def histogram(name: str, counts: dict[str, float]) -> metrics.Samples:
+        return {(f"{name}_bucket", (("le", bound),)): n for bound, n in counts.items()}
+
+    delta = {
+        **histogram(
+            "edgerollout_plan_seconds", {"0.001": 50, "0.01": 98, "0.025": 100, "+Inf": 100}
+        ),
+        **histogram("edgerollout_plan_cpu_seconds", {"0.001": 99, "0.0025": 100, "+Inf": 100}),
+        ("edgerollout_pods_deleted_total", ()): 10.0,
+    }
+    told = api_load.controller_requests(delta)
+    assert told["plan_seconds"] == {"p50": 0.001, "p99": 0.0175}
+    # The 50th of 100 is the 50th of the 99 under 1 ms: 50/99 of the way to it.
+    assert told["plan_cpu_seconds"] == {"p50": 0.00051, "p99": 0.001}
+    assert told["pods_deleted"] == 10

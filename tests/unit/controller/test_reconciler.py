@@ -179,16 +179,19 @@ async def test_rolling_update_deletes_the_first_outdated_pod_with_its_uid_and_re
 
 
 async def test_each_plan_is_timed_once_and_a_skipped_one_not_at_all() -> None:
-    def plans() -> float:
-        return REGISTRY.get_sample_value("edgerollout_plan_seconds_count") or 0.0
+    def plans() -> tuple[float, float]:
+        return (
+            REGISTRY.get_sample_value("edgerollout_plan_seconds_count") or 0.0,
+            REGISTRY.get_sample_value("edgerollout_plan_cpu_seconds_count") or 0.0,
+        )
 
     async with controller(ROLLING_ONE, outdated_rollout()) as c:
-        before = plans()
+        wall, cpu = plans()
         await c.reconcile()
         await c.reconcile()
-        assert plans() == before + 2
+        assert plans() == (wall + 2, cpu + 2)
         await c.reconciler.reconcile("default/absent")
-        assert plans() == before + 2
+        assert plans() == (wall + 2, cpu + 2)
 
 
 async def test_a_daemonset_whose_pods_are_not_listed_yet_is_not_planned() -> None:
