@@ -93,19 +93,31 @@ def run_daemonset_command(
 ) -> NoReturn:
     """Run `work` to its exit code, turning the failures of the module docstring into their
     message and exit code."""
+
+    async def reporting_not_found() -> int:
+        try:
+            return await work()
+        except DaemonSetNotFound:
+            message = f'error: daemonset "{daemonset}" not found in namespace "{namespace}"'
+            click.echo(message, err=True)
+            return EXIT_NOT_FOUND
+
+    run_command(reporting_not_found, api_exit=EXIT_API)
+
+
+def run_command(work: Callable[[], Coroutine[Any, Any, int]], *, api_exit: int) -> NoReturn:
+    """Run `work` to its exit code: interrupted, 130; the API server unreachable or refusing,
+    or no usable kubeconfig, one line on stderr and `api_exit`."""
     try:
         code = asyncio.run(work())
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
-    except DaemonSetNotFound:
-        click.echo(f'error: daemonset "{daemonset}" not found in namespace "{namespace}"', err=True)
-        code = EXIT_NOT_FOUND
     except ApiError as error:
         click.echo(f"error: {describe_api_error(error)}", err=True)
-        code = EXIT_API
+        code = api_exit
     except UnusableKubeconfig as error:
         click.echo(f"error: cannot load the Kubernetes configuration: {error}", err=True)
-        code = EXIT_API
+        code = api_exit
     raise SystemExit(code)
 
 

@@ -17,20 +17,13 @@ refuses, or no kubeconfig is usable (`error: ...` on stderr, nothing on stdout);
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import zip_longest
-from typing import Any, NoReturn
 
 import click
 
-from edgerollout.cli.daemonset_command import (
-    EXIT_INTERRUPTED,
-    UnusableKubeconfig,
-    connect,
-    describe_api_error,
-)
+from edgerollout.cli.daemonset_command import connect, run_command
 from edgerollout.cli.list_render import (
     Layout,
     ListedStatus,
@@ -44,7 +37,7 @@ from edgerollout.cli.list_render import (
 from edgerollout.cli.list_watch import RolloutWatch
 from edgerollout.cli.rollout_read import ListedRollout, listing_order, read_rollouts
 from edgerollout.cli.status_command import status_of
-from edgerollout.kube.api import Api, ApiError
+from edgerollout.kube.api import Api
 
 EXIT_ERROR = 1
 DEFAULT_NAMESPACE = "default"
@@ -167,22 +160,6 @@ async def _run(
     return 0
 
 
-def run_list_command(work: Callable[[], Coroutine[Any, Any, int]]) -> NoReturn:
-    """Run `work` to its exit code; a failure to reach the API server, a refusal, or a kubeconfig
-    that cannot be used is one line on stderr and exit 1, as kubectl's."""
-    try:
-        code = asyncio.run(work())
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
-    except ApiError as error:
-        click.echo(f"error: {describe_api_error(error)}", err=True)
-        code = EXIT_ERROR
-    except UnusableKubeconfig as error:
-        click.echo(f"error: cannot load the Kubernetes configuration: {error}", err=True)
-        code = EXIT_ERROR
-    raise SystemExit(code)
-
-
 @click.command(name="list")
 @click.option(
     "-n",
@@ -226,12 +203,13 @@ def list_command(
         raise click.UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     scope = None if all_namespaces else namespace or DEFAULT_NAMESPACE
     layout = Layout(all_namespaces=all_namespaces, wide=output == "wide")
-    run_list_command(
+    run_command(
         lambda: _run(
             namespace=scope,
             kubeconfig=kubeconfig,
             layout=layout,
             json=output == "json",
             watch=watch,
-        )
+        ),
+        api_exit=EXIT_ERROR,
     )
