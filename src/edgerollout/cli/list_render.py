@@ -6,9 +6,10 @@ Rendering is pure (statuses and the time in, a string out). The columns:
 [NAMESPACE]  NAME  STRATEGY  UPDATED  OFFLINE  BROKEN  HELD  WAVE  STATE  AGE
   -o wide adds:  MAX-UNAVAILABLE  BUDGET  REVISION  WARNINGS
 ```
-NAMESPACE only with `-A`, as kubectl shows it; UPDATED is updated pods of the nodes the rollout
-covers (`2/3`); STATE is the phase's word (`rolling`, `paused`, ...; `domain.rollout_phase`); AGE
-is how long ago the newest ControllerRevision was created, written as kubectl writes an age;
+NAMESPACE only with `-A`, as kubectl shows it; UPDATED is the updated nodes of those the rollout
+covers (`2/3`), OFFLINE, BROKEN and HELD nodes too (`-` while an annotation the controller cannot
+follow stops it before it judges the nodes); STATE is the phase's word (`rolling`, `paused`, ...;
+`domain.rollout_phase`); AGE is how long ago the newest ControllerRevision was created, written as kubectl writes an age;
 WARNINGS the reasons of the annotations the controller cannot follow. A value that does not apply
 is `<none>`.
 
@@ -18,7 +19,8 @@ The JSON shape is a public contract (design §9.1):
 {"items": [{"namespace": str, "name": str,
             "strategy": "AdvancedRollingUpdate" | "OTA" | null,
             "maxUnavailable": str | null, "budget": int | null,
-            "updated": int, "total": int, "offline": int, "broken": int, "held": int,
+            "updated": int | null, "total": int | null, "offline": int | null,
+            "broken": int | null, "held": int | null,
             "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
             "state": {"reason": str, "text": str},
             "invalidAnnotations": [str],
@@ -26,7 +28,7 @@ The JSON shape is a public contract (design §9.1):
             "complete": bool}]}
 ```
 `state.reason` is the phase as a condition reason (`Complete`, `Rolling`, `WaitingForOfflineNodes`,
-`Paused`, `MaintenanceWindowClosed`, `RolloutFailed`, `ProgressDeadlineExceeded`,
+`Held`, `Paused`, `MaintenanceWindowClosed`, `RolloutFailed`, `ProgressDeadlineExceeded`,
 `InvalidAnnotation`); `newestRevisionCreated` is RFC 3339. `list --watch -o json` prints one item
 document per row instead of the list.
 """
@@ -41,11 +43,12 @@ from typing import Any
 import orjson
 
 from edgerollout.cli.status_render import COLUMN_GAP
-from edgerollout.domain.reporting.rollout_phase import RolloutPhase
+from edgerollout.domain.reporting.rollout_phase import RolloutCounts, RolloutPhase
 from edgerollout.domain.reporting.rollout_status import RolloutStatus
 from edgerollout.domain.timestamps import format_rfc3339
 
 NONE = "<none>"
+NOT_COUNTED = "-"
 COLUMNS = ["NAME", "STRATEGY", "UPDATED", "OFFLINE", "BROKEN", "HELD", "WAVE", "STATE", "AGE"]
 WIDE_COLUMNS = ["MAX-UNAVAILABLE", "BUDGET", "REVISION", "WARNINGS"]
 
@@ -77,10 +80,7 @@ class Layout:
         narrow = [
             status.daemonset,
             NONE if strategy.strategy is None else str(strategy.strategy),
-            f"{counts.updated}/{counts.total}",
-            str(counts.offline),
-            str(counts.broken),
-            str(counts.held),
+            *_counted(counts),
             NONE if status.wave is None else str(status.wave),
             _phase(status.phase).text,
             NONE if listed.revision_created is None else age(now - listed.revision_created),
@@ -102,6 +102,19 @@ class Layout:
     def _around(self, narrow: list[str], wide: list[str], namespace: str) -> list[str]:
         cells = [namespace] if self.all_namespaces else []
         return cells + narrow + (wide if self.wide else [])
+
+
+def _counted(counts: RolloutCounts | None) -> list[str]:
+    """The UPDATED, OFFLINE, BROKEN and HELD cells (`-` when the nodes were not counted: the
+    controller stops before judging them while an annotation cannot be followed)."""
+    if counts is None:
+        return [NOT_COUNTED] * 4
+    return [
+        f"{counts.updated}/{counts.total}",
+        str(counts.offline),
+        str(counts.broken),
+        str(counts.held),
+    ]
 
 
 def render_table(listed: Iterable[ListedStatus], *, layout: Layout, now: datetime) -> str:
@@ -151,11 +164,11 @@ def item_document(listed: ListedStatus) -> dict[str, Any]:
         "strategy": None if strategy.strategy is None else str(strategy.strategy),
         "maxUnavailable": strategy.max_unavailable,
         "budget": strategy.budget,
-        "updated": counts.updated,
-        "total": counts.total,
-        "offline": counts.offline,
-        "broken": counts.broken,
-        "held": counts.held,
+        "updated": None if counts is None else counts.updated,
+        "total": None if counts is None else counts.total,
+        "offline": None if counts is None else counts.offline,
+        "broken": None if counts is None else counts.broken,
+        "held": None if counts is None else counts.held,
         "wave": None
         if wave is None
         else {"name": wave.name, "index": wave.index, "count": wave.count, "pending": wave.pending},

@@ -52,7 +52,7 @@ def test_one_row_per_opted_in_daemonset_in_its_state(api: ClosingApi) -> None:
         "STATE                       AGE\n"
         "agent   AdvancedRollingUpdate   2/3       0         0        1      <none>   "
         "paused                      5m\n"
-        "bad     <none>                  3/3       0         0        0      <none>   "
+        "bad     <none>                  -         -         -        -      <none>   "
         "invalid annotation          3h\n"
         "logs    AdvancedRollingUpdate   2/3       1         0        0      <none>   "
         "waiting for offline nodes   90s\n"
@@ -81,7 +81,7 @@ def test_wide_adds_the_budget_the_revision_and_the_warnings(api: ClosingApi) -> 
         "STATE                       AGE",
         "agent   AdvancedRollingUpdate   2/3       0         0        1      <none>   "
         "paused                      5m",
-        "bad     <none>                  3/3       0         0        0      <none>   "
+        "bad     <none>                  -         -         -        -      <none>   "
         "invalid annotation          3h",
         "logs    AdvancedRollingUpdate   2/3       1         0        0      <none>   "
         "waiting for offline nodes   90s",

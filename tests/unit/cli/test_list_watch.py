@@ -29,7 +29,7 @@ TABLE = [
     HEADER,
     "agent   AdvancedRollingUpdate   2/3       0         0        1      <none>   "
     "paused                      5m",
-    "bad     <none>                  3/3       0         0        0      <none>   "
+    "bad     <none>                  -         -         -        -      <none>   "
     "invalid annotation          3h",
     "logs    AdvancedRollingUpdate   2/3       1         0        0      <none>   "
     "waiting for offline nodes   90s",
@@ -193,7 +193,7 @@ async def test_with_json_each_row_is_an_item_document(api: ClosingApi) -> None:
         documents = [json.loads(document) for document in watch.written]
         assert [(d["name"], d["state"]["reason"], d["offline"]) for d in documents] == [
             ("agent", "Paused", 0),
-            ("bad", "InvalidAnnotation", 0),
+            ("bad", "InvalidAnnotation", None),
             ("logs", "WaitingForOfflineNodes", 1),
             ("web", "Complete", 0),
             ("logs", "Rolling", 0),

@@ -71,6 +71,7 @@ def test_every_phase_names_its_condition_reason_and_the_word_list_shows() -> Non
         ("Paused", "paused"),
         ("Complete", "complete"),
         ("MaintenanceWindowClosed", "window closed"),
+        ("Held", "held"),
         ("WaitingForOfflineNodes", "waiting for offline nodes"),
         ("Rolling", "rolling"),
     ]
@@ -158,16 +159,32 @@ def test_every_phase_names_its_condition_reason_and_the_word_list_shows() -> Non
             id="broken-within-max-failed",
         ),
         pytest.param(
-            {**ARU, "edgerollout.io/partition": "1"}, ONE_OLD, THREE_NODES, RolloutPhase.ROLLING,
-            RolloutCounts(total=3, updated=2, held=1),
+            {**ARU, "edgerollout.io/partition": "1"}, ONE_OLD, THREE_NODES, RolloutPhase.HELD,
+            RolloutCounts(total=3, updated=2, held=1, held_staged=1),
             id="held-at-a-partition",
+        ),
+        pytest.param(
+            {**ARU, "edgerollout.io/node-selector": "canary=true"}, ONE_OLD,
+            [node("edge-1"), node("edge-2"), node("edge-3")], RolloutPhase.HELD,
+            RolloutCounts(total=3, updated=2, held=1, held_staged=1),
+            id="held-by-a-node-selector",
+        ),
+        pytest.param(
+            {**ARU, "edgerollout.io/partition": "1"},
+            [pod("a", "edge-1"), old_pod("b", "edge-2"), old_pod("c", "edge-3")], THREE_NODES,
+            RolloutPhase.ROLLING, RolloutCounts(total=3, updated=1, held=1, held_staged=1, remaining=1),
+            id="a-partition-with-pods-still-to-replace",
+        ),
+        pytest.param(
+            ARU, UPDATED, OFFLINE_NODES, RolloutPhase.COMPLETE, RolloutCounts(total=3, updated=3),
+            id="an-offline-node-running-the-newest-revision-is-updated",
         ),
         pytest.param(
             {**ARU, "edgerollout.io/partition": "1"},
             [pod("a", "edge-1"), old_pod("b", "edge-2"), old_pod("c", "edge-3")],
-            [node("edge-1"), node("edge-2", NOT_READY), node("edge-3")], RolloutPhase.ROLLING,
-            RolloutCounts(total=3, updated=1, offline=1, held=1),
-            id="offline-and-held-is-not-only-offline",
+            [node("edge-1"), node("edge-2", NOT_READY), node("edge-3")], RolloutPhase.HELD,
+            RolloutCounts(total=3, updated=1, offline=1, held=1, held_staged=1),
+            id="offline-and-held-is-held-not-only-offline",
         ),
     ],
 )  # fmt: skip
@@ -215,7 +232,15 @@ def test_an_annotation_the_controller_cannot_follow_is_an_invalid_annotation(
 def test_invalid_annotation_outranks_a_failed_rollout() -> None:
     annotations = {**ARU, **NO_FAILURE_TOLERATED, "edgerollout.io/partition": "two"}
     status = status_of(annotations, ONE_BROKEN)
-    assert (status.phase, status.counts.broken) == (RolloutPhase.INVALID_ANNOTATION, 1)
+    assert (status.phase, status.counts) == (
+        RolloutPhase.INVALID_ANNOTATION,
+        RolloutCounts(total=3, updated=1, broken=1, held=1),
+    )
+
+
+def test_nodes_are_not_counted_when_the_plan_stops_before_judging_them() -> None:
+    status = status_of({**ARU, "edgerollout.io/max-failed": "x"}, ONE_OLD)
+    assert (status.phase, status.counts) == (RolloutPhase.INVALID_ANNOTATION, None)
 
 
 def test_a_daemonset_not_opted_in_has_no_phase() -> None:

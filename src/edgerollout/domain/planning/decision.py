@@ -26,6 +26,7 @@ from edgerollout.domain.planning.health import Broken
 from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
 from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate
 from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.rollout_book import Tally
 from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.max_unavailable import MaxUnavailable
@@ -201,6 +202,9 @@ class Plan:
     - `holds`: the nodes a staged rollout holds back, and its wave.
     - `target`, `budget`, `rollout`: the facts behind the decision, for logs and metrics; None when
       the plan stopped before reaching them.
+    - `tally`: the DaemonSet's nodes counted by where they stand, for its reported counts and
+      phase; None when the plan stopped before its nodes were judged. Not compared: it counts
+      what the book judged, which the rest of the plan decides from.
     """
 
     strategy: UpdateStrategy | None
@@ -217,6 +221,7 @@ class Plan:
     target: TargetRevision | None = None
     budget: MaxUnavailable | None = None
     rollout: DeletionPlan | None = None
+    tally: Tally | None = field(default=None, compare=False)
 
     @property
     def ends_rollout(self) -> bool:

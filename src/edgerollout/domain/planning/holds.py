@@ -42,6 +42,11 @@ class HoldReason(StrEnum):
     PULLING = "waiting for its image pre-pull"
 
 
+# The holds that stand until someone changes the staging; the others pass on their own (a wave's
+# turn comes, a window opens, a pull ends) or are a pause's or an invalid value's, told apart.
+STAGED_HOLDS = frozenset({HoldReason.SELECTOR, HoldReason.PARTITION, HoldReason.NOT_IN_WAVES})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hold:
     """A node held back, and why; `wave` names the wave it waits for (reason WAVE)."""

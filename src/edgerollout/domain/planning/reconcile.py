@@ -43,7 +43,11 @@ The order of the steps is the order of the questions a user would ask:
    `prepull_first`) Unless more nodes are broken than the failure budget tolerates: then none,
    and the rollout is paused (`failure_stop`; for OTA, nothing more is offered).
 6. When to look again without an event (`Recheck`).
+7. Where do its nodes stand? (`RolloutBook.tally`, once its nodes are judged) What `status`,
+   `list`, the DaemonSet's condition and the metrics report.
 """
+
+from dataclasses import replace
 
 from edgerollout.domain.events import Notice
 from edgerollout.domain.planning.advanced_rollout import plan_advanced_rolling_update
@@ -133,8 +137,10 @@ def _decide(
         progress_deadline=reading.progress_deadline,
     )
     if choice.strategy is UpdateStrategy.OTA:
-        return plan_ota(snapshot, reading, book, settings), True
-    return plan_advanced_rolling_update(snapshot, reading, book, settings), True
+        decided = plan_ota(snapshot, reading, book, settings)
+    else:
+        decided = plan_advanced_rolling_update(snapshot, reading, book, settings)
+    return replace(decided, tally=book.tally(decided.holds)), True
 
 
 def _budget_told(

@@ -43,8 +43,8 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planning.health import Broken, next_clock_change
-from edgerollout.domain.planning.holds import Holds, hold_nodes
-from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.holds import STAGED_HOLDS, Holds, hold_nodes
+from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.verdicts import (
     CLOCK_DEPENDENT,
     HOLDING_AN_OLD_POD,
@@ -71,6 +71,28 @@ class _Entry:
 
 
 _SKIPPED = _Entry(verdict=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tally:
+    """How many of a DaemonSet's nodes stand where, as its book judged them: what a rollout's
+    counts and phase are read from (`reporting.rollout_phase`), at a cost of what is held, not
+    of what exists.
+
+    - `verdicts`: the Ready nodes by verdict (a verdict no node has may be absent);
+    - `not_ready`: the nodes holding a pod of the DaemonSet (or a deletion in flight) that are
+      not Ready, and `not_ready_current` those of them whose one live pod is of the newest
+      revision (they are updated, whether or not they are back);
+    - `held`: the Ready nodes holding an old pod that the plan holds back, and `held_staged`
+      those of them held until someone changes the staging (a node selector, a partition, no
+      wave), not by what passes on its own (a wave's turn, a window, a pull).
+    """
+
+    verdicts: Mapping[NodeVerdict, int]
+    not_ready: int = 0
+    not_ready_current: int = 0
+    held: int = 0
+    held_staged: int = 0
 
 
 class FrozenVerdicts(Mapping[NodeName, NodeVerdict]):
@@ -112,6 +134,7 @@ class RolloutBook:
         self._skipped: dict[NodeName, NodeReadiness] = {}
         self._skipped_order: list[NodeName] = []
         self._skipped_counts: dict[NodeReadiness, int] = {}
+        self._skipped_current: set[NodeName] = set()
         # Nodes whose outdated pod waits for budget, also in name order (the order they go in).
         self._outdated: set[NodeName] = set()
         self._outdated_order: list[NodeName] = []
@@ -194,6 +217,7 @@ class RolloutBook:
         self._skipped.clear()
         self._skipped_order.clear()
         self._skipped_counts.clear()
+        self._skipped_current.clear()
         self._outdated.clear()
         self._outdated_order.clear()
         self._replace.clear()
@@ -223,6 +247,9 @@ class RolloutBook:
             self._skipped[name] = readiness
             insort(self._skipped_order, name)
             self._skipped_counts[readiness] = self._skipped_counts.get(readiness, 0) + 1
+            live = [pod for pod in pods if not pod.deleting]
+            if target.known and len(live) == 1 and is_current(live[0], target):
+                self._skipped_current.add(name)
             return
         if not target.known:
             self._entries[name] = _Entry(verdict=None)
@@ -260,6 +287,7 @@ class RolloutBook:
         if readiness is not None:
             _remove_sorted(self._skipped_order, name)
             self._skipped_counts[readiness] -= 1
+            self._skipped_current.discard(name)
         verdict = self._verdicts.get(name)
         if verdict is not None:
             self._verdicts = self._verdicts.delete(name)
@@ -331,6 +359,23 @@ class RolloutBook:
             skipped_nodes=skipped,
             holds=holds,
             broken=self.broken,
+        )
+
+    def tally(self, holds: Holds) -> Tally:
+        """The nodes counted by where they stand, as of the last `refresh`, with `holds` the
+        plan's (see `Tally`)."""
+        verdicts = self._verdicts
+        held = held_staged = 0
+        for name, hold in holds.held.items():
+            if verdicts.get(name) in HOLDING_AN_OLD_POD:
+                held += 1
+                held_staged += hold.reason in STAGED_HOLDS
+        return Tally(
+            verdicts={verdict: n for verdict, n in self._verdict_counts.items() if n},
+            not_ready=len(self._skipped),
+            not_ready_current=len(self._skipped_current),
+            held=held,
+            held_staged=held_staged,
         )
 
     def holds(self, staging: Staging, labels: Labels = no_labels) -> Holds:

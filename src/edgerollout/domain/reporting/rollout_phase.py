@@ -22,13 +22,22 @@ is the phase, in the order a user must act on them (design §9.1):
 |                            | failure budget or without one                                      |
 | `Paused`                   | `edgerollout.io/paused` holds the rollout, complete or not: the    |
 |                            | next revision waits for a resume                                   |
-| `Complete`                 | `status`'s complete: every pod current and available, one per node |
+| `Complete`                 | the native controller has seen the latest spec and every node runs |
+|                            | the newest revision: available on a Ready node, its one pod on a   |
+|                            | node that is away                                                  |
 | `MaintenanceWindowClosed`  | an AdvancedRollingUpdate outside its maintenance windows (an OTA   |
 |                            | node upgrades itself whatever the window)                          |
-| `WaitingForOfflineNodes`   | every pod not updated is on a node that is not Ready: the rollout  |
-|                            | is done but for nodes that are away                                |
-| `Rolling`                  | anything else: pods to replace, starting, held by a partition, a   |
-|                            | node selector or a wave, nodes without a pod yet                   |
+| `Held`                     | every node not updated is offline or held by the staging until     |
+|                            | someone changes it (a node selector, a partition, no wave), and at |
+|                            | least one is held: the rollout has gone as far as it is let        |
+| `WaitingForOfflineNodes`   | every node not updated is a node that is not Ready: the rollout is |
+|                            | done but for nodes that are away                                   |
+| `Rolling`                  | anything else: pods to replace, starting, a wave's or a pull's     |
+|                            | turn to come, nodes without a pod yet                              |
+
+The counts (`RolloutCounts`) are of nodes, from the plan's own judgement of them (`Plan.tally`),
+so that the controller reports them after every plan for what the plan cost, and `status`,
+`list` and the DaemonSet's condition read the same numbers.
 
 A broken node outranks the pause because pausing does not mend the revision; a rollout complete
 is not shown waiting for a window, since a closed window then holds nothing back. A DaemonSet
@@ -42,6 +51,8 @@ from enum import StrEnum
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.planning.rollout_book import Tally
+from edgerollout.domain.planning.verdicts import NodeVerdict
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
@@ -71,6 +82,7 @@ class RolloutPhase(StrEnum):
     PAUSED = "Paused"
     COMPLETE = "Complete"
     MAINTENANCE_WINDOW_CLOSED = "MaintenanceWindowClosed"
+    HELD = "Held"
     WAITING_FOR_OFFLINE_NODES = "WaitingForOfflineNodes"
     ROLLING = "Rolling"
 
@@ -87,6 +99,7 @@ _TEXT = {
     RolloutPhase.PAUSED: "paused",
     RolloutPhase.COMPLETE: "complete",
     RolloutPhase.MAINTENANCE_WINDOW_CLOSED: "window closed",
+    RolloutPhase.HELD: "held",
     RolloutPhase.WAITING_FOR_OFFLINE_NODES: "waiting for offline nodes",
     RolloutPhase.ROLLING: "rolling",
 }
@@ -113,16 +126,18 @@ UNFOLLOWED_ANNOTATION_REASONS = frozenset(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RolloutCounts:
-    """How many of a rollout's pods stand where, as `status` counts its rows.
+    """How many of a rollout's nodes stand where (`rollout_counts`); each node counts once.
 
-    - `total`: the nodes the rollout covers (those holding a pod, at least the native
-      controller's `desiredNumberScheduled`);
-    - `updated`: pods current and available;
-    - `offline`: pods not yet updated on a node that is not Ready (neither held nor broken);
-    - `broken`: pods of the newest revision failing on a Ready node;
-    - `held`: old pods on a node a staged rollout holds;
-    - `remaining`: every other pod (to replace, being replaced, starting, not on a node yet),
-      and each node that should hold a pod and holds none.
+    - `total`: the nodes the rollout covers: those holding a pod of the DaemonSet or having one
+      replaced, and at least the native controller's `desiredNumberScheduled`;
+    - `updated`: Ready nodes whose one pod is current and available, and nodes not Ready whose
+      one live pod is current;
+    - `offline`: the other nodes that are not Ready;
+    - `broken`: Ready nodes whose current pod is failing;
+    - `held`: Ready nodes holding an old pod that a staged rollout holds back, and
+      `held_staged` those of them held until the staging changes (`Tally.held_staged`);
+    - `remaining`: every other node: an old pod to replace, being replaced, starting, and each
+      node that should hold a pod and holds none.
     """
 
     total: int = 0
@@ -130,7 +145,38 @@ class RolloutCounts:
     offline: int = 0
     broken: int = 0
     held: int = 0
+    held_staged: int = 0
     remaining: int = 0
+
+    @property
+    def summary(self) -> str:
+        """`7 of 10 nodes updated, 1 offline, 1 broken, 0 held, 1 to go`."""
+        return (
+            f"{self.updated} of {self.total} nodes updated, {self.offline} offline, "
+            f"{self.broken} broken, {self.held} held, {self.remaining} to go"
+        )
+
+
+def rollout_counts(tally: Tally | None, *, desired_nodes: int | None) -> RolloutCounts | None:
+    """The counts of a plan's `tally` (`Plan.tally`); None when the plan stopped before judging
+    the nodes (a DaemonSet not ours, or whose rollout annotations it cannot follow)."""
+    if tally is None:
+        return None
+    desired = desired_nodes or 0
+    verdicts = tally.verdicts
+    total = max(sum(verdicts.values()) + tally.not_ready, desired)
+    updated = verdicts.get(NodeVerdict.UP_TO_DATE, 0) + tally.not_ready_current
+    offline = tally.not_ready - tally.not_ready_current
+    broken = verdicts.get(NodeVerdict.BROKEN, 0)
+    return RolloutCounts(
+        total=total,
+        updated=updated,
+        offline=offline,
+        broken=broken,
+        held=tally.held,
+        held_staged=tally.held_staged,
+        remaining=total - updated - offline - broken - tally.held,
+    )
 
 
 def unfollowed_annotations(notices: Iterable[Notice]) -> tuple[str, ...]:
@@ -147,15 +193,17 @@ def unfollowed_annotations(notices: Iterable[Notice]) -> tuple[str, ...]:
 def rollout_phase(
     *,
     decided: Plan,
-    counts: RolloutCounts,
-    complete: bool,
+    counts: RolloutCounts | None,
+    spec_observed: bool,
     max_failed: Count | Notice | None,
     nodes: int,
 ) -> RolloutPhase | None:
     """The phase of the rollout the controller's plan `decided` is for (None: not opted in).
 
-    `counts` and `complete` are `status`'s; `max_failed` is the failure budget the DaemonSet's
-    spec reads (`RolloutSpec.max_failed`), taken over `nodes` (`Snapshot.budget_base`).
+    `counts` are the plan's (`rollout_counts`: None only where the plan stopped before judging
+    the nodes, for an annotation it cannot follow); `spec_observed`: the native controller has seen
+    the DaemonSet's latest generation; `max_failed` is the failure budget the DaemonSet's spec
+    reads (`RolloutSpec.max_failed`), taken over `nodes` (`Snapshot.budget_base`).
     """
     if unfollowed_annotations(decided.notices):
         return RolloutPhase.INVALID_ANNOTATION
@@ -163,18 +211,24 @@ def rollout_phase(
         return None
     if _failed(decided, max_failed=max_failed, nodes=nodes):
         return RolloutPhase.ROLLOUT_FAILED
+    if counts is None:
+        return RolloutPhase.ROLLING
     if counts.broken:
         return RolloutPhase.PROGRESS_DEADLINE_EXCEEDED
     if decided.paused:
         return RolloutPhase.PAUSED
-    if complete:
+    if spec_observed and counts.updated == counts.total:
         return RolloutPhase.COMPLETE
     if (
         decided.strategy is UpdateStrategy.ADVANCED_ROLLING_UPDATE
         and decided.window_opens is not None
     ):
         return RolloutPhase.MAINTENANCE_WINDOW_CLOSED
-    if counts.offline and not (counts.remaining or counts.held):
+    if counts.remaining:
+        return RolloutPhase.ROLLING
+    if counts.held and counts.held_staged == counts.held:
+        return RolloutPhase.HELD
+    if counts.offline and not counts.held:
         return RolloutPhase.WAITING_FOR_OFFLINE_NODES
     return RolloutPhase.ROLLING
 

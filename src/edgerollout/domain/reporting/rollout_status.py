@@ -30,11 +30,13 @@ current, available and not terminating, no node holds more than one pod, and at 
 nodes hold a pod as the native controller wants (`status.desiredNumberScheduled`). Nodes that
 should hold a pod but do not cannot be named from these views; they are only counted.
 
-The rows are counted by state (`RolloutCounts`), and the rollout as a whole given its phase
-(`rollout_phase`): what `edgerollout list` shows of each DaemonSet, from this same reading.
+The rollout as a whole is counted node by node (`RolloutCounts`) and given its phase
+(`rollout_phase`) from the same plan, as the controller reports them in the DaemonSet's condition:
+what `edgerollout list` shows of each DaemonSet. The counts are of nodes where the rows are of
+pods, and a node that is away counts as updated when its one pod is current, available or not:
+the rollout has nothing left to do there.
 """
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,6 +62,7 @@ from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
     RolloutPhase,
+    rollout_counts,
     rollout_phase,
     unfollowed_annotations,
 )
@@ -148,8 +151,8 @@ class RolloutStatus:
 
     `paused`: the rollout is paused; `wave`: the wave it is at (None without waves); `staging`:
     the staging annotations in force, as `partition 2`, `node selector canary=true`;
-    `window_opens`: when the maintenance window, closed now, opens next; `counts`: the rows
-    counted by state; `phase`: where the rollout stands as a whole (None: not opted in);
+    `window_opens`: when the maintenance window, closed now, opens next; `counts`: the nodes
+    counted by where they stand (None: not counted, the plan stopped before judging them); `phase`: where the rollout stands as a whole (None: not opted in);
     `unfollowed`: the Warning reasons of the annotations the controller cannot follow;
     `look_again_after`: seconds after which the status may change on the clock alone (a pod
     becomes available, a progress deadline passes, a maintenance window opens), as the
@@ -166,7 +169,7 @@ class RolloutStatus:
     wave: WaveProgress | None = None
     staging: tuple[str, ...] = ()
     window_opens: datetime | None = None
-    counts: RolloutCounts
+    counts: RolloutCounts | None
     phase: RolloutPhase | None = None
     unfollowed: tuple[str, ...] = ()
     look_again_after: float | None = None
@@ -209,11 +212,11 @@ def rollout_status(
         and nodes_with_pods == len(rows)
         and nodes_with_pods >= (daemonset.desired_nodes or 0)
     )
-    counts = _counts(rows, total=total, without_pod=total - nodes_with_pods)
+    counts = rollout_counts(decided.tally, desired_nodes=daemonset.desired_nodes)
     phase = rollout_phase(
         decided=decided,
         counts=counts,
-        complete=complete,
+        spec_observed=spec_observed,
         max_failed=read_rollout_spec(daemonset.annotations).max_failed,
         nodes=snapshot.budget_base(),
     )
@@ -285,32 +288,6 @@ def _row(
         hold=str(hold) if state is PodState.HELD else None,
         broken=failing.reason if state is PodState.BROKEN and failing else None,
     )
-
-
-def _counts(rows: Iterable[NodeRow], *, total: int, without_pod: int) -> RolloutCounts:
-    """The rows counted by state (see `RolloutCounts`); `without_pod` nodes hold none."""
-    counted = Counter(_counted_as(row) for row in rows)
-    return RolloutCounts(
-        total=total,
-        updated=counted[PodState.UPDATED],
-        offline=counted[_OFFLINE],
-        broken=counted[PodState.BROKEN],
-        held=counted[PodState.HELD],
-        remaining=counted[_REMAINING] + max(without_pod, 0),
-    )
-
-
-_OFFLINE, _REMAINING = "offline", "remaining"
-
-
-def _counted_as(row: NodeRow) -> str:
-    """Where a row counts: its state when updated, broken or held; else `offline` on a node that
-    is not Ready, else `remaining`."""
-    if row.state in (PodState.UPDATED, PodState.BROKEN, PodState.HELD):
-        return row.state
-    if row.node_readiness not in (None, NodeReadiness.READY):
-        return _OFFLINE
-    return _REMAINING
 
 
 def _shown(value: str | None) -> str | None:
