@@ -24,7 +24,7 @@ import aiohttp
 
 from edgerollout.cli.status_command import read_status
 from edgerollout.cli.status_render import render_table
-from edgerollout.domain.model import ConditionStatus, NodeReadiness, PodCondition, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, NodeReadiness, PodView
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
     MAX_UNAVAILABLE_ANNOTATION,
@@ -73,7 +73,7 @@ def _daemonset(name: str, strategy: str | None) -> dict[str, Any]:
     }
 
 
-def _status(conditions: Mapping[str, PodCondition], kind: str) -> ConditionStatus | None:
+def _status(conditions: Mapping[str, Condition], kind: str) -> ConditionStatus | None:
     """The status of the pod's condition of this type (None: the pod has none)."""
     condition = conditions.get(kind)
     return None if condition is None else condition.status

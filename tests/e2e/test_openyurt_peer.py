@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from edgerollout.domain.model import PodCondition
+from edgerollout.domain.model import Condition
 from edgerollout_lab.cluster import Lab
 from edgerollout_lab.control_plane import audit_log_path
 from edgerollout_lab.openyurt import (
@@ -148,7 +148,7 @@ async def test_openyurt_marks_pod_need_upgrade_on_every_ota_pod_and_deletes_noth
     annotations = {"apps.openyurt.io/update-strategy": "OTA"}
     before = await seed_daemonset(kube, namespace, annotations=annotations, nodes=NODES)
 
-    async def marked(status: str) -> dict[str, PodCondition] | None:
+    async def marked(status: str) -> dict[str, Condition] | None:
         pods = await kube.pods(namespace, SELECTOR)
         found = {pod.metadata.uid: condition(pod, NEED_UPGRADE) for pod in pods}
         if sorted(found) != sorted(before.values()):

@@ -65,8 +65,8 @@ class ConditionStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PodCondition:
-    """One entry of `pod.status.conditions`.
+class Condition:
+    """One entry of an object's `status.conditions`: a pod's, or a DaemonSet's.
 
     `last_transition_time` is kept as the RFC 3339 string the API server served, so that writing a
     condition back leaves an unchanged transition time byte for byte unchanged.
@@ -135,7 +135,7 @@ class PodView:
     deleting: bool = False
     ready: bool = False
     ready_since: datetime | None = None
-    conditions: Mapping[str, PodCondition] = field(default_factory=dict)
+    conditions: Mapping[str, Condition] = field(default_factory=dict)
     created: datetime | None = None
     containers_unready_since: datetime | None = None
     sandbox_since: datetime | None = None

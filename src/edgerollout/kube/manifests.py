@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerollout.domain.model import PodCondition
+from edgerollout.domain.model import Condition
 from edgerollout.domain.planning.conditions import ConditionWrite
 from edgerollout.domain.planning.prepull import PullJob
 from edgerollout.domain.vocabulary import PREPULL_LABEL, REVISION_ANNOTATION
@@ -116,7 +116,7 @@ def pull_job_manifest(job: PullJob) -> dict[str, Any]:
     }
 
 
-def status_patch(condition: PodCondition) -> dict[str, Any]:
+def status_patch(condition: Condition) -> dict[str, Any]:
     """`{"status": {"conditions": [<condition>]}}`, the condition in the API's field names."""
     entry = {
         "type": condition.type,

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from edgerollout.domain.model import (
+    Condition,
     ConditionStatus,
     ContainerFailure,
     DaemonSetUID,
@@ -21,7 +22,6 @@ from edgerollout.domain.model import (
     NodeName,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodUID,
     PodView,
     RevisionView,
@@ -161,14 +161,14 @@ def _pinned_node(spec: JSON) -> str | None:
     return None
 
 
-def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str, PodCondition]:
+def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str, Condition]:
     """A pod's conditions by type (only the `kept` types, if given; the last of a repeated type)."""
-    conditions: dict[str, PodCondition] = {}
+    conditions: dict[str, Condition] = {}
     for raw in (obj.get("status") or {}).get("conditions") or ():
         kind = raw.get("type", "")
         if kept is not None and kind not in kept:
             continue
-        conditions[kind] = PodCondition(
+        conditions[kind] = Condition(
             type=kind,
             status=ConditionStatus.from_api(raw.get("status")),
             reason=raw.get("reason") or "",
@@ -178,7 +178,7 @@ def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str
     return conditions
 
 
-def pod_condition(obj: JSON, kind: str) -> PodCondition | None:
+def pod_condition(obj: JSON, kind: str) -> Condition | None:
     """The pod's condition of that type (the last, if it is repeated), or None."""
     return pod_conditions(obj, kept=frozenset({kind})).get(kind)
 
@@ -269,7 +269,7 @@ def last_restart(obj: JSON) -> datetime | None:
     return latest
 
 
-def _unready_since(condition: PodCondition | None, created: datetime | None) -> datetime | None:
+def _unready_since(condition: Condition | None, created: datetime | None) -> datetime | None:
     """Since when the `ContainersReady` condition has not been True (the pod's creation while the
     kubelet has not set it, or set it without a time); None while it is True."""
     if condition is None:
@@ -279,7 +279,7 @@ def _unready_since(condition: PodCondition | None, created: datetime | None) -> 
     return _parse_time(condition.last_transition_time) or created
 
 
-def _true_since(condition: PodCondition | None) -> datetime | None:
+def _true_since(condition: Condition | None) -> datetime | None:
     """When the condition turned True, if it is True now."""
     if condition is None or condition.status is not ConditionStatus.TRUE:
         return None

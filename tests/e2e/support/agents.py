@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.domain.model import PodCondition
+from edgerollout.domain.model import Condition
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.kube.views import pod_condition
 from edgerollout_lab.cluster import Lab
@@ -127,7 +127,7 @@ def agent_of(lab: Lab, node: str) -> AgentClient:
     return AgentClient(url, lab.node(node).agent_token)
 
 
-def listed_condition(pod: JSON, kind: str) -> PodCondition | None:
+def listed_condition(pod: JSON, kind: str) -> Condition | None:
     """A condition of a pod as GET /pods serves it, or None."""
     return pod_condition(pod, kind)
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus
 from edgerollout.domain.vocabulary import DAEMONSET_KIND, SUCCESSFUL_DELETE
 from edgerollout.kube import views
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
@@ -192,7 +192,7 @@ async def deleted_on(kube: LabHandle, namespace: str) -> list[str]:
     )
 
 
-def condition(pod: client.V1Pod, kind: str) -> PodCondition | None:
+def condition(pod: client.V1Pod, kind: str) -> Condition | None:
     """The pod's condition of that type, or None (its status compares equal to "True" etc.)."""
     return views.pod_condition(served(pod), kind)
 

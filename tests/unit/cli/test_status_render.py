@@ -4,12 +4,12 @@ import json
 
 from edgerollout.cli.status_render import render_json, render_table
 from edgerollout.domain.model import (
+    Condition,
     ConditionStatus,
     DaemonSetView,
     NodeName,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
 )
 from edgerollout.domain.reporting.rollout_status import RolloutStatus, rollout_status
@@ -36,7 +36,7 @@ def pod(
     on: str,
     hash: str,
     *,
-    conditions: dict[str, PodCondition] | None = None,
+    conditions: dict[str, Condition] | None = None,
 ) -> PodView:
     return PodView(
         namespace="shop-17",
@@ -155,10 +155,10 @@ def test_json_document_has_the_documented_shape() -> None:
 def test_table_of_an_ota_rollout_with_a_pre_pull_running() -> None:
     message = f"controllerrevision: {NEW}"
     marks = {
-        POD_NEED_UPGRADE: PodCondition(
+        POD_NEED_UPGRADE: Condition(
             type=POD_NEED_UPGRADE, status=ConditionStatus.TRUE, message=message
         ),
-        POD_IMAGE_READY: PodCondition(
+        POD_IMAGE_READY: Condition(
             type=POD_IMAGE_READY,
             status=ConditionStatus.FALSE,
             reason=WAIT_PULL_IMAGE,

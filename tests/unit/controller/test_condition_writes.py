@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from edgerollout.controller.expectations import ConditionWrites
-from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, NodeName, PodUID, PodView
 from edgerollout.domain.planning.conditions import ConditionWrite
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 
@@ -14,8 +14,8 @@ from .test_expectations import Clock
 NEW = "controllerrevision: 6c68d4677c"
 
 
-def need_upgrade(status: ConditionStatus, message: str = NEW) -> PodCondition:
-    return PodCondition(type=POD_NEED_UPGRADE, status=status, message=message)
+def need_upgrade(status: ConditionStatus, message: str = NEW) -> Condition:
+    return Condition(type=POD_NEED_UPGRADE, status=status, message=message)
 
 
 def write(status: ConditionStatus, message: str = NEW) -> ConditionWrite:
@@ -27,7 +27,7 @@ def write(status: ConditionStatus, message: str = NEW) -> ConditionWrite:
     )
 
 
-def pod(*conditions: PodCondition) -> PodView:
+def pod(*conditions: Condition) -> PodView:
     return PodView(
         namespace="default",
         name="web-a",

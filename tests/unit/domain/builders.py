@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.model import (
+    Condition,
     ConditionStatus,
     ContainerFailure,
     DaemonSetUID,
@@ -19,7 +20,6 @@ from edgerollout.domain.model import (
     NodeName,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodUID,
     PodView,
     RevisionView,
@@ -63,7 +63,7 @@ def pod(
     ready: bool = True,
     ready_for: timedelta = timedelta(hours=1),
     deleting: bool = False,
-    conditions: Mapping[str, PodCondition] | None = None,
+    conditions: Mapping[str, Condition] | None = None,
     created: datetime | None = None,
     unready_since: datetime | None = None,
     restarted: datetime | None = None,
@@ -102,10 +102,10 @@ def condition(
     *,
     revision: str = NEW,
     since: str | None = None,
-) -> PodCondition:
+) -> Condition:
     """A `kind` condition (PodNeedUpgrade, PodImageReady) naming `revision` in its message, as
     the controller writes it; `since` is its lastTransitionTime."""
-    return PodCondition(
+    return Condition(
         type=kind,
         status=status,
         reason=reason,

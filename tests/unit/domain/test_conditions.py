@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from edgerollout.domain.model import ConditionStatus, PodCondition, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, PodView
 from edgerollout.domain.planning.conditions import (
     ConditionWrite,
     next_condition,
@@ -23,17 +23,17 @@ TRUE = ConditionStatus.TRUE
 FALSE = ConditionStatus.FALSE
 
 
-def need_upgrade(status: ConditionStatus, message: str, since: str = EARLIER) -> PodCondition:
-    return PodCondition(
+def need_upgrade(status: ConditionStatus, message: str, since: str = EARLIER) -> Condition:
+    return Condition(
         type="PodNeedUpgrade", status=status, message=message, last_transition_time=since
     )
 
 
-def image_ready(status: ConditionStatus, reason: str, since: str) -> PodCondition:
+def image_ready(status: ConditionStatus, reason: str, since: str) -> Condition:
     return condition("PodImageReady", status, reason, since=since)
 
 
-def with_condition(subject: PodView, condition: PodCondition) -> PodView:
+def with_condition(subject: PodView, condition: Condition) -> PodView:
     return pod(
         subject.name,
         subject.node_name,
@@ -160,7 +160,7 @@ PULLED = image_ready(TRUE, "PullImageSuccess", EARLIER)
     ],
 )
 def test_image_ready_condition_follows_the_pre_pull(
-    existing: PodCondition | None, status: ConditionStatus, reason: str, since: str | None
+    existing: Condition | None, status: ConditionStatus, reason: str, since: str | None
 ) -> None:
     """The condition written is PodImageReady `status`/`reason` for the newest revision, since
     `since` (None: nothing is written)."""
@@ -173,7 +173,7 @@ def test_image_ready_condition_follows_the_pre_pull(
 
 
 def test_existing_condition_without_transition_time_gets_one() -> None:
-    existing = PodCondition(type="PodNeedUpgrade", status=TRUE, message="controllerrevision: x")
+    existing = Condition(type="PodNeedUpgrade", status=TRUE, message="controllerrevision: x")
     condition = next_condition(
         existing, type="PodNeedUpgrade", status=TRUE, message="controllerrevision: y", now=NOW
     )
@@ -181,9 +181,7 @@ def test_existing_condition_without_transition_time_gets_one() -> None:
 
 
 def test_patch_of_a_condition_without_transition_time_omits_the_field() -> None:
-    condition = PodCondition(
-        type="PodImageReady", status=FALSE, reason="WaitPullImage", message="m"
-    )
+    condition = Condition(type="PodImageReady", status=FALSE, reason="WaitPullImage", message="m")
     assert status_patch(condition) == {
         "status": {
             "conditions": [

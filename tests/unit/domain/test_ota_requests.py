@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus
 from edgerollout.domain.planning.ota_requests import (
     Action,
     PodFacts,
@@ -26,14 +26,14 @@ FALSE = ConditionStatus.FALSE
 UNKNOWN = ConditionStatus.UNKNOWN
 
 
-def need_upgrade(status: ConditionStatus = TRUE, revision: str = NEWEST) -> PodCondition:
-    return PodCondition(
+def need_upgrade(status: ConditionStatus = TRUE, revision: str = NEWEST) -> Condition:
+    return Condition(
         type="PodNeedUpgrade", status=status, message=f"controllerrevision: {revision}"
     )
 
 
-def image_ready(status: ConditionStatus, reason: str, revision: str = NEWEST) -> PodCondition:
-    return PodCondition(
+def image_ready(status: ConditionStatus, reason: str, revision: str = NEWEST) -> Condition:
+    return Condition(
         type="PodImageReady",
         status=status,
         reason=reason,
@@ -47,7 +47,7 @@ def facts(
     deleting: bool = False,
     owner_kind: str | None = "DaemonSet",
     owner_name: str | None = "nginx-daemonset",
-    conditions: tuple[PodCondition, ...] = (need_upgrade(),),
+    conditions: tuple[Condition, ...] = (need_upgrade(),),
 ) -> PodFacts:
     """This node's running pod of an OTA DaemonSet with an upgrade available, unless told."""
     return PodFacts(

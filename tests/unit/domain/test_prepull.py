@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus, NodeName
 from edgerollout.domain.planning.prepull import (
     DAEMON_TOLERATIONS,
     JobState,
@@ -30,7 +30,7 @@ TOOLS = PrepullSettings(toolbox_image="tools:1", deadline_seconds=90)
 
 def waiting(revision: str, *, reason: str = "WaitPullImage", status: str = "False") -> Any:
     return {
-        "PodImageReady": PodCondition(
+        "PodImageReady": Condition(
             type="PodImageReady",
             status=ConditionStatus(status),
             reason=reason,

@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from edgerollout.domain.model import (
+    Condition,
     ConditionStatus,
     InFlightDeletion,
     NodeName,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
 )
 from edgerollout.domain.planning.decision import Plan
@@ -68,10 +68,10 @@ WAITING = "waiting for its image pre-pull"
 
 def image(
     status: str, reason: str, *, revision: str = NEW, ago: timedelta | None = timedelta(seconds=30)
-) -> dict[str, PodCondition]:
+) -> dict[str, Condition]:
     """A `PodImageReady` condition naming `revision`, whose status changed `ago`."""
     return {
-        POD_IMAGE_READY: PodCondition(
+        POD_IMAGE_READY: Condition(
             type=POD_IMAGE_READY,
             status=ConditionStatus(status),
             reason=reason,
@@ -88,7 +88,7 @@ FAILED = image("False", "PullImageFail")
 
 def old(
     index: int,
-    conditions: Mapping[str, PodCondition] | None = None,
+    conditions: Mapping[str, Condition] | None = None,
     *,
     ready: bool = True,
     deleting: bool = False,
@@ -104,7 +104,7 @@ def old(
     )
 
 
-def outdated(**conditions: Mapping[str, PodCondition]) -> list[PodView]:
+def outdated(**conditions: Mapping[str, Condition]) -> list[PodView]:
     """web-1..5, outdated, with the conditions given by pod name."""
     return [old(i, conditions.get(f"web_{i}")) for i in range(1, 6)]
 
@@ -190,7 +190,7 @@ PULLS: list[object] = [
 
 @pytest.mark.parametrize(("conditions", "state", "why"), PULLS)
 def test_a_pull_stands_by_the_pods_image_ready_condition_for_the_newest_revision(
-    conditions: Mapping[str, PodCondition], state: PullState, why: str
+    conditions: Mapping[str, Condition], state: PullState, why: str
 ) -> None:
     judged = judge_pull(old(1, conditions), revision=NEW, now=NOW, fallback=FALLBACK)
     assert (judged.state, judged.why) == (state, why)

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.model import ConditionStatus, PodCondition, PodUID, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, PodUID, PodView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.planning.reconcile import plan
@@ -47,8 +47,8 @@ FALLBACK = timedelta(seconds=660)  # PrepullSettings' deadline (600 s) and margi
 WINDOW_PER_BUDGET = 2
 
 
-def image(status: str, reason: str, revision: str, asked: datetime | None) -> PodCondition:
-    return PodCondition(
+def image(status: str, reason: str, revision: str, asked: datetime | None) -> Condition:
+    return Condition(
         type=POD_IMAGE_READY,
         status=ConditionStatus(status),
         reason=reason,
@@ -58,7 +58,7 @@ def image(status: str, reason: str, revision: str, asked: datetime | None) -> Po
 
 
 @st.composite
-def image_conditions(draw: st.DrawFn) -> dict[str, PodCondition]:
+def image_conditions(draw: st.DrawFn) -> dict[str, Condition]:
     kind = draw(st.sampled_from(["none", "none", "ready", "failed", "asked", "asked", "other"]))
     ago = timedelta(seconds=draw(st.sampled_from([0, 30, 659, 660, 661, 5000])))
     asked = None if draw(st.integers(0, 9)) == 0 else NOW - ago

@@ -6,12 +6,12 @@ from datetime import timedelta
 import pytest
 
 from edgerollout.domain.model import (
+    Condition,
     ConditionStatus,
     DaemonSetUID,
     DaemonSetView,
     NodeReadiness,
     NodeView,
-    PodCondition,
     PodView,
 )
 from edgerollout.domain.reporting.rollout_status import (
@@ -78,15 +78,15 @@ def states(status: RolloutStatus) -> list[tuple[str | None, str, str]]:
     return [(row.node, row.pod, row.state_text) for row in status.rows]
 
 
-def marked(name: str, on: str, *, image_ready: PodCondition | None = None) -> PodView:
+def marked(name: str, on: str, *, image_ready: Condition | None = None) -> PodView:
     conditions = {POD_NEED_UPGRADE: condition(POD_NEED_UPGRADE, ConditionStatus.TRUE, "", NEW)}
     if image_ready is not None:
         conditions[POD_IMAGE_READY] = image_ready
     return pod(name, on, revision=OLD, conditions=conditions)
 
 
-def condition(kind: str, status: ConditionStatus, reason: str, revision_hash: str) -> PodCondition:
-    return PodCondition(
+def condition(kind: str, status: ConditionStatus, reason: str, revision_hash: str) -> Condition:
+    return Condition(
         type=kind, status=status, reason=reason, message=f"controllerrevision: {revision_hash}"
     )
 

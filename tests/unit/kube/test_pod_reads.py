@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus
 from edgerollout.domain.vocabulary import POD_NEED_UPGRADE
 from edgerollout.kube.views import (
     bound_node,
@@ -48,7 +48,7 @@ def test_pod_condition_is_the_one_of_that_type_with_its_reason_message_and_time(
     }
     pod = pod_json("web-a", node="edge-1", conditions=[mark])
 
-    assert pod_condition(pod, POD_NEED_UPGRADE) == PodCondition(
+    assert pod_condition(pod, POD_NEED_UPGRADE) == Condition(
         type=POD_NEED_UPGRADE,
         status=ConditionStatus.TRUE,
         reason="",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from edgerollout.domain import model
-from edgerollout.domain.model import ConditionStatus, NodeReadiness, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus, NodeReadiness
 from edgerollout.domain.planning.ota_requests import PodFacts
 from edgerollout.domain.vocabulary import FAILING_WAITING_REASONS, PREPULL_LABEL
 from edgerollout.kube.views import (
@@ -174,12 +174,12 @@ def test_daemon_pod_keeps_owner_revision_readiness_and_only_our_conditions() -> 
             ready=True,
             ready_since=datetime(2025, 3, 1, 10, 58, 20, tzinfo=UTC),
             conditions={
-                "Ready": PodCondition(
+                "Ready": Condition(
                     type="Ready",
                     status=ConditionStatus.TRUE,
                     last_transition_time="2025-03-01T10:58:20Z",
                 ),
-                "PodNeedUpgrade": PodCondition(
+                "PodNeedUpgrade": Condition(
                     type="PodNeedUpgrade",
                     status=ConditionStatus.TRUE,
                     message="controllerrevision: 7f9d5c6b8",
@@ -201,13 +201,13 @@ def test_pod_conditions_are_every_condition_by_type_or_only_the_kept_ones() -> N
         "PodScheduled",
         "PodNeedUpgrade",
     ]
-    assert every["PodScheduled"] == PodCondition(
+    assert every["PodScheduled"] == Condition(
         type="PodScheduled",
         status=ConditionStatus.TRUE,
         last_transition_time="2025-03-01T10:58:12Z",
     )
     assert pod_conditions(PENDING_DAEMON_POD, kept=frozenset({"Ready", "PodScheduled"})) == {
-        "PodScheduled": PodCondition(
+        "PodScheduled": Condition(
             type="PodScheduled", status=ConditionStatus.FALSE, reason="Unschedulable"
         )
     }
@@ -304,7 +304,7 @@ def test_pod_not_ready_has_no_ready_since_and_unknown_statuses_read_as_unknown()
     assert pod.view.ready is False
     assert pod.view.ready_since is None
     assert pod.view.conditions["Ready"].status is ConditionStatus.FALSE
-    assert pod.view.conditions["PodImageReady"] == PodCondition(
+    assert pod.view.conditions["PodImageReady"] == Condition(
         type="PodImageReady", status=ConditionStatus.UNKNOWN, reason="WaitPullImage"
     )
 

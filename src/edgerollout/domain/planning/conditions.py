@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from edgerollout.domain.model import ConditionStatus, NodeName, PodCondition, PodUID, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, NodeName, PodUID, PodView
 from edgerollout.domain.planning.holds import Hold
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.timestamps import format_rfc3339
@@ -55,18 +55,18 @@ class ConditionWrite:
     namespace: str
     name: str
     uid: PodUID
-    condition: PodCondition
+    condition: Condition
 
 
 def next_condition(
-    existing: PodCondition | None,
+    existing: Condition | None,
     *,
     type: str,
     status: ConditionStatus,
     message: str,
     reason: str = "",
     now: datetime,
-) -> PodCondition | None:
+) -> Condition | None:
     """The condition to write so the pod says (status, reason, message); None if it already does.
 
     The transition time is `now` when the status changes (or the condition is new, or carries no
@@ -83,7 +83,7 @@ def next_condition(
         transition = existing.last_transition_time
     else:
         transition = format_rfc3339(now)
-    return PodCondition(
+    return Condition(
         type=type,
         status=status,
         reason=reason,
@@ -157,5 +157,5 @@ def plan_image_ready(
     return None if condition is None else _write(pod, condition)
 
 
-def _write(pod: PodView, condition: PodCondition) -> ConditionWrite:
+def _write(pod: PodView, condition: Condition) -> ConditionWrite:
     return ConditionWrite(namespace=pod.namespace, name=pod.name, uid=pod.uid, condition=condition)

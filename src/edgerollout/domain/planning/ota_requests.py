@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from edgerollout.domain.model import ConditionStatus, PodCondition
+from edgerollout.domain.model import Condition, ConditionStatus
 from edgerollout.domain.planning.conditions import revision_in_message
 from edgerollout.domain.vocabulary import (
     DAEMONSET_KIND,
@@ -66,7 +66,7 @@ class PodFacts:
     deleting: bool
     owner_kind: str | None
     owner_name: str | None
-    conditions: dict[str, PodCondition]
+    conditions: dict[str, Condition]
 
 
 def check_names(namespace: str, name: str) -> Refusal | None:
