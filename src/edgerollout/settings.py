@@ -232,6 +232,10 @@ class ReconcileSettings:
     # An unechoed condition write is re-checked no sooner than 1 s after the reconcile: its echo
     # normally arrives first and triggers the reconcile by itself.
     condition_recheck_floor: float = 1.0
+    # A DaemonSet's rollout condition is written at once when its reason changes, but when only
+    # its counts do, at most this often: a 10,000-node rollout would otherwise write its
+    # DaemonSet's status once per replaced pod, as many writes as its deletions.
+    rollout_condition_interval: float = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

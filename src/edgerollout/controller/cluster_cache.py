@@ -241,6 +241,16 @@ class ClusterCache:
     def opted_in_keys(self) -> list[str]:
         return sorted(_ds_key(ds) for ds in self.daemonsets.values() if _opted_in(ds))
 
+    def keys_to_reconcile(self) -> list[str]:
+        """The DaemonSets a leader reconciles once it starts: the opted-in ones, and those that
+        are not but still carry the controller's rollout condition (it opted out while no
+        controller ran), whose condition goes."""
+        return sorted(
+            _ds_key(ds)
+            for ds in self.daemonsets.values()
+            if _opted_in(ds) or ds.rollout_condition is not None
+        )
+
     def _on_daemonset(self, old: CachedDaemonSet | None, new: CachedDaemonSet | None) -> None:
         if new is not None:
             self.key_by_uid[new.view.uid] = _ds_key(new)
@@ -251,7 +261,7 @@ class ClusterCache:
             self._start_pods(new)
         elif old is not None:
             self._forget_pods(old.view.uid)
-        if _opted_in(old) or _opted_in(new):
+        if _opted_in(old) or _opted_in(new) or (new is not None and new.rollout_condition):
             current = new or old
             assert current is not None
             self.enqueue(_ds_key(current))

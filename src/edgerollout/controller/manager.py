@@ -154,7 +154,7 @@ class Controller:
             "caches synced; reconciling the opted-in DaemonSets",
             extra=LogFields(count=len(self.cache.opted_in_keys())),
         )
-        for key in self.cache.opted_in_keys():
+        for key in self.cache.keys_to_reconcile():
             self.queue.add(key)
         async with asyncio.TaskGroup() as group:
             for index in range(self.settings.workers):

@@ -74,6 +74,22 @@ NODES = Gauge(
     " offline (not Ready, skipped), held, outdated, replacing.",
     ["state"],
 )
+ROLLOUT_PHASE = Gauge(
+    "edgerollout_rollout_phase",
+    "1 for the phase each opted-in DaemonSet's rollout is in as of its last plan, 0 for the"
+    " others: the reason of its edgerollout.io/Progressing condition (design §9.1).",
+    ["namespace", "daemonset", "phase"],
+)
+DAEMONSET_NODES = Gauge(
+    "edgerollout_daemonset_nodes",
+    "Each opted-in DaemonSet's nodes as of its last plan: total, and updated, offline, broken,"
+    " held, remaining (design §9.1); absent while an annotation stops it before they are counted.",
+    ["namespace", "daemonset", "state"],
+)
+ROLLOUT_CONDITIONS_WRITTEN = Counter(
+    "edgerollout_daemonset_conditions_written_total",
+    "Patches of a DaemonSet's edgerollout.io/Progressing condition sent (a removal included).",
+)
 CACHE_OBJECTS = Gauge(
     "edgerollout_cache_objects",
     "Objects held in the controller's caches, by resource: DaemonSets, the pods and"

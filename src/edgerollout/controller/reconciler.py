@@ -25,18 +25,53 @@ from edgerollout.controller.writes.events import EventWriter
 from edgerollout.controller.writes.guard import NotLeader, WriteGuard
 from edgerollout.controller.writes.pause import RolloutPauser
 from edgerollout.controller.writes.pull_jobs import PullJobRunner
-from edgerollout.domain.model import NodeName, NodeReadiness
+from edgerollout.controller.writes.rollout_condition import RolloutConditionWriter
+from edgerollout.domain.model import Condition, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.reporting.node_states import node_state_counts
+from edgerollout.domain.reporting.rollout_condition import rollout_condition
+from edgerollout.domain.reporting.rollout_phase import (
+    RolloutCounts,
+    RolloutPhase,
+    rollout_counts,
+    rollout_phase,
+    unfollowed_annotations,
+)
+from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.kube.api import Api
 from edgerollout.kube.recorder import EventRecorder
+from edgerollout.kube.views import CachedDaemonSet
 from edgerollout.logfields import LogFields
 from edgerollout.settings import CONTROLLER, ControllerSettings
 
 __all__ = ["NotLeader", "Outcome", "Reconciler"]
 
 log = logging.getLogger("edgerollout.controller")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Standing:
+    """Where a rollout stands after a plan, and the condition its DaemonSet is to carry."""
+
+    phase: RolloutPhase
+    counts: RolloutCounts | None
+    condition: Condition
+
+
+NODE_COUNT_STATES = ("total", "updated", "offline", "broken", "held", "remaining")
+
+
+def node_count_values(counts: RolloutCounts) -> dict[str, int]:
+    """The `edgerollout_daemonset_nodes` values of `counts`, by state."""
+    return {
+        "total": counts.total,
+        "updated": counts.updated,
+        "offline": counts.offline,
+        "broken": counts.broken,
+        "held": counts.held,
+        "remaining": counts.remaining,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +106,9 @@ class Reconciler:
         self.deleter = PodDeleter(api, guard, self.events, at_once=at_once)
         self.conditions = ConditionWriter(api, guard, at_once=at_once)
         self.pull_jobs = PullJobRunner(api, guard, self.conditions)
+        self.rollout_conditions = RolloutConditionWriter(api, guard, settings.reconcile)
+        # What each DaemonSet's rollout metrics were last set to, by key.
+        self._reported: dict[str, tuple[RolloutPhase, RolloutCounts | None]] = {}
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.settings = settings
 
@@ -96,6 +134,7 @@ class Reconciler:
         cached = self.cache.daemonsets.get(key)
         if cached is None:
             self._drop(key)
+            self._report(key, None)
             return Outcome(plan=None)
         ds = cached.view
         if not self.cache.pods_listed(cached):
@@ -113,6 +152,9 @@ class Reconciler:
             decided = plan(snapshot, state.book, self.settings)
         metrics.PLAN_CPU_TIME.observe(time.thread_time() - cpu_started)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
+        # Read before the first await: the snapshot's views over the caches hold until then.
+        standing = self._standing(cached, decided, nodes=snapshot.budget_base())
+        self._report(key, standing)
 
         if decided.ends_rollout:
             self._drop(key, keep_notices=decided.keep_notices)
@@ -133,12 +175,20 @@ class Reconciler:
         deleted = await self.deleter.delete(ds, decided, state)
         written = await self.conditions.write(ds, decided.condition_writes, state)
         written += await self.pull_jobs.run(ds, decided.prepulls)
+        counts_due = await self.rollout_conditions.update(
+            cached,
+            None if standing is None else standing.condition,
+            self.states.get(key),  # None once the rollout ended, unless its DaemonSet stays known
+            now=snapshot.now,
+        )
         requeue = None
         if decided.recheck is not None:
             requeue = decided.recheck.after(
                 deletions_in_flight=state.deletions.pending,
                 unechoed_seconds=state.conditions.next_expiry(),
             )
+        if counts_due is not None:
+            requeue = counts_due if requeue is None else min(requeue, counts_due)
         # A Warning held back by its rate is told when the next may be sent, if still true then.
         held_back = self.recorder.warning_wait(ds)
         if held_back is not None:
@@ -148,6 +198,59 @@ class Reconciler:
         return Outcome(
             plan=decided, deleted=deleted, conditions_written=written, requeue_after=requeue
         )
+
+    @staticmethod
+    def _standing(cached: CachedDaemonSet, decided: Plan, *, nodes: int) -> Standing | None:
+        """Where the rollout stands after `decided` (None: the DaemonSet is not opted in), read
+        as `status` reads it (design §9.1), and the condition that says so (§9.2)."""
+        ds = cached.view
+        counts = rollout_counts(decided.tally, desired_nodes=ds.desired_nodes)
+        phase = rollout_phase(
+            decided=decided,
+            counts=counts,
+            spec_observed=cached.observed_generation >= cached.generation,
+            max_failed=read_rollout_spec(ds.annotations).max_failed,
+            nodes=nodes,
+        )
+        if phase is None:
+            return None
+        condition = rollout_condition(
+            phase,
+            counts=counts,
+            unfollowed=unfollowed_annotations(decided.notices),
+            generation=cached.generation,
+        )
+        return Standing(phase=phase, counts=counts, condition=condition)
+
+    def _report(self, key: str, standing: Standing | None) -> None:
+        """Set the rollout's metrics to where it stands (None: remove them), when that changed."""
+        namespace, _, name = key.partition("/")
+        before = self._reported.get(key)
+        if standing is None:
+            if before is not None:
+                del self._reported[key]
+                for phase in RolloutPhase:
+                    metrics.ROLLOUT_PHASE.remove(namespace, name, phase.value)
+                if before[1] is not None:
+                    for state in NODE_COUNT_STATES:
+                        metrics.DAEMONSET_NODES.remove(namespace, name, state)
+            return
+        now = (standing.phase, standing.counts)
+        if now == before:
+            return
+        self._reported[key] = now
+        for phase in RolloutPhase:
+            metrics.ROLLOUT_PHASE.labels(namespace, name, phase.value).set(
+                1 if phase is standing.phase else 0
+            )
+        counts = standing.counts
+        if counts is None:
+            if before is not None and before[1] is not None:
+                for state in NODE_COUNT_STATES:
+                    metrics.DAEMONSET_NODES.remove(namespace, name, state)
+            return
+        for state, value in node_count_values(counts).items():
+            metrics.DAEMONSET_NODES.labels(namespace, name, state).set(value)
 
     def _export_node_states(self) -> None:
         metrics.NODES_SKIPPED.set(self.states.skipped_nodes)

@@ -20,6 +20,7 @@ from edgerollout.controller.expectations import Clock, ConditionWrites, Expectat
 from edgerollout.domain.model import DaemonSetUID, NodeName
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.node_states import NodeState
+from edgerollout.domain.reporting.rollout_condition import SentCondition
 from edgerollout.settings import ReconcileSettings
 
 
@@ -35,6 +36,8 @@ class RolloutState:
         self.node_states: Mapping[NodeState, int] = {}
         self.paused: bool | None = None
         self.pause_changes = 0
+        # The rollout condition last written to the DaemonSet, until the cache shows it.
+        self.rollout_condition: SentCondition | None = None
         self._changed: set[NodeName] = set()
 
     def note_changed(self, node: NodeName) -> None:
@@ -85,11 +88,14 @@ class RolloutStates:
         """End the state of the DaemonSet `key` (`drop`) and make it a new one under the same UID.
 
         For a DaemonSet that stays known though its rollout ends: whatever keeps its UID (the
-        Events it has had) still finds a state, while nothing of the rollout is remembered."""
+        Events it has had, the condition last written on it) still finds a state, while nothing
+        of the rollout is remembered."""
         ended = self.drop(key)
         if ended is None:
             raise KeyError(f"{key}: no rollout state to reset")
-        return self.of(key, ended.uid)
+        state = self.of(key, ended.uid)
+        state.rollout_condition = ended.rollout_condition
+        return state
 
     def drop(self, key: str) -> RolloutState | None:
         """Forget everything about the DaemonSet `key`; the dropped state, if there was one."""

@@ -86,6 +86,10 @@ SCOPING_PROBE_LABEL: Final = "edgerollout.io/scoping-probe"
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 
+# The condition the controller keeps on each opted-in DaemonSet: where its rollout stands, its
+# reason the rollout's phase (design §9.2).
+ROLLOUT_CONDITION: Final = "edgerollout.io/Progressing"
+
 # Staged rollouts (design §12): DaemonSet annotations that hold nodes back.
 PAUSED_ANNOTATION: Final = "edgerollout.io/paused"
 PARTITION_ANNOTATION: Final = "edgerollout.io/partition"

@@ -20,7 +20,7 @@ from typing import Any
 from edgerollout.domain.model import Condition
 from edgerollout.domain.planning.conditions import ConditionWrite
 from edgerollout.domain.planning.prepull import PullJob
-from edgerollout.domain.vocabulary import PREPULL_LABEL, REVISION_ANNOTATION
+from edgerollout.domain.vocabulary import PREPULL_LABEL, REVISION_ANNOTATION, ROLLOUT_CONDITION
 from edgerollout.settings import PULL_JOB
 
 TOOLBOX_MOUNT = "/edgerollout-pull"
@@ -127,6 +127,16 @@ def status_patch(condition: Condition) -> dict[str, Any]:
     if condition.last_transition_time is not None:
         entry["lastTransitionTime"] = condition.last_transition_time
     return {"status": {"conditions": [entry]}}
+
+
+def rollout_condition_patch(condition: Condition | None, *, uid: str) -> dict[str, Any]:
+    """The `daemonsets/status` strategic merge patch that sets the controller's rollout condition
+    (None: removes it), preconditioned on the DaemonSet's UID. The list merges by `type`, so
+    every other condition, and every other status field, stays as the API server has it."""
+    if condition is None:
+        removal = {"type": ROLLOUT_CONDITION, "$patch": "delete"}
+        return {"metadata": {"uid": uid}, "status": {"conditions": [removal]}}
+    return {"metadata": {"uid": uid}, **status_patch(condition)}
 
 
 def condition_patch(write: ConditionWrite) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from edgerollout.domain.vocabulary import (
     POD_TEMPLATE_GENERATION_LABEL,
     PREPULL_LABEL,
     READY_CONDITION,
+    ROLLOUT_CONDITION,
     UNREACHABLE_TAINT,
 )
 
@@ -113,6 +114,8 @@ class CachedDaemonSet:
     pull_template: PullTemplate
     # `spec.selector` as a list's labelSelector (immutable in apps/v1).
     pod_selector: str = ""
+    # The controller's own condition in `status.conditions` (design §9.2), if it carries one.
+    rollout_condition: Condition | None = None
 
 
 def job_from_api(obj: JSON) -> JobView | None:
@@ -162,7 +165,8 @@ def _pinned_node(spec: JSON) -> str | None:
 
 
 def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str, Condition]:
-    """A pod's conditions by type (only the `kept` types, if given; the last of a repeated type)."""
+    """An object's conditions by type (a pod's, a DaemonSet's; only the `kept` types, if given;
+    the last of a repeated type)."""
     conditions: dict[str, Condition] = {}
     for raw in (obj.get("status") or {}).get("conditions") or ():
         kind = raw.get("type", "")
@@ -417,6 +421,7 @@ def daemonset_from_api(obj: JSON) -> CachedDaemonSet:
             service_account=template_spec.get("serviceAccountName") or None,
         ),
         pod_selector=pod_selector(obj),
+        rollout_condition=pod_condition(obj, ROLLOUT_CONDITION),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -122,6 +123,24 @@ class Controller:
 
     def deletions(self) -> list[tuple[str | None, str | None, Any]]:
         return [(c.namespace, c.name, c.params["uid"]) for c in self.api.calls_to("delete", PODS)]
+
+    def pauses(self) -> list[Any]:
+        """The bodies of the DaemonSet patches (not of its status)."""
+        return [
+            call.body
+            for call in self.api.calls_to("patch", DAEMONSETS)
+            if call.params.get("subresource") is None
+        ]
+
+    def rollout_conditions(self) -> list[tuple[str, str, str]]:
+        """(status, reason, message) of every rollout condition written on the DaemonSet."""
+        written = []
+        for call in self.api.calls_to("patch", DAEMONSETS):
+            if call.params.get("subresource") == "status" and call.body is not None:
+                (condition,) = call.body["status"]["conditions"]
+                assert condition["type"] == "edgerollout.io/Progressing"
+                written.append((condition["status"], condition["reason"], condition["message"]))
+        return written
 
 
 @contextlib.asynccontextmanager
@@ -323,12 +342,13 @@ async def test_leadership_lost_after_a_delete_drops_its_event_and_stops_the_next
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="edgerollout.controller")
-    leading = iter([True, False, False])
+    leading = itertools.chain([True], itertools.repeat(False))
     async with controller(ROLLING_ONE, outdated_rollout(), may_write=lambda: next(leading)) as c:
-        outcome = await c.reconcile()
+        with pytest.raises(NotLeader):  # the rollout condition's write, after the deletion
+            await c.reconcile()
 
-        assert outcome.deleted == 1
         assert [call.verb for call in c.api.writes] == ["delete"]
+        await c.reconciler.reports_sent()
         assert c.events() == []  # the deletion's report found this replica no longer leading
         (dropped,) = (r for r in caplog.records if r.getMessage().startswith("event not"))
         assert structured_fields(dropped) == {"daemonset": KEY, "reason": "SuccessfulDelete"}
@@ -439,7 +459,16 @@ async def test_invalid_max_unavailable_warns_once_and_deletes_nothing() -> None:
         ]
         assert c.deletions() == []
         assert outcome.deleted == 0
-        assert [call.verb for call in c.api.writes] == ["create"]
+        assert [call.verb for call in c.api.writes] == ["create", "patch"]
+        # Once, though its echo never came: the write is remembered until it expires.
+        assert c.rollout_conditions() == [
+            (
+                "False",
+                "InvalidAnnotation",
+                "cannot follow InvalidMaxUnavailable; 1 of 3 nodes updated, 0 offline, 0 broken, "
+                "0 held, 2 to go (generation 2)",
+            )
+        ]
 
 
 async def test_a_warning_held_back_by_its_rate_is_looked_at_again_when_it_may_be_sent() -> None:
@@ -485,7 +514,10 @@ async def test_misconfigured_daemonset_is_warned_once_not_per_reconcile(
             assert [notice.reason for notice in plan.notices] == [reason]
 
         assert [(kind, why) for kind, why, _ in c.events()] == [("Warning", reason)]
-        assert c.api.writes == c.api.calls_to("create", EVENTS)
+        assert [(status, why) for status, why, _ in c.rollout_conditions()] == [
+            ("False", "InvalidAnnotation")
+        ]
+        assert len(c.api.writes) == 2
 
 
 async def test_misconfigured_daemonset_is_warned_again_once_the_annotation_came_back() -> None:
@@ -769,6 +801,7 @@ async def test_a_reconcile_logs_one_summary_at_info_and_each_deletion_at_debug(
                 "requeue_after": 5.0,
             },
         ),
+        ("INFO", "rollout condition written", {"daemonset": KEY, "reason": "Rolling"}),
     ]
 
 
@@ -892,7 +925,7 @@ async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> N
         await c.reconcile()
 
         assert c.deletions() == []
-        (pause,) = c.api.calls_to("patch", DAEMONSETS)
+        (pause, _) = c.api.calls_to("patch", DAEMONSETS)
         assert (pause.namespace, pause.name, pause.body, pause.params["content_type"]) == (
             NAMESPACE,
             "web",
@@ -920,7 +953,8 @@ async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> N
             "RolloutResumed",
             "RolloutFailed",
         ]
-        assert len(c.api.calls_to("patch", DAEMONSETS)) == 3
+        assert len(c.pauses()) == 3
+        assert [reason for _, reason, _ in c.rollout_conditions()] == ["RolloutFailed"]
         assert c.deletions() == []
 
 
