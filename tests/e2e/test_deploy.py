@@ -26,16 +26,17 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from edgerollout.domain.model import NodeName, PodUID
+from edgerollout.domain.model import Condition, ConditionStatus, NodeName, PodUID
 from edgerollout.domain.planning.prepull import PullJob
 from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     PAUSED_ANNOTATION,
     PREPULL_LABEL,
+    ROLLOUT_CONDITION,
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import DAEMONSETS, MERGE, ApiError, KubeApi
-from edgerollout.kube.manifests import pull_job_manifest
+from edgerollout.kube.manifests import pull_job_manifest, rollout_condition_patch
 from edgerollout.settings import CONTROLLER as CONTROLLER_SETTINGS
 from edgerollout_lab.api import api_client
 from edgerollout_lab.cluster import Lab
@@ -182,12 +183,22 @@ def _controller_policies_in_force(installed: Installed) -> bool:
             installed, unpause, name="edgerollout-agent", namespace=NAMESPACE, dry_run=True
         )
     )
+    _, condition = asyncio.run(
+        _patch_daemonset_status_as_controller(
+            installed,
+            _condition_patch(reason="Bogus"),
+            name="edgerollout-agent",
+            namespace=NAMESPACE,
+            dry_run=True,
+        )
+    )
     return all(
         f"ValidatingAdmissionPolicy '{policy}'" in refusal
         for policy, refusal in [
             (CONTROLLER_POLICY, jobs.stderr),
             ("edgerollout-controller-daemon-pods", pods.stderr),
             (PAUSE_POLICY, pause),
+            (CONDITION_POLICY, condition),
         ]
     )
 
@@ -278,7 +289,7 @@ ACCESS = [
     # What it must not do.
     _may_not(CONTROLLER, "delete", "daemonsets"),
     _may_not(CONTROLLER, "update", "daemonsets"),
-    _may_not(CONTROLLER, "patch", "daemonsets", subresource="status"),
+    _may(CONTROLLER, "patch", "daemonsets", subresource="status"),
     _may_not(CONTROLLER, "update", "daemonsets", subresource="status"),
     _may_not(CONTROLLER, "create", "pods"),
     _may_not(CONTROLLER, "update", "pods"),
@@ -823,6 +834,96 @@ async def _patch_daemonset_as_controller(
     finally:
         await api.close()
     return 200, ""
+
+
+async def _patch_daemonset_status_as_controller(
+    installed: Installed,
+    patch: dict[str, Any],
+    *,
+    name: str = PAUSABLE,
+    namespace: str = "default",
+    dry_run: bool = False,
+) -> tuple[int, str]:
+    """A strategic merge patch of a DaemonSet's status through the controller's own client, as
+    its rollout condition is written: (200, "") or the refusal's (code, message)."""
+    api = await KubeApi.connect(str(_controller_kubeconfig(installed)))
+    try:
+        await api.patch(
+            DAEMONSETS, name, patch, namespace=namespace, subresource="status", dry_run=dry_run
+        )
+    except ApiError as error:
+        return error.status, error.message
+    finally:
+        await api.close()
+    return 200, ""
+
+
+# The controller's rollout condition (design §9.2): RBAC lets it patch daemonsets/status; its
+# admission policy admits a change of that one condition, holding a phase, and nothing else.
+
+CONDITION_POLICY = "edgerollout-controller-daemonset-condition"
+
+
+def _condition_patch(
+    *, reason: str = "Rolling", kind: str = ROLLOUT_CONDITION, **status: Any
+) -> dict[str, Any]:
+    """A status patch as the controller's (`rollout_condition_patch`, without the UID
+    precondition), of a condition `kind` with `reason`, and more `status` fields."""
+    condition = Condition(
+        type=kind,
+        status=ConditionStatus.TRUE,
+        reason=reason,
+        message="1 of 3 nodes updated, 0 offline, 0 broken, 0 held, 2 to go (generation 1)",
+        last_transition_time="2026-11-28T10:00:00Z",
+    )
+    patch = rollout_condition_patch(condition, uid="")
+    del patch["metadata"]
+    patch["status"].update(status)
+    return patch
+
+
+def _stored_status(installed: Installed) -> dict[str, Any]:
+    """The DaemonSet's status as stored, but for what the native DaemonSet controller may change
+    meanwhile: the counts it keeps."""
+    result = _kubectl(
+        installed.kubeconfig, "get", "daemonset", PAUSABLE, "-n", "default", "-o", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    status: dict[str, Any] = json.loads(result.stdout)["status"]
+    return {"conditions": status.get("conditions", [])}
+
+
+def test_controller_identity_may_write_its_rollout_condition(installed: Installed) -> None:
+    with _pausable_daemonset(installed):
+        answer = asyncio.run(_patch_daemonset_status_as_controller(installed, _condition_patch()))
+
+        assert answer == (200, "")
+        (condition,) = _condition_patch()["status"]["conditions"]
+        # The controller running in this install may have written its own since: either is its.
+        (stored,) = _stored_status(installed)["conditions"]
+        assert (stored["type"], stored["status"]) == (condition["type"], condition["status"])
+
+        removal = rollout_condition_patch(None, uid="")
+        del removal["metadata"]
+        assert asyncio.run(_patch_daemonset_status_as_controller(installed, removal)) == (200, "")
+
+
+REFUSED_STATUS_PATCHES = [
+    pytest.param(_condition_patch(numberReady=7), 0, id="the-native-controllers-counts"),
+    pytest.param(_condition_patch(observedGeneration=9), 0, id="the-observed-generation"),
+    pytest.param(_condition_patch(kind="Available"), 0, id="another-condition"),
+    pytest.param(_condition_patch(reason="Healthy"), 1, id="a-reason-that-is-no-phase"),
+]
+
+
+@pytest.mark.parametrize(("patch", "rule"), REFUSED_STATUS_PATCHES)
+def test_controller_identity_may_change_nothing_else_in_a_daemonsets_status(
+    installed: Installed, patch: dict[str, Any], rule: int
+) -> None:
+    with _pausable_daemonset(installed):
+        answer = asyncio.run(_patch_daemonset_status_as_controller(installed, patch, dry_run=True))
+
+        assert answer == (403, _denied(f'daemonsets.apps "{PAUSABLE}"', rule, CONDITION_POLICY))
 
 
 EVENTS_POLICY = "edgerollout-controller-events"
@@ -1434,6 +1535,22 @@ def test_the_status_allow_list_names_every_field_of_the_api_servers_pod_status(
     schema = json.loads(served.stdout)["components"]["schemas"]["io.k8s.api.core.v1.PodStatus"]
     helpers = (CHART / "templates" / "_helpers.tpl").read_text()
     listed = helpers.split('{{- range list "', 1)[1].split(" }}", 1)[0].replace('"', "").split()
+
+    assert sorted(listed) == sorted(set(schema["properties"]) - {"conditions"})
+
+
+def test_the_status_allow_list_names_every_field_of_the_api_servers_daemonset_status(
+    bare_lab: Lab,
+) -> None:
+    # The rollout condition's policy compares every DaemonSetStatus field but the conditions
+    # (`edgerollout.onlyDaemonSetConditionsChange`), as the pods' status policies do.
+    served = _kubectl(bare_lab.kubeconfig, "get", "--raw", "/openapi/v3/apis/apps/v1")
+    assert served.returncode == 0, served.stderr
+    schemas = json.loads(served.stdout)["components"]["schemas"]
+    schema = schemas["io.k8s.api.apps.v1.DaemonSetStatus"]
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    defined = helpers.split('define "edgerollout.onlyDaemonSetConditionsChange"', 1)[1]
+    listed = defined.split('{{- range list "', 1)[1].split(" }}", 1)[0].replace('"', "").split()
 
     assert sorted(listed) == sorted(set(schema["properties"]) - {"conditions"})
 

@@ -14,11 +14,13 @@ import yaml
 
 from edgerollout.domain.model import NodeName, PodUID
 from edgerollout.domain.planning.prepull import PullJob
+from edgerollout.domain.reporting.rollout_phase import RolloutPhase
 from edgerollout.domain.vocabulary import (
     PAUSED_ANNOTATION,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     PREPULL_LABEL,
+    ROLLOUT_CONDITION,
 )
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.settings import CONTROLLER
@@ -31,6 +33,7 @@ POLICIES = (
     "edgerollout-controller-daemon-pods",
     "edgerollout-controller-daemonset-pause",
     "edgerollout-controller-events",
+    "edgerollout-controller-daemonset-condition",
 )
 
 
@@ -143,6 +146,32 @@ def test_pause_policy_spells_the_paused_annotation_the_controller_writes() -> No
     )
 
 
+def test_condition_policy_spells_the_condition_and_every_phase_the_controller_writes() -> None:
+    (others, written) = _policy("edgerollout-controller-daemonset-condition")["spec"]["validations"]
+    reasons = written["expression"].split("c.?reason.orValue('') in ", 1)[1].rstrip(")")
+
+    # Every other condition as it was, compared both ways; the controller's own holds a phase.
+    assert others["expression"].count(f"c.type != '{ROLLOUT_CONDITION}'") == 2
+    assert f"c.type != '{ROLLOUT_CONDITION}' ||" in written["expression"]
+    assert yaml.safe_load(reasons) == [phase.value for phase in _ORDER_IN_POLICY]
+    assert sorted(_ORDER_IN_POLICY) == sorted(RolloutPhase)
+    assert "c.status in ['True', 'False', 'Unknown']" in written["expression"]
+
+
+# The phases as the policy lists them: those that let the rollout go, then those that stop it.
+_ORDER_IN_POLICY = (
+    RolloutPhase.COMPLETE,
+    RolloutPhase.ROLLING,
+    RolloutPhase.WAITING_FOR_OFFLINE_NODES,
+    RolloutPhase.HELD,
+    RolloutPhase.MAINTENANCE_WINDOW_CLOSED,
+    RolloutPhase.PAUSED,
+    RolloutPhase.ROLLOUT_FAILED,
+    RolloutPhase.PROGRESS_DEADLINE_EXCEEDED,
+    RolloutPhase.INVALID_ANNOTATION,
+)
+
+
 # The object each type of files/allow-lists.yaml is read on, in the policy's CEL.
 FIELDS_READ_ON = {
     "JobSpec": "variables.job.spec",
@@ -191,6 +220,7 @@ def test_status_and_pause_rules_compare_every_metadata_field_an_update_can_chang
         "controller-status": _rules("edgerollout-controller-daemon-pods"),
         "agent-status": " ".join(rule["expression"] for rule in own_node["spec"]["validations"]),
         "pause": _rules("edgerollout-controller-daemonset-pause"),
+        "rollout-condition": _rules("edgerollout-controller-daemonset-condition"),
     }
 
     assert {
