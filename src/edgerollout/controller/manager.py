@@ -21,10 +21,11 @@ import time
 import uuid
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from edgerollout.controller import metrics
 from edgerollout.controller.cluster_cache import ClusterCache
+from edgerollout.controller.pool_metrics import PoolNodes
 from edgerollout.controller.reconciler import NotLeader, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.controller.workqueue import QueueShutDown, WorkQueue
@@ -90,6 +91,7 @@ class Controller:
             may_write=self.may_write,
             settings=settings,
         )
+        self.pool_nodes = PoolNodes(self.cache, self.states)
         self.leading = False
 
     def _on_leadership(self, leading: bool) -> None:
@@ -202,6 +204,7 @@ class Controller:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        REGISTRY.register(self.pool_nodes)
         runners = await self.serve_http()
         informers = asyncio.create_task(self.cache.run(), name="informers")
         if self.elector is not None:
@@ -239,6 +242,7 @@ class Controller:
                 await self.elector.release()
             for runner in runners:
                 await runner.cleanup()
+            REGISTRY.unregister(self.pool_nodes)
             await self.api.close()
             log.info("controller stopped", extra=LogFields(identity=self.identity))
 

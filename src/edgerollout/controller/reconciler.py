@@ -30,6 +30,7 @@ from edgerollout.domain.model import Condition, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.reporting.node_states import node_state_counts
+from edgerollout.domain.reporting.pool_counts import POOL_STATES
 from edgerollout.domain.reporting.rollout_condition import rollout_condition
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
@@ -57,21 +58,6 @@ class Standing:
     phase: RolloutPhase
     counts: RolloutCounts | None
     condition: Condition
-
-
-NODE_COUNT_STATES = ("total", "updated", "offline", "broken", "held", "remaining")
-
-
-def node_count_values(counts: RolloutCounts) -> dict[str, int]:
-    """The `edgerollout_daemonset_nodes` values of `counts`, by state."""
-    return {
-        "total": counts.total,
-        "updated": counts.updated,
-        "offline": counts.offline,
-        "broken": counts.broken,
-        "held": counts.held,
-        "remaining": counts.remaining,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +151,8 @@ class Reconciler:
         if decided.pause_rollout:
             await self.pauser.pause(ds)
         rollout = decided.rollout
+        if not decided.ends_rollout:
+            state.holds = decided.holds
         if rollout is not None:
             state.skipped_nodes = len(rollout.skipped_nodes)
             state.node_states = node_state_counts(rollout)
@@ -232,7 +220,7 @@ class Reconciler:
                 for phase in RolloutPhase:
                     metrics.ROLLOUT_PHASE.remove(namespace, name, phase.value)
                 if before[1] is not None:
-                    for state in NODE_COUNT_STATES:
+                    for state in POOL_STATES:
                         metrics.DAEMONSET_NODES.remove(namespace, name, state)
             return
         now = (standing.phase, standing.counts)
@@ -246,10 +234,10 @@ class Reconciler:
         counts = standing.counts
         if counts is None:
             if before is not None and before[1] is not None:
-                for state in NODE_COUNT_STATES:
+                for state in POOL_STATES:
                     metrics.DAEMONSET_NODES.remove(namespace, name, state)
             return
-        for state, value in node_count_values(counts).items():
+        for state, value in counts.by_state().items():
             metrics.DAEMONSET_NODES.labels(namespace, name, state).set(value)
 
     def _export_node_states(self) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from edgerollout.controller.expectations import Clock, ConditionWrites, Expectations
 from edgerollout.domain.model import DaemonSetUID, NodeName
+from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.node_states import NodeState
 from edgerollout.domain.reporting.rollout_condition import SentCondition
@@ -36,6 +37,8 @@ class RolloutState:
         self.node_states: Mapping[NodeState, int] = {}
         self.paused: bool | None = None
         self.pause_changes = 0
+        # The nodes the last plan held back (the per-pool metrics read them at each scrape).
+        self.holds: Holds = NOTHING_HELD
         # The rollout condition last written to the DaemonSet, until the cache shows it.
         self.rollout_condition: SentCondition | None = None
         self._changed: set[NodeName] = set()
@@ -119,6 +122,10 @@ class RolloutStates:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def items(self) -> list[tuple[str, RolloutState]]:
+        """Each DaemonSet's key and state, in key order."""
+        return sorted(self._by_key.items(), key=lambda item: item[0])
 
     def pod_changed(self, owner_uid: str, node: NodeName) -> None:
         """A pod of the DaemonSet `owner_uid` on `node` was added, changed or removed."""

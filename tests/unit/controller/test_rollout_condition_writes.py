@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from prometheus_client import REGISTRY
 
+from edgerollout.controller.pool_metrics import PoolNodes
 from edgerollout.kube.api import DAEMONSETS, PODS
 from edgerollout.settings import CONTROLLER
 
@@ -164,3 +165,24 @@ async def test_a_daemonset_that_opts_out_loses_its_condition_and_its_metrics() -
         assert phase_samples() == {"Rolling": None, "Complete": None, "Paused": None}
         assert set(node_samples().values()) == {None}
         assert c.cache.keys_to_reconcile() == [KEY]  # until the removal's echo comes
+
+
+async def test_the_pool_collector_counts_each_rollouts_nodes_by_pool_when_scraped() -> None:
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()
+        (family,) = PoolNodes(c.cache, c.states).collect()
+
+        # The lab's nodes carry no pool label: one pool with no name.
+        assert {
+            (s.labels["namespace"], s.labels["daemonset"], s.labels["pool"], s.labels["state"]): (
+                s.value
+            )
+            for s in family.samples
+        } == {
+            (NAMESPACE, "web", "", "total"): 3.0,
+            (NAMESPACE, "web", "", "updated"): 1.0,
+            (NAMESPACE, "web", "", "offline"): 0.0,
+            (NAMESPACE, "web", "", "broken"): 0.0,
+            (NAMESPACE, "web", "", "held"): 0.0,
+            (NAMESPACE, "web", "", "remaining"): 2.0,
+        }

@@ -29,7 +29,7 @@ caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only 
 
 import heapq
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -360,6 +360,20 @@ class RolloutBook:
             holds=holds,
             broken=self.broken,
         )
+
+    @property
+    def verdicts(self) -> Mapping[NodeName, NodeVerdict]:
+        """The Ready nodes' verdicts as of the last `refresh` (shared, not copied)."""
+        return FrozenVerdicts(self._verdicts)
+
+    @property
+    def not_ready(self) -> Collection[NodeName]:
+        """The nodes holding a pod that are not Ready, as of the last `refresh` (read only)."""
+        return self._skipped.keys()
+
+    def runs_newest(self, name: NodeName) -> bool:
+        """Whether a node that is not Ready holds one live pod, of the newest revision."""
+        return name in self._skipped_current
 
     def tally(self, holds: Holds) -> Tally:
         """The nodes counted by where they stand, as of the last `refresh`, with `holds` the

@@ -148,6 +148,17 @@ class RolloutCounts:
     held_staged: int = 0
     remaining: int = 0
 
+    def by_state(self) -> dict[str, int]:
+        """`total` and each count, by the name metrics give it."""
+        return {
+            "total": self.total,
+            "updated": self.updated,
+            "offline": self.offline,
+            "broken": self.broken,
+            "held": self.held,
+            "remaining": self.remaining,
+        }
+
     @property
     def summary(self) -> str:
         """`7 of 10 nodes updated, 1 offline, 1 broken, 0 held, 1 to go`."""
