@@ -36,6 +36,11 @@ HEADER = f"""\
 # template's objects into its file; docs/manifests.md).
 """
 TIMEOUT_SECONDS = 120
+# Files of the chart also offered outside it, for those who install without Helm: each copied as
+# it is (a JSON file has no room for a header), and held to its source by a unit test.
+COPIES: dict[Path, Path] = {
+    CHART / "files" / "grafana-dashboard.json": Path("deploy/grafana/edgerollout.json"),
+}
 
 # Where `helm template` starts each document: the separator, then the template it came from.
 _DOCUMENT = re.compile(rf"^---\n# Source: {RELEASE}/templates/(?P<template>[^\n]+)\n", re.MULTILINE)
@@ -76,12 +81,18 @@ def split(stream: str) -> dict[Path, str]:
     return {path: HEADER + "".join(texts) for path, texts in documents.items()}
 
 
+def copies(root: Path) -> dict[Path, str]:
+    """The copies of the chart's files (`COPIES`): their text by path relative to `root`."""
+    return {target: (root / source).read_text() for source, target in COPIES.items()}
+
+
 def write(root: Path, files: dict[Path, str]) -> list[Path]:
     """Write the rendered files under `root`; the ones whose text changed."""
     changed = []
     for path, text in files.items():
         target = root / path
         if not target.is_file() or target.read_text() != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
             changed.append(path)
     return changed

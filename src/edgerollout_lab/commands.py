@@ -249,8 +249,9 @@ def image_command(tag: str | None, folder: Path) -> None:
 
 @lab.command("render-base")
 def render_base_command() -> None:
-    """Render deploy/base and the package's agent identity from the Helm chart (run from the
-    repository; uses the lab's helm, built once)."""
+    """Render deploy/base and the package's agent identity from the Helm chart, and copy the
+    chart's Grafana dashboard to deploy/grafana (run from the repository; uses the lab's helm,
+    built once)."""
     root = Path.cwd()
     if not (root / chart.CHART).is_dir():
         raise click.ClickException(f"no {chart.CHART} here: run from the repository")
@@ -258,8 +259,9 @@ def render_base_command() -> None:
         files = chart.render(root, build.binary("helm"))
     except (BuildError, chart.RenderError) as error:
         raise _fail(error) from error
-    changed = chart.write(root, files)
-    for path in files:
+    copied = chart.copies(root)
+    changed = chart.write(root, {**files, **copied})
+    for path in [*files, *copied]:
         _say(f"{'rendered' if path in changed else 'unchanged'} {path}")
     strays = chart.strays(root, files)
     if strays:

@@ -78,6 +78,14 @@ def test_committed_manifests_are_the_chart_rendered_byte_for_byte(
         assert (ROOT / path).read_text() == text, f"{path} is stale: run `{chart.COMMAND}`"
 
 
+def test_the_copies_of_the_charts_files_are_the_charts_byte_for_byte() -> None:
+    assert {
+        chart.CHART / "files" / "grafana-dashboard.json": Path("deploy/grafana/edgerollout.json")
+    } == chart.COPIES
+    for path, text in chart.copies(ROOT).items():
+        assert (ROOT / path).read_text() == text, f"{path} is stale: run `{chart.COMMAND}`"
+
+
 def test_deploy_base_holds_only_the_rendered_files_and_the_kustomization_of_them(
     rendered: dict[Path, str],
 ) -> None:
@@ -155,7 +163,7 @@ def test_render_base_writes_the_committed_files(
     again = CliRunner().invoke(lab, ["render-base"])
 
     assert first.exit_code == 0, first.output
-    targets = sorted(set(chart.TARGETS.values()))
+    targets = sorted({*chart.TARGETS.values(), *chart.COPIES.values()})
     for path in targets:
         assert (tmp_path / path).read_bytes() == (ROOT / path).read_bytes(), path
     assert sorted(first.stderr.splitlines()) == sorted(f"rendered {path}" for path in targets)
