@@ -24,7 +24,6 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from edgerollout.settings import KUBE_CLIENT
@@ -259,19 +258,9 @@ class KubeApi:
         timeout: aiohttp.ClientTimeout | float | None = KUBE_CLIENT.request_timeout,
     ) -> aiohttp.ClientResponse:
         try:
-            response: aiohttp.ClientResponse = await self._client.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
+            response = await self._request(
+                method, path, query=query, body=body, content_type=content_type, timeout=timeout
             )
-        except ApiException as error:
-            self._observe(method, str(error.status))
-            raise _error_from(int(error.status or 0), error.body) from None
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             self._observe(method, "<error>")
             raise ApiError(0, "Unreachable", f"{method} {path}: {_describe(error)}") from error
@@ -279,6 +268,54 @@ class KubeApi:
         if not 200 <= response.status <= 299:
             async with response:
                 raise _error_from(response.status, await response.read())
+        return response
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+        timeout: aiohttp.ClientTimeout | float | None,
+    ) -> aiohttp.ClientResponse:
+        """One request on the client's session, as its `call_api` sends it, without the work
+        that serves its generated models: the body is JSON already (orjson, not a walk of
+        `sanitize_for_serialization` then `json.dumps`), the query plain pairs. The credentials
+        come from the client's configuration at each request (a refreshed token included), the
+        TLS settings with its session; its proxy and TLS server name are passed as it passes
+        them. That walk was a twelfth of the controller's CPU in a rollout."""
+        api_client = self._client
+        headers = {
+            **api_client.default_headers,
+            "Content-Type": content_type,
+            "Accept": "application/json",
+        }
+        params = list(query or [])
+        await api_client.update_params_for_auth(headers, params, ["BearerToken"])
+        url = api_client.configuration.host + path
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        rest = api_client.rest_client
+        extra: dict[str, Any] = {}
+        if rest.proxy:
+            extra["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            extra["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            extra["server_hostname"] = rest.server_hostname
+        if not isinstance(timeout, aiohttp.ClientTimeout):
+            timeout = aiohttp.ClientTimeout(total=timeout)
+        session: aiohttp.ClientSession = rest.pool_manager
+        response: aiohttp.ClientResponse = await session.request(
+            method,
+            url,
+            headers=headers,
+            data=None if body is None else orjson.dumps(body),
+            timeout=timeout,
+            **extra,
+        )
         return response
 
     async def served(self, group_version: str) -> frozenset[str]:
