@@ -193,11 +193,13 @@ class Reconciler:
         as `status` reads it (design §9.1), and the condition that says so (§9.2)."""
         ds = cached.view
         counts = rollout_counts(decided.tally, desired_nodes=ds.desired_nodes)
+        spec = read_rollout_spec(ds.annotations)
         phase = rollout_phase(
             decided=decided,
             counts=counts,
             spec_observed=cached.observed_generation >= cached.generation,
-            max_failed=read_rollout_spec(ds.annotations).max_failed,
+            max_failed=spec.max_failed,
+            min_sample=spec.min_sample,
             nodes=nodes,
         )
         if phase is None:

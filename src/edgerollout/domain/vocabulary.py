@@ -164,3 +164,8 @@ POD_READY_TO_START_CONTAINERS: Final = "PodReadyToStartContainers"
 MAX_FAILED_ANNOTATION: Final = "edgerollout.io/max-failed"
 ROLLOUT_FAILED: Final = "RolloutFailed"
 INVALID_MAX_FAILED: Final = "InvalidMaxFailed"
+# The failure budget judged on a sample (design §13.4): a percentage only once this many nodes
+# tried the newest revision; before, a count of its own.
+MIN_SAMPLE_ANNOTATION: Final = "edgerollout.io/min-sample"
+MAX_FAILED_BEFORE_SAMPLE_ANNOTATION: Final = "edgerollout.io/max-failed-before-sample"
+INVALID_MIN_SAMPLE: Final = "InvalidMinSample"

@@ -42,7 +42,7 @@ def plan_advanced_rolling_update(
 
     rollout = _deletions(snapshot, book, budget, deleting)
     notices = list(reading.notices)
-    failed = reading.failure_stop(rollout.broken, snapshot, nodes=budget.base)
+    failed = reading.failure_stop(rollout.broken, snapshot, nodes=budget.base, tried=book.tried())
     if failed is not None:
         # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
         # deleted even before the pause is written, or if it cannot be.

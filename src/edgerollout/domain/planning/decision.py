@@ -29,6 +29,7 @@ from edgerollout.domain.planning.revisions import TargetRevision
 from edgerollout.domain.planning.rollout_book import Tally
 from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan
 from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.max_failed import MinSample
 from edgerollout.domain.spec.max_unavailable import MaxUnavailable
 from edgerollout.domain.spec.rollout_spec import RolloutSpec
 from edgerollout.domain.spec.strategy import UpdateStrategy
@@ -248,12 +249,14 @@ class RolloutReading:
     max_failed: Count | None
     window_opens: datetime | None
     """When the maintenance window, closed now, opens (None: open, or none)."""
+    min_sample: MinSample | None = None
 
     def failure_stop(
-        self, broken: Mapping[NodeName, Broken], snapshot: Snapshot, *, nodes: int
+        self, broken: Mapping[NodeName, Broken], snapshot: Snapshot, *, nodes: int, tried: int
     ) -> Notice | None:
         """The Warning `RolloutFailed` when `broken` holds more nodes than the failure budget
-        tolerates out of `nodes` (None: within it, no budget, or paused already)."""
+        tolerates out of `nodes`, or of the `tried` ones with a sample (None: within it, no
+        budget, or paused already)."""
         return failure_stop(
             broken,
             limit=self.max_failed,
@@ -261,6 +264,8 @@ class RolloutReading:
             revision=self.target.hash,
             nodes=nodes,
             pause_changes=snapshot.pause_changes,
+            sample=self.min_sample,
+            tried=tried,
         )
 
     def stopped(self, *unreadable: Notice, settings: ControllerSettings) -> Plan:

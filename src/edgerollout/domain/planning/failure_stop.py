@@ -3,6 +3,9 @@
 `edgerollout.io/max-failed` (read by `spec.max_failed`) tolerates a number of broken nodes, or a
 percentage of the rollout's nodes rounded down; one more stops the rollout: it deletes nothing
 more and is paused the way a user would pause it, with a Warning naming each broken node and why.
+With a sample (`edgerollout.io/min-sample`, `MinSample`), the percentage is of the nodes that
+tried the newest revision, and is judged only once the sample has tried it; before, the sample's
+own count of broken nodes is tolerated (the arithmetic is in `spec.max_failed`'s docstring).
 """
 
 from collections.abc import Mapping
@@ -11,9 +14,12 @@ from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.planning.health import Broken
 from edgerollout.domain.spec.count import Count, Rounding
+from edgerollout.domain.spec.max_failed import MinSample
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
+    MAX_FAILED_BEFORE_SAMPLE_ANNOTATION,
+    MIN_SAMPLE_ANNOTATION,
     PAUSED_ANNOTATION,
     ROLLOUT_FAILED,
 )
@@ -31,16 +37,19 @@ def failure_stop(
     revision: str | None,
     pause_changes: int,
     paused: bool = False,
+    sample: MinSample | None = None,
+    tried: int = 0,
 ) -> Notice | None:
     """The Warning `RolloutFailed` when more nodes are `broken` than `limit` tolerates out of
-    `nodes` (None: within the budget, or no budget, or nothing to stop: the rollout is `paused`
-    already or has no newest `revision`).
+    `nodes` — or, with a `sample`, than it tolerates of the `tried` nodes once they are as many
+    as the sample, and than the sample tolerates before (None: within the budget, or no budget,
+    or nothing to stop: the rollout is `paused` already or has no newest `revision`).
 
     The Event is told once per stop: its subject is the revision and how many changes of the
     pause were seen before it, so a resume that is stopped again is told again."""
     if limit is None or paused or revision is None:
         return None
-    tolerated = limit.of(nodes, rounding=Rounding.DOWN)  # stop sooner, never later
+    tolerated, budget = _tolerated(limit, nodes=nodes, sample=sample, tried=tried)
     if len(broken) <= tolerated:
         return None
     names = sorted(broken)
@@ -56,11 +65,28 @@ def failure_stop(
         reason=ROLLOUT_FAILED,
         message=(
             f"{_nodes(len(names))} broken on revision {revision}, more than "
-            f'{MAX_FAILED_ANNOTATION} "{limit.written}" tolerates ({tolerated}): {named}. '
+            f"{budget} tolerates ({tolerated}): {named}. "
             f'The rollout is paused ({PAUSED_ANNOTATION}: "true") and deletes nothing more; '
             "fix the revision, then resume it (edgerollout resume)"
         ),
         subject=f"{revision}/{pause_changes}",
+    )
+
+
+def _tolerated(
+    limit: Count, *, nodes: int, sample: MinSample | None, tried: int
+) -> tuple[int, str]:
+    """How many broken nodes are tolerated (rounded down: stop sooner, never later), and the
+    budget that says so, as the Warning names it."""
+    if sample is None:
+        return limit.of(nodes, rounding=Rounding.DOWN), f'{MAX_FAILED_ANNOTATION} "{limit.written}"'
+    if tried < sample.size:
+        return sample.before, (
+            f'{MAX_FAILED_BEFORE_SAMPLE_ANNOTATION} "{sample.before}" before '
+            f"{MIN_SAMPLE_ANNOTATION} {sample.size} nodes tried it ({tried} so far)"
+        )
+    return limit.of(tried, rounding=Rounding.DOWN), (
+        f'{MAX_FAILED_ANNOTATION} "{limit.written}" of the {tried} nodes that tried it'
     )
 
 

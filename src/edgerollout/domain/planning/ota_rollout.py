@@ -44,7 +44,7 @@ def plan_ota(
     target, staging = reading.target, reading.spec.staging
     notices = list(reading.notices)
     base = snapshot.budget_base()
-    failed = reading.failure_stop(book.broken, snapshot, nodes=base)
+    failed = reading.failure_stop(book.broken, snapshot, nodes=base, tried=book.tried())
     if failed is not None:
         # Too many nodes upgraded themselves into a failing revision (design §13.4): offer it to
         # no one more, as a pause would.

@@ -105,9 +105,9 @@ def _decide(
     if paused is not None:
         notices.append(paused)
     target = target_revision(annotations=daemonset.annotations, revisions=snapshot.revisions)
-    deadline, max_failed = spec.progress_deadline, spec.max_failed
-    if isinstance(deadline, Notice) or isinstance(max_failed, Notice):
-        unreadable = (value for value in (deadline, max_failed) if isinstance(value, Notice))
+    deadline, max_failed, sample = spec.progress_deadline, spec.max_failed, spec.min_sample
+    if isinstance(deadline, Notice) or isinstance(max_failed, Notice) or isinstance(sample, Notice):
+        unreadable = (v for v in (deadline, max_failed, sample) if isinstance(v, Notice))
         stopped = stopped_plan(
             choice.strategy,
             target=target,
@@ -124,6 +124,7 @@ def _decide(
         notices=tuple(notices),
         progress_deadline=deadline,
         max_failed=max_failed,
+        min_sample=sample,
         window_opens=spec.staging.for_deletions(snapshot.now).window_opens,
     )
     book.refresh(

@@ -94,6 +94,17 @@ class Tally:
     held: int = 0
     held_staged: int = 0
 
+    @property
+    def tried(self) -> int:
+        """The nodes that tried the newest revision (`RolloutBook.tried`)."""
+        return sum(self.verdicts.get(v, 0) for v in TRIED) + self.not_ready_current
+
+
+# The verdicts of a Ready node holding a pod of the newest revision: it tried it.
+TRIED = frozenset(
+    {NodeVerdict.UP_TO_DATE, NodeVerdict.STARTING, NodeVerdict.BROKEN, NodeVerdict.OLD_AND_NEW}
+)
+
 
 class FrozenVerdicts(Mapping[NodeName, NodeVerdict]):
     """The verdicts of one plan, over a persistent map that nothing changes any more: equal to
@@ -374,6 +385,13 @@ class RolloutBook:
     def runs_newest(self, name: NodeName) -> bool:
         """Whether a node that is not Ready holds one live pod, of the newest revision."""
         return name in self._skipped_current
+
+    def tried(self) -> int:
+        """How many nodes tried the newest revision, as of the last `refresh`: a Ready node with
+        a pod of it (available, starting, failing, or beside an old one), a node not Ready whose
+        one live pod is of it."""
+        counts = self._verdict_counts
+        return sum(counts.get(verdict, 0) for verdict in TRIED) + len(self._skipped_current)
 
     def tally(self, holds: Holds) -> Tally:
         """The nodes counted by where they stand, as of the last `refresh`, with `holds` the

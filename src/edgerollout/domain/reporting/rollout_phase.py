@@ -54,12 +54,14 @@ from edgerollout.domain.planning.failure_stop import failure_stop
 from edgerollout.domain.planning.rollout_book import Tally
 from edgerollout.domain.planning.verdicts import NodeVerdict
 from edgerollout.domain.spec.count import Count
+from edgerollout.domain.spec.max_failed import MinSample
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     ANNOTATION_TOO_LONG,
     INVALID_MAINTENANCE_WINDOW,
     INVALID_MAX_FAILED,
     INVALID_MAX_UNAVAILABLE,
+    INVALID_MIN_SAMPLE,
     INVALID_NODE_SELECTOR,
     INVALID_OTA_DEADLINE,
     INVALID_PARTITION,
@@ -119,6 +121,7 @@ UNFOLLOWED_ANNOTATION_REASONS = frozenset(
         INVALID_OTA_DEADLINE,
         INVALID_PROGRESS_DEADLINE,
         INVALID_MAX_FAILED,
+        INVALID_MIN_SAMPLE,
         INVALID_PREPULL,
     }
 )
@@ -208,19 +211,21 @@ def rollout_phase(
     spec_observed: bool,
     max_failed: Count | Notice | None,
     nodes: int,
+    min_sample: MinSample | Notice | None = None,
 ) -> RolloutPhase | None:
     """The phase of the rollout the controller's plan `decided` is for (None: not opted in).
 
     `counts` are the plan's (`rollout_counts`: None only where the plan stopped before judging
     the nodes, for an annotation it cannot follow); `spec_observed`: the native controller has seen
     the DaemonSet's latest generation; `max_failed` is the failure budget the DaemonSet's spec
-    reads (`RolloutSpec.max_failed`), taken over `nodes` (`Snapshot.budget_base`).
+    reads (`RolloutSpec.max_failed`), taken over `nodes` (`Snapshot.budget_base`), or judged on
+    a sample (`RolloutSpec.min_sample`) of the nodes that tried the newest revision.
     """
     if unfollowed_annotations(decided.notices):
         return RolloutPhase.INVALID_ANNOTATION
     if decided.strategy is None:
         return None
-    if _failed(decided, max_failed=max_failed, nodes=nodes):
+    if _failed(decided, max_failed=max_failed, nodes=nodes, min_sample=min_sample):
         return RolloutPhase.ROLLOUT_FAILED
     if counts is None:
         return RolloutPhase.ROLLING
@@ -244,7 +249,13 @@ def rollout_phase(
     return RolloutPhase.ROLLING
 
 
-def _failed(decided: Plan, *, max_failed: Count | Notice | None, nodes: int) -> bool:
+def _failed(
+    decided: Plan,
+    *,
+    max_failed: Count | Notice | None,
+    nodes: int,
+    min_sample: MinSample | Notice | None,
+) -> bool:
     """Whether more nodes are broken than the failure budget tolerates: the rule that stops a
     rollout (`failure_stop`), asked as if it were not paused, since the pause it calls for is
     what a failed rollout looks like once written."""
@@ -256,5 +267,7 @@ def _failed(decided: Plan, *, max_failed: Count | Notice | None, nodes: int) -> 
         nodes=nodes,
         revision=decided.target.hash,
         pause_changes=0,
+        sample=min_sample if isinstance(min_sample, MinSample) else None,
+        tried=0 if decided.tally is None else decided.tally.tried,
     )
     return stop is not None

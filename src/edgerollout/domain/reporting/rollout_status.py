@@ -213,11 +213,13 @@ def rollout_status(
         and nodes_with_pods >= (daemonset.desired_nodes or 0)
     )
     counts = rollout_counts(decided.tally, desired_nodes=daemonset.desired_nodes)
+    spec = read_rollout_spec(daemonset.annotations)
     phase = rollout_phase(
         decided=decided,
         counts=counts,
         spec_observed=spec_observed,
-        max_failed=read_rollout_spec(daemonset.annotations).max_failed,
+        max_failed=spec.max_failed,
+        min_sample=spec.min_sample,
         nodes=snapshot.budget_base(),
     )
     return RolloutStatus(

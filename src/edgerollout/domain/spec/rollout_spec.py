@@ -12,6 +12,7 @@ does is the planner's business (`reconcile`): most hold the rollout (design §12
 | `max_unavailable`   | `apps.openyurt.io/max-unavailable`           | `max_unavailable.read_max_unavailable` |
 | `progress_deadline` | `edgerollout.io/progress-deadline-seconds`   | `deadlines.read_progress_deadline` |
 | `max_failed`        | `edgerollout.io/max-failed`                  | `max_failed.read_max_failed` |
+| `min_sample`        | `edgerollout.io/min-sample`, `.../max-failed-before-sample` | `max_failed.read_min_sample` |
 | `ota_deadline`      | `edgerollout.io/ota-deadline`                | `deadlines.read_ota_deadline` |
 | `prepull`           | `edgerollout.io/prepull`                     | `prepull.read_prepull` |
 
@@ -28,13 +29,15 @@ from edgerollout.domain.events import Notice
 from edgerollout.domain.spec.bounds import LONGEST, bounded
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
-from edgerollout.domain.spec.max_failed import read_max_failed
+from edgerollout.domain.spec.max_failed import MinSample, read_max_failed, read_min_sample
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, read_max_unavailable
 from edgerollout.domain.spec.prepull import read_prepull
 from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
+    MAX_FAILED_BEFORE_SAMPLE_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
+    MIN_SAMPLE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     PREPULL_ANNOTATION,
     PROGRESS_DEADLINE_ANNOTATION,
@@ -49,6 +52,7 @@ class RolloutSpec:
     max_unavailable: Count | InvalidMaxUnavailable
     progress_deadline: timedelta | Notice
     max_failed: Count | Notice | None
+    min_sample: MinSample | Notice | None = None
     ota_deadline: timedelta | Notice | None
     prepull: bool | Notice
 
@@ -76,11 +80,17 @@ KEPT_READINGS = 128
 def _read(items: tuple[tuple[str, str], ...]) -> RolloutSpec:
     annotations = dict(items)
     deadline = read_progress_deadline(annotations.get(PROGRESS_DEADLINE_ANNOTATION))
+    max_failed = read_max_failed(annotations.get(MAX_FAILED_ANNOTATION))
     return RolloutSpec(
         staging=read_staging(annotations),
         max_unavailable=read_max_unavailable(annotations.get(MAX_UNAVAILABLE_ANNOTATION)),
         progress_deadline=deadline if isinstance(deadline, Notice) else timedelta(seconds=deadline),
-        max_failed=read_max_failed(annotations.get(MAX_FAILED_ANNOTATION)),
+        max_failed=max_failed,
+        min_sample=read_min_sample(
+            annotations.get(MIN_SAMPLE_ANNOTATION),
+            annotations.get(MAX_FAILED_BEFORE_SAMPLE_ANNOTATION),
+            max_failed=max_failed,
+        ),
         ota_deadline=read_ota_deadline(annotations.get(OTA_DEADLINE_ANNOTATION)),
         prepull=read_prepull(annotations.get(PREPULL_ANNOTATION)),
     )
