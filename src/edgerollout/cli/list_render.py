@@ -4,7 +4,7 @@ Rendering is pure (statuses and the time in, a string out). The columns:
 
 ```
 [NAMESPACE]  NAME  STRATEGY  UPDATED  OFFLINE  BROKEN  HELD  WAVE  STATE  AGE
-  -o wide adds:  MAX-UNAVAILABLE  BUDGET  REVISION  WARNINGS
+  -o wide adds:  MAX-UNAVAILABLE  BUDGET  BATCH  REVISION  WARNINGS
 ```
 NAMESPACE only with `-A`, as kubectl shows it; UPDATED is the updated nodes of those the rollout
 covers (`2/3`), OFFLINE, BROKEN and HELD nodes too (`-` while an annotation the controller cannot
@@ -22,6 +22,8 @@ The JSON shape is a public contract (design §9.1):
             "updated": int | null, "total": int | null, "offline": int | null,
             "broken": int | null, "held": int | null,
             "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
+            "batch": {"index": int, "count": int, "target": int, "nodes": int,
+                      "pending": int, "soakingUntil": str | null} | null,
             "state": {"reason": str, "text": str},
             "invalidAnnotations": [str],
             "newestRevision": str | null, "newestRevisionCreated": str | null,
@@ -42,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from edgerollout.cli.status_render import COLUMN_GAP
+from edgerollout.cli.status_render import COLUMN_GAP, batch_document
 from edgerollout.domain.reporting.rollout_phase import RolloutCounts, RolloutPhase
 from edgerollout.domain.reporting.rollout_status import RolloutStatus
 from edgerollout.domain.timestamps import format_rfc3339
@@ -50,7 +52,7 @@ from edgerollout.domain.timestamps import format_rfc3339
 NONE = "<none>"
 NOT_COUNTED = "-"
 COLUMNS = ["NAME", "STRATEGY", "UPDATED", "OFFLINE", "BROKEN", "HELD", "WAVE", "STATE", "AGE"]
-WIDE_COLUMNS = ["MAX-UNAVAILABLE", "BUDGET", "REVISION", "WARNINGS"]
+WIDE_COLUMNS = ["MAX-UNAVAILABLE", "BUDGET", "BATCH", "REVISION", "WARNINGS"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +90,7 @@ class Layout:
         wide = [
             strategy.max_unavailable or NONE,
             NONE if strategy.budget is None else str(strategy.budget),
+            NONE if status.batch is None else f"{status.batch.index + 1}/{status.batch.count}",
             status.newest_revision or NONE,
             ",".join(status.unfollowed) or NONE,
         ]
@@ -172,6 +175,7 @@ def item_document(listed: ListedStatus) -> dict[str, Any]:
         "wave": None
         if wave is None
         else {"name": wave.name, "index": wave.index, "count": wave.count, "pending": wave.pending},
+        "batch": batch_document(status.batch),
         "state": {"reason": phase.value, "text": phase.text},
         "invalidAnnotations": list(status.unfollowed),
         "newestRevision": status.newest_revision,

@@ -7,6 +7,8 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
  "newestRevision": str | null, "maxUnavailable": int | null, "unavailable": int | null,
  "paused": bool, "pausesRollout": bool, "windowOpens": str | null,
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
+ "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
+           "soakingUntil": str | null} | null,
  "events": [{"type": str, "reason": str, "message": str}],
  "nodes": [{"node": str, "nodeReady": "Ready" | "NotReady" | "Unknown" | "Missing",
             "pods": [str], "action": str, "why": str}]}
@@ -23,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from edgerollout.cli.status_render import align
+from edgerollout.cli.status_render import align, batch_document, describe_batch
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.reporting.node_plans import NodePlan
@@ -47,6 +49,8 @@ def render_plan_table(result: DryRun) -> str:
     staging = ["paused"] if decided.paused else []
     if holds.wave is not None:
         staging.append(f"wave {holds.wave}")
+    if holds.batch is not None:
+        staging.append(describe_batch(holds.batch))
     if decided.window_opens is not None:
         staging.append(f"maintenance window closed, opens {format_rfc3339(decided.window_opens)}")
     if staging:
@@ -98,6 +102,7 @@ def plan_document(result: DryRun) -> dict[str, Any]:
         "wave": None
         if wave is None
         else {"name": wave.name, "index": wave.index, "count": wave.count, "pending": wave.pending},
+        "batch": batch_document(decided.holds.batch),
         "events": [
             {"type": str(notice.type), "reason": notice.reason, "message": notice.message}
             for notice in decided.notices

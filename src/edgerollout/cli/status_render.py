@@ -13,7 +13,9 @@ terminal. The JSON shape is a public contract, documented in the README:
             "held": str | null, "broken": str | null}],
  "summary": str,
  "paused": bool, "staging": [str], "windowOpens": str | null,
- "wave": {"name": str, "index": int, "count": int, "pending": int} | null}
+ "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
+ "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
+           "soakingUntil": str | null} | null}
 ```
 `broken` is why a current pod on a Ready node is failing (`CrashLoopBackOff`, ...); `held` is the
 hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
@@ -28,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from edgerollout.domain.planning.holds import BatchProgress
 from edgerollout.domain.reporting.rollout_status import NodeRow, RolloutStatus, StrategyStatus
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.timestamps import format_rfc3339
@@ -75,14 +78,24 @@ def describe_staging(status: RolloutStatus) -> str:
     closed maintenance window says when it opens."""
     parts = ["paused"] if status.paused else []
     for setting in status.staging:
-        if setting.startswith("waves "):
+        if setting.startswith(("waves ", "batches ")):
             continue
         if setting.startswith("maintenance window ") and status.window_opens is not None:
             setting += f" (closed, opens {format_rfc3339(status.window_opens)})"
         parts.append(setting)
     if status.wave is not None:
         parts.append(f"wave {status.wave}")
+    if status.batch is not None:
+        parts.append(describe_batch(status.batch))
     return "; ".join(parts)
+
+
+def describe_batch(batch: BatchProgress) -> str:
+    """`batch 2 of 4 (50 of 1000 nodes)`, and while it soaks, when the next starts."""
+    text = f"batch {batch}"
+    if batch.opens is not None:
+        text += f", soaking until {format_rfc3339(batch.opens)}"
+    return text
 
 
 def align(lines: Sequence[Sequence[str]]) -> list[str]:
@@ -141,6 +154,7 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
         "paused": status.paused,
         "staging": list(status.staging),
         "windowOpens": None if status.window_opens is None else format_rfc3339(status.window_opens),
+        "batch": batch_document(status.batch),
         "wave": None
         if status.wave is None
         else {
@@ -155,3 +169,17 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
 def render_json(status: RolloutStatus) -> str:
     """The JSON document, indented by two spaces, ending with a newline."""
     return orjson.dumps(status_document(status), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def batch_document(batch: BatchProgress | None) -> dict[str, Any] | None:
+    """A batch as the JSON documents of `status`, `plan` and `list` give it."""
+    if batch is None:
+        return None
+    return {
+        "index": batch.index,
+        "count": batch.count,
+        "target": batch.target,
+        "nodes": batch.nodes,
+        "pending": batch.pending,
+        "soakingUntil": None if batch.opens is None else format_rfc3339(batch.opens),
+    }

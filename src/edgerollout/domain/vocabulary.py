@@ -95,6 +95,9 @@ PAUSED_ANNOTATION: Final = "edgerollout.io/paused"
 PARTITION_ANNOTATION: Final = "edgerollout.io/partition"
 NODE_SELECTOR_ANNOTATION: Final = "edgerollout.io/node-selector"
 WAVES_ANNOTATION: Final = "edgerollout.io/waves"
+# Slow start (design §12.8): cumulative batches over the rollout's order, and the soak after each.
+BATCHES_ANNOTATION: Final = "edgerollout.io/batches"
+BATCH_SOAK_ANNOTATION: Final = "edgerollout.io/batch-soak"
 WAVE_LABEL_ANNOTATION: Final = "edgerollout.io/wave-label"
 # The node label waves group nodes by unless `edgerollout.io/wave-label` names another: OpenYurt's
 # NodePool label.
@@ -106,10 +109,12 @@ EVERY_OTHER_WAVE: Final = "*"
 ROLLOUT_PAUSED: Final = "RolloutPaused"
 ROLLOUT_RESUMED: Final = "RolloutResumed"
 WAVE_STARTED: Final = "WaveStarted"
+BATCH_STARTED: Final = "BatchStarted"
 INVALID_PAUSED: Final = "InvalidPaused"
 INVALID_PARTITION: Final = "InvalidPartition"
 INVALID_NODE_SELECTOR: Final = "InvalidNodeSelector"
 INVALID_WAVES: Final = "InvalidWaves"
+INVALID_BATCHES: Final = "InvalidBatches"
 # A rollout annotation's value longer than edgerollout reads (design §12.7).
 ANNOTATION_TOO_LONG: Final = "AnnotationTooLong"
 # Reasons of `PodNeedUpgrade=False` on an OTA pod that is outdated but held back (design §12).
@@ -118,6 +123,7 @@ HELD_BY_INVALID_SETTING: Final = "HeldByInvalidSetting"
 HELD_BY_NODE_SELECTOR: Final = "HeldByNodeSelector"
 HELD_BY_PARTITION: Final = "HeldByPartition"
 HELD_BY_WAVE: Final = "HeldByWave"
+HELD_BY_BATCH: Final = "HeldByBatch"
 NOT_IN_WAVES: Final = "NotInWaves"
 HELD_BY_WINDOW: Final = "MaintenanceWindowClosed"
 

@@ -70,11 +70,11 @@ def test_wide_adds_the_budget_the_revision_and_the_warnings(api: ClosingApi) -> 
     # The narrow columns as in the table above, then (max-unavailable unset is 10 %; 10 % and
     # 30 % of 3 nodes round up to 1):
     assert [line[111:] for line in stdout.splitlines()] == [
-        "MAX-UNAVAILABLE   BUDGET   REVISION   WARNINGS",
-        "10%               1        hash-new   <none>",
-        "<none>            <none>   hash-new   UnknownUpdateStrategy",
-        "30%               1        hash-new   <none>",
-        "10%               1        hash-new   <none>",
+        "MAX-UNAVAILABLE   BUDGET   BATCH    REVISION   WARNINGS",
+        "10%               1        <none>   hash-new   <none>",
+        "<none>            <none>   <none>   hash-new   UnknownUpdateStrategy",
+        "30%               1        <none>   hash-new   <none>",
+        "10%               1        <none>   hash-new   <none>",
     ]
     assert [line[:111].rstrip() for line in stdout.splitlines()] == [
         "NAME    STRATEGY                UPDATED   OFFLINE   BROKEN   HELD   WAVE     "
@@ -132,6 +132,7 @@ def test_json_has_the_documented_shape(api: ClosingApi) -> None:
         "broken": 0,
         "held": 0,
         "wave": None,
+        "batch": None,
         "state": {"reason": "WaitingForOfflineNodes", "text": "waiting for offline nodes"},
         "invalidAnnotations": [],
         "newestRevision": NEW,

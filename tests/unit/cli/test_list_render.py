@@ -79,6 +79,7 @@ def test_a_wide_row_of_all_namespaces_has_every_column_in_order() -> None:
         ("AGE", "42s"),
         ("MAX-UNAVAILABLE", "10%"),
         ("BUDGET", "1"),
+        ("BATCH", "<none>"),
         ("REVISION", "hash-new"),
         ("WARNINGS", "<none>"),
     ]
@@ -112,6 +113,7 @@ def test_a_rollout_without_a_revision_or_a_known_age_shows_none() -> None:
         "0",
         "<none>",
         "waiting for offline nodes",
+        "<none>",
         "<none>",
         "<none>",
         "<none>",

@@ -109,6 +109,7 @@ def test_json_document_has_the_documented_shape() -> None:
         "pausesRollout": False,
         "windowOpens": None,
         "wave": {"name": "pool-a", "index": 0, "count": 2, "pending": 1},
+        "batch": None,
         "events": [
             {
                 "type": "Normal",

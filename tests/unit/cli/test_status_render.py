@@ -149,6 +149,7 @@ def test_json_document_has_the_documented_shape() -> None:
         "staging": [],
         "windowOpens": None,
         "wave": None,
+        "batch": None,
     }
 
 

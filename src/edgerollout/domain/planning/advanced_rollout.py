@@ -11,7 +11,7 @@ pulls are asked for (`prepull_first`). More broken nodes than the failure budget
 from dataclasses import replace
 
 from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
-from edgerollout.domain.planning.holds import wave_started_notice
+from edgerollout.domain.planning.holds import batch_started_notice, wave_started_notice
 from edgerollout.domain.planning.prepull_first import PrepullSteps, prepull_first
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import CLOCK_DEPENDENT, DeletionPlan, NodeVerdict
@@ -48,9 +48,11 @@ def plan_advanced_rolling_update(
         # deleted even before the pause is written, or if it cannot be.
         notices.append(failed)
         rollout = _deletions(snapshot, book, budget, replace(deleting, paused=True))
-    wave = wave_started_notice(rollout.holds, revision=target.hash)
-    if wave is not None:
-        notices.append(wave)
+    started = (
+        wave_started_notice(rollout.holds, revision=target.hash),
+        batch_started_notice(rollout.holds, revision=target.hash),
+    )
+    notices.extend(notice for notice in started if notice is not None)
     pulls = pulls_first.steps(
         rollout, jobs=snapshot.pull_jobs, template=snapshot.pull_template, now=snapshot.now
     )
@@ -82,6 +84,7 @@ def _deletions(
         counted_while_not_ready=daemonset.counted_while_not_ready,
         staging=staging,
         labels=snapshot.labels_of,
+        now=snapshot.now,
     )
 
 
@@ -94,7 +97,7 @@ def _recheck(
 ) -> Recheck:
     """When to look again without an event: a starting or failing node's verdict may change on
     the clock alone (minReadySeconds, the health recheck), a pre-pull passes its fallback, a
-    closed maintenance window opens."""
+    closed maintenance window opens, a soaking batch lets the next start."""
     # From the book's counts, not a scan of every node's verdict: that scan was most of a plan
     # that judged one node at 100,000 nodes.
     counted = rollout.counted
@@ -109,4 +112,5 @@ def _recheck(
     recheck = replace(
         Recheck.of(settings, starting=starting), prepull_seconds=pulls.recheck_seconds
     )
+    recheck = recheck.until_soaked(rollout.holds, snapshot.now)
     return recheck.until_window_opens(reading.window_opens, snapshot.now)

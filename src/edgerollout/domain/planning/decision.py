@@ -133,6 +133,7 @@ class Recheck:
     - a condition write waiting for its echo: when its record expires, so a write whose echo
       never came is checked again, but not sooner than `min_seconds`;
     - a maintenance window closed: when it opens (`window_seconds`);
+    - a batch soaking: when the next batch may start (`soak_seconds`);
     - an OTA pod marked but not yet past its OTA deadline: when the first one passes it
       (`ota_deadline_seconds`);
     - a pre-pull asked for before a deletion and not done: when the first one passes its
@@ -143,6 +144,7 @@ class Recheck:
     starting_seconds: float | None = None
     min_seconds: float = CONTROLLER.reconcile.condition_recheck_floor
     window_seconds: float | None = None
+    soak_seconds: float | None = None
     ota_deadline_seconds: float | None = None
     prepull_seconds: float | None = None
 
@@ -161,6 +163,13 @@ class Recheck:
             return self
         return replace(self, window_seconds=max((opens - now).total_seconds(), 0.0))
 
+    def until_soaked(self, holds: Holds, now: datetime) -> Self:
+        """This recheck, and a look when a soaking batch lets the next start: no event says so."""
+        batch = holds.batch
+        if batch is None or batch.opens is None:
+            return self
+        return replace(self, soak_seconds=max((batch.opens - now).total_seconds(), 0.0))
+
     def after(self, *, deletions_in_flight: int, unechoed_seconds: float | None) -> float | None:
         """Seconds until the next look (None: only on an event)."""
         waits: list[float] = []
@@ -170,6 +179,8 @@ class Recheck:
             waits.append(self.starting_seconds)
         if self.window_seconds is not None:
             waits.append(self.window_seconds)
+        if self.soak_seconds is not None:
+            waits.append(self.soak_seconds)
         if self.ota_deadline_seconds is not None:
             waits.append(self.ota_deadline_seconds)
         if self.prepull_seconds is not None:

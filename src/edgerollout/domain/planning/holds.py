@@ -8,15 +8,17 @@ controller may upgrade. The rules, and why, are in `spec.staging`'s docstring an
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.spec.count import Rounding
-from edgerollout.domain.spec.staging import Staging, Waves
+from edgerollout.domain.spec.staging import Batches, Staging, Waves
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
+    BATCH_STARTED,
+    HELD_BY_BATCH,
     HELD_BY_INVALID_SETTING,
     HELD_BY_NODE_SELECTOR,
     HELD_BY_PARTITION,
@@ -37,6 +39,7 @@ class HoldReason(StrEnum):
     NOT_IN_WAVES = "in no wave"
     PARTITION = "partition"
     WAVE = "wave"
+    BATCH = "batch"
     WINDOW = "maintenance window closed"
     NODE_DECIDES = "OTA: the node decides"
     PULLING = "waiting for its image pre-pull"
@@ -49,15 +52,19 @@ STAGED_HOLDS = frozenset({HoldReason.SELECTOR, HoldReason.PARTITION, HoldReason.
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hold:
-    """A node held back, and why; `wave` names the wave it waits for (reason WAVE)."""
+    """A node held back, and why; `wave` names the wave it waits for (reason WAVE), `batch` the
+    batch it is in, from 1 (reason BATCH)."""
 
     reason: HoldReason
     wave: str | None = None
     opens: datetime | None = None
+    batch: int | None = None
 
     def __str__(self) -> str:
         if self.reason is HoldReason.WAVE and self.wave is not None:
             return f"wave {self.wave}"
+        if self.reason is HoldReason.BATCH and self.batch is not None:
+            return f"batch {self.batch}"
         if self.reason is HoldReason.WINDOW and self.opens is not None:
             return f"{self.reason}, opens {format_rfc3339(self.opens)}"
         return str(self.reason)
@@ -75,6 +82,7 @@ _CONDITION_REASONS = {
     HoldReason.NOT_IN_WAVES: NOT_IN_WAVES,
     HoldReason.PARTITION: HELD_BY_PARTITION,
     HoldReason.WAVE: HELD_BY_WAVE,
+    HoldReason.BATCH: HELD_BY_BATCH,
     HoldReason.WINDOW: HELD_BY_WINDOW,
     HoldReason.NODE_DECIDES: "",
     HoldReason.PULLING: "",
@@ -97,6 +105,23 @@ class WaveProgress:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BatchProgress:
+    """The batch a rollout is at: `index` (from 0) of `count`, taking the first `target` of the
+    `nodes` it covers in its order; `pending` of its Ready nodes still hold an old pod; `opens`:
+    when the next batch starts, while this one soaks (None: not soaking)."""
+
+    index: int
+    count: int
+    target: int
+    nodes: int
+    pending: int = 0
+    opens: datetime | None = None
+
+    def __str__(self) -> str:
+        return f"{self.index + 1} of {self.count} ({self.target} of {self.nodes} nodes)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Holds:
     """The nodes a staged rollout holds, its wave, and the order it takes the others in.
 
@@ -106,6 +131,7 @@ class Holds:
     held: Mapping[NodeName, Hold] = field(default_factory=dict)
     rank: Mapping[NodeName, int] = field(default_factory=dict)
     wave: WaveProgress | None = None
+    batch: BatchProgress | None = None
     paused: bool = False
     window_opens: datetime | None = None
 
@@ -125,13 +151,16 @@ def hold_nodes(
     done: Callable[[NodeName], bool],
     ready: Callable[[NodeName], bool],
     outdated: Callable[[NodeName], bool],
+    done_since: Callable[[NodeName], datetime | None] = lambda name: None,
+    now: datetime | None = None,
 ) -> Holds:
     """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet, or
     whose pod's deletion is in flight).
 
     `labels(node)`: the node's labels (empty for a node not in the cache); `ready(node)`: whether
     its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
-    is available; `outdated(node)`: whether a Ready node still holds an old pod. Depends only on
+    is available, and `done_since(node)` since when (None: unknown); `outdated(node)`: whether a
+    Ready node still holds an old pod; `now`: the moment, for a batch's soak. Depends only on
     the arguments, not on the order of `nodes`."""
     if not staging.active:
         return NOTHING_HELD
@@ -159,10 +188,23 @@ def hold_nodes(
         count = min(staging.partition.of(len(covered), rounding=Rounding.UP), len(covered))
         for name in covered[len(covered) - count :]:
             held[name] = Hold(reason=HoldReason.PARTITION)
+    covered = [name for name in ordered if name not in held]
     progress = None
     if waves is not None:
         progress = _hold_later_waves(
             waves, ordered, wave_of, held, done=done, ready=ready, outdated=outdated
+        )
+    batch = None
+    if staging.batches is not None:
+        batch = _hold_later_batches(
+            staging.batches,
+            covered,
+            held,
+            done=done,
+            ready=ready,
+            outdated=outdated,
+            done_since=done_since,
+            now=now,
         )
     if staging.only is not None:
         for name in ordered:
@@ -173,6 +215,7 @@ def hold_nodes(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},
         wave=progress,
+        batch=batch,
         paused=staging.paused,
         window_opens=staging.window_opens,
     )
@@ -201,6 +244,62 @@ def _hold_later_waves(
         if index is not None and index > current and name not in held:
             held[name] = Hold(reason=HoldReason.WAVE, wave=waves.names[index])
     return WaveProgress(index=current, count=last, name=waves.names[current], pending=pending)
+
+
+def _hold_later_batches(
+    batches: Batches,
+    covered: Sequence[NodeName],
+    held: dict[NodeName, Hold],
+    *,
+    done: Callable[[NodeName], bool],
+    ready: Callable[[NodeName], bool],
+    outdated: Callable[[NodeName], bool],
+    done_since: Callable[[NodeName], datetime | None],
+    now: datetime | None,
+) -> BatchProgress:
+    """Hold the nodes after the current batch (in `held`), and say where it is.
+
+    `covered`: the nodes the selector and the partition leave in, in the rollout's order. The
+    current batch is the one holding the first Ready node not done (the last when every one is);
+    while the batch before it soaks, that one is current still."""
+    count = len(covered)
+    ends: list[int] = []
+    for target in batches.targets:
+        end = min(max(target.of(count, rounding=Rounding.UP), ends[-1] if ends else 0), count)
+        ends.append(end)
+    if not ends or ends[-1] < count:
+        ends.append(count)
+    first_open = next(
+        (place for place, name in enumerate(covered) if ready(name) and not done(name)), count
+    )
+    current = next((i for i, end in enumerate(ends) if end > first_open), len(ends) - 1)
+    opens = None
+    if current > 0 and batches.soak > timedelta(0) and now is not None:
+        times = [done_since(name) for name in covered[: ends[current - 1]] if ready(name)]
+        finished = max((t for t in times if t is not None), default=None)
+        if finished is not None and now < finished + batches.soak:
+            current -= 1
+            opens = finished + batches.soak
+    start = 0
+    for index, end in enumerate(ends):
+        if index > current:
+            for name in covered[start:end]:
+                if name not in held:
+                    held[name] = Hold(reason=HoldReason.BATCH, batch=index + 1)
+        start = end
+    pending = sum(
+        1
+        for name in covered[: ends[current]]
+        if name not in held and ready(name) and outdated(name)
+    )
+    return BatchProgress(
+        index=current,
+        count=len(ends),
+        target=ends[current],
+        nodes=count,
+        pending=pending,
+        opens=opens,
+    )
 
 
 def _overriding_holds(
@@ -263,4 +362,28 @@ def wave_started_notice(holds: Holds, *, revision: str | None) -> Notice | None:
             + ("" if wave.index == 0 else ", every Ready node of the waves before it being done")
         ),
         subject=f"{revision}/{wave.index}/{wave.name}",
+    )
+
+
+def batch_started_notice(holds: Holds, *, revision: str | None) -> Notice | None:
+    """The Normal `BatchStarted` Event for the current batch of a rollout to `revision`, when the
+    batch has Ready nodes still to upgrade; once per batch and revision."""
+    batch = holds.batch
+    if (
+        revision is None
+        or batch is None
+        or not batch.pending
+        or holds.paused
+        or holds.window_opens is not None
+    ):
+        return None
+    return Notice(
+        type=EventType.NORMAL,
+        reason=BATCH_STARTED,
+        message=(
+            f"batch {batch.index + 1} of {batch.count} started: up to {batch.target} of the "
+            f"{batch.nodes} nodes of the rollout run the newest revision"
+            + ("" if batch.index == 0 else ", every Ready node of the batches before done")
+        ),
+        subject=f"{revision}/batch/{batch.index}",
     )

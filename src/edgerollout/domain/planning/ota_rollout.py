@@ -25,7 +25,11 @@ from edgerollout.domain.planning.conditions import (
     revision_in_message,
 )
 from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
-from edgerollout.domain.planning.holds import NOTHING_HELD, wave_started_notice
+from edgerollout.domain.planning.holds import (
+    NOTHING_HELD,
+    batch_started_notice,
+    wave_started_notice,
+)
 from edgerollout.domain.planning.prepull import PrepullStep, plan_prepulls
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -50,15 +54,21 @@ def plan_ota(
         # no one more, as a pause would.
         notices.append(failed)
         staging = replace(staging, paused=True)
-    holds = book.holds(staging, snapshot.labels_of) if staging.active else NOTHING_HELD
+    holds = (
+        book.holds(staging, snapshot.labels_of, now=snapshot.now)
+        if staging.active
+        else NOTHING_HELD
+    )
     writes: tuple[ConditionWrite, ...] = ()
     if not (staging.paused or staging.invalid):
         writes = plan_need_upgrade(
             pods=list(snapshot.pods), target=target, now=snapshot.now, held=holds.held
         )
-    wave = wave_started_notice(holds, revision=target.hash)
-    if wave is not None:
-        notices.append(wave)
+    started = (
+        wave_started_notice(holds, revision=target.hash),
+        batch_started_notice(holds, revision=target.hash),
+    )
+    notices.extend(notice for notice in started if notice is not None)
     upgrades = _deadline_upgrades(snapshot, reading, book, staging, base=base)
     notices.extend(upgrades.notices)
     return Plan(
@@ -66,7 +76,9 @@ def plan_ota(
         notices=tuple(notices),
         condition_writes=writes,
         prepulls=_prepulls(snapshot, target, settings),
-        recheck=upgrades.recheck(settings, reading.window_opens, snapshot.now),
+        recheck=upgrades.recheck(settings, reading.window_opens, snapshot.now).until_soaked(
+            holds, snapshot.now
+        ),
         paused=reading.spec.staging.paused,
         pause_rollout=failed is not None,
         broken=book.broken,

@@ -59,6 +59,7 @@ from edgerollout.domain.planning.verdicts import (
     shortfall,
 )
 from edgerollout.domain.spec.staging import NOT_STAGED, Staging
+from edgerollout.domain.timestamps import to_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class _Entry:
     verdict: NodeVerdict | None
     outdated: PodView | None = None
     broken: Broken | None = None
+    available_since: datetime | None = None
 
 
 _SKIPPED = _Entry(verdict=None)
@@ -269,7 +271,12 @@ class RolloutBook:
         verdict, outdated, broken = judge_node(
             live, target, min_ready_seconds, now, progress_deadline=progress_deadline
         )
-        self._entries[name] = _Entry(verdict=verdict, outdated=outdated, broken=broken)
+        since = None
+        if verdict is NodeVerdict.UP_TO_DATE and len(live) == 1 and live[0].ready_since:
+            since = to_utc(live[0].ready_since) + timedelta(seconds=min_ready_seconds)
+        self._entries[name] = _Entry(
+            verdict=verdict, outdated=outdated, broken=broken, available_since=since
+        )
         self._verdicts = self._verdicts.set(name, verdict)
         self._verdict_counts[verdict] = self._verdict_counts.get(verdict, 0) + 1
         if broken is not None:
@@ -320,6 +327,7 @@ class RolloutBook:
         counted_while_not_ready: frozenset[NodeReadiness] = frozenset(),
         staging: Staging = NOT_STAGED,
         labels: Labels = no_labels,
+        now: datetime | None = None,
     ) -> DeletionPlan:
         """The deletions to make now, from the verdicts of the last `refresh`.
 
@@ -339,7 +347,7 @@ class RolloutBook:
             )
         room = max(0, max_unavailable - unavailable)
         entries = self._entries
-        holds = self.holds(staging, labels)
+        holds = self.holds(staging, labels, now=now)
         held = holds.held
         chosen: list[Deletion] = [
             deletion_of(entry.outdated, name, DeletionReason.OUTDATED_UNAVAILABLE)
@@ -410,18 +418,26 @@ class RolloutBook:
             held_staged=held_staged,
         )
 
-    def holds(self, staging: Staging, labels: Labels = no_labels) -> Holds:
+    def holds(
+        self, staging: Staging, labels: Labels = no_labels, *, now: datetime | None = None
+    ) -> Holds:
         """The nodes `staging` holds back, and its wave, from the verdicts of the last `refresh`
         (a wave is done when its Ready nodes are up to date, judged as for a deletion)."""
-        verdicts = self._verdicts
+        verdicts, entries = self._verdicts, self._entries
         return hold_nodes(
             staging,
+            now=now,
+            done_since=lambda name: _available_since(entries.get(name)),
             nodes=self._entries.keys(),
             labels=labels,
             done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
             ready=lambda name: name in verdicts,
             outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
         )
+
+
+def _available_since(entry: _Entry | None) -> datetime | None:
+    return None if entry is None else entry.available_since
 
 
 def _remove_sorted(names: list[NodeName], name: NodeName) -> None:

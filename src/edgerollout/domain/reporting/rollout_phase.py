@@ -58,6 +58,7 @@ from edgerollout.domain.spec.max_failed import MinSample
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     ANNOTATION_TOO_LONG,
+    INVALID_BATCHES,
     INVALID_MAINTENANCE_WINDOW,
     INVALID_MAX_FAILED,
     INVALID_MAX_UNAVAILABLE,
@@ -117,6 +118,7 @@ UNFOLLOWED_ANNOTATION_REASONS = frozenset(
         INVALID_PARTITION,
         INVALID_NODE_SELECTOR,
         INVALID_WAVES,
+        INVALID_BATCHES,
         INVALID_MAINTENANCE_WINDOW,
         INVALID_OTA_DEADLINE,
         INVALID_PROGRESS_DEADLINE,

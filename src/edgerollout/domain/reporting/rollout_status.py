@@ -55,7 +55,7 @@ from edgerollout.domain.model import (
 from edgerollout.domain.planning.availability import is_available
 from edgerollout.domain.planning.conditions import revision_in_message
 from edgerollout.domain.planning.decision import Plan, Snapshot
-from edgerollout.domain.planning.holds import WaveProgress
+from edgerollout.domain.planning.holds import BatchProgress, WaveProgress
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -69,6 +69,7 @@ from edgerollout.domain.reporting.rollout_phase import (
 from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
+    BATCHES_ANNOTATION,
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
@@ -149,7 +150,8 @@ class NodeRow:
 class RolloutStatus:
     """The whole picture: header facts, one row per pod, and the one-line summary.
 
-    `paused`: the rollout is paused; `wave`: the wave it is at (None without waves); `staging`:
+    `paused`: the rollout is paused; `wave`: the wave it is at (None without waves), `batch`
+    the batch (None without batches); `staging`:
     the staging annotations in force, as `partition 2`, `node selector canary=true`;
     `window_opens`: when the maintenance window, closed now, opens next; `counts`: the nodes
     counted by where they stand (None: not counted, the plan stopped before judging them); `phase`: where the rollout stands as a whole (None: not opted in);
@@ -167,6 +169,7 @@ class RolloutStatus:
     summary: str
     paused: bool = False
     wave: WaveProgress | None = None
+    batch: BatchProgress | None = None
     staging: tuple[str, ...] = ()
     window_opens: datetime | None = None
     counts: RolloutCounts | None
@@ -241,6 +244,7 @@ def rollout_status(
         ),
         paused=bool(decided.paused),
         wave=decided.holds.wave,
+        batch=decided.holds.batch,
         staging=_staging_in_force(daemonset),
         window_opens=decided.window_opens,
         counts=counts,
@@ -310,6 +314,7 @@ _STAGING_LABELS = (
     (NODE_SELECTOR_ANNOTATION, "node selector"),
     (PARTITION_ANNOTATION, "partition"),
     (WAVES_ANNOTATION, "waves"),
+    (BATCHES_ANNOTATION, "batches"),
     (MAINTENANCE_WINDOW_ANNOTATION, "maintenance window"),
 )
 

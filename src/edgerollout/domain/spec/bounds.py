@@ -16,6 +16,8 @@ from typing import Final
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.vocabulary import (
     ANNOTATION_TOO_LONG,
+    BATCH_SOAK_ANNOTATION,
+    BATCHES_ANNOTATION,
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_FAILED_ANNOTATION,
     MAX_FAILED_BEFORE_SAMPLE_ANNOTATION,
@@ -48,6 +50,9 @@ LONGEST: Final[Mapping[str, int]] = {
     PROGRESS_DEADLINE_ANNOTATION: SHORT,
     OTA_DEADLINE_ANNOTATION: SHORT,
     WAVE_LABEL_ANNOTATION: SHORT,
+    BATCH_SOAK_ANNOTATION: SHORT,
+    # Some dozens of batches such as "1, 5%, 25%".
+    BATCHES_ANNOTATION: 1_024,
     # A selector of a few dozen requirements, or `in` sets of some hundreds of values.
     NODE_SELECTOR_ANNOTATION: 16_384,
     # Some 250 node pools of 63 characters each, in as many waves.

@@ -9,6 +9,7 @@ update models:
 | `edgerollout.io/node-selector` | a `kubectl -l` label selector | the nodes it does not select      |
 | `edgerollout.io/partition`   | `"N"` or `"P%"`               | the last N of the rollout's order   |
 | `edgerollout.io/waves`       | `"pool-a, pool-b, *"`         | the nodes of the waves not started  |
+| `edgerollout.io/batches`     | `"1, 5%, 25%"`                | the nodes after the current batch   |
 
 The rollout's order is (wave, node name): the nodes of the first wave by name, then the second's.
 A node whose label value names no wave belongs to `*` if the list has it; without `*` it is in no
@@ -31,6 +32,13 @@ what is read here. Holding a node is all staging does: a held node keeps its ver
 (AdvancedRollingUpdate) or offered an upgrade (OTA). A value that cannot be read holds every node
 (`INVALID`), with one Warning naming it and what is accepted, as for a bad max-unavailable.
 
+Batches (slow start, design §12.8) are cumulative targets over the nodes the selector and the
+partition leave in, in the rollout's order: `"1, 5%, 25%"` upgrades 1 node, then up to 5 % of them,
+then 25 %, then the rest (an implicit last batch of 100 %); a percentage rounds up. A batch starts
+when every Ready node of the earlier ones runs the newest revision and is available (offline
+nodes do not hold it back), and, with `edgerollout.io/batch-soak: "10m"` (a Go duration), once
+the last of them has been available that long. Max-unavailable still bounds every moment.
+
 A maintenance window (`edgerollout.io/maintenance-window`, design §13.2) holds every node of an
 AdvancedRollingUpdate while it is closed (`WINDOW`, with when it opens): deletions start only inside
 a window. It does not hold OTA: a node-initiated upgrade is the node's decision.
@@ -42,11 +50,12 @@ holds a node whose image has not been pre-pulled (`PULLING`), unless something e
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
 from edgerollout.domain.spec.count import Count, read_count
+from edgerollout.domain.spec.go_duration import GoDurationError, parse_go_duration
 from edgerollout.domain.spec.label_selector import (
     LabelSelector,
     LabelSelectorError,
@@ -57,7 +66,10 @@ from edgerollout.domain.spec.label_selector import (
 from edgerollout.domain.spec.maintenance_window import MaintenanceWindows, read_maintenance_window
 from edgerollout.domain.spec.pause import read_pause
 from edgerollout.domain.vocabulary import (
+    BATCH_SOAK_ANNOTATION,
+    BATCHES_ANNOTATION,
     EVERY_OTHER_WAVE,
+    INVALID_BATCHES,
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,
     INVALID_WAVES,
@@ -95,6 +107,23 @@ class Waves:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Batches:
+    """Slow start: cumulative `targets` over the rollout's nodes (an implicit last one of 100 %),
+    each started once the earlier ones are done and, for `soak`, stayed so."""
+
+    targets: tuple[Count, ...]
+    soak: timedelta = timedelta(0)
+
+    def __str__(self) -> str:
+        written = ", ".join(target.written for target in self.targets)
+        return written if not self.soak else f"{written}, soak {self.soak}"
+
+
+MOST_BATCHES = 64
+"""More batches than a person writes by hand; each is a pass over the rollout's nodes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Staging:
     """The staging annotations of a DaemonSet, read (see `read_staging`).
 
@@ -104,6 +133,7 @@ class Staging:
     selector: LabelSelector | None = None
     partition: Count | None = None
     waves: Waves | None = None
+    batches: Batches | None = None
     window: MaintenanceWindows | None = None
     invalid: bool = False
     notices: tuple[Notice, ...] = ()
@@ -124,6 +154,7 @@ class Staging:
             or self.selector is not None
             or self.partition is not None
             or self.waves is not None
+            or self.batches is not None
             or self.window_opens is not None
             or self.only is not None
             or bool(self.pulling)
@@ -148,14 +179,18 @@ def read_staging(annotations: Mapping[str, str]) -> Staging:
     selector = _read_selector(annotations.get(NODE_SELECTOR_ANNOTATION))
     partition = _read_partition(annotations.get(PARTITION_ANNOTATION))
     waves = _read_waves(annotations.get(WAVES_ANNOTATION), annotations.get(WAVE_LABEL_ANNOTATION))
+    batches = _read_batches(
+        annotations.get(BATCHES_ANNOTATION), annotations.get(BATCH_SOAK_ANNOTATION)
+    )
     window = read_maintenance_window(annotations.get(MAINTENANCE_WINDOW_ANNOTATION))
-    read_values = (selector, partition, waves, window)
+    read_values = (selector, partition, waves, batches, window)
     notices.extend(read for read in read_values if isinstance(read, Notice))
     return Staging(
         paused=pause.paused,
         selector=selector if isinstance(selector, LabelSelector) else None,
         partition=partition if isinstance(partition, Count) else None,
         waves=waves if isinstance(waves, Waves) else None,
+        batches=batches if isinstance(batches, Batches) else None,
         window=window if isinstance(window, MaintenanceWindows) else None,
         invalid=any(notice is not pause.notice for notice in notices),
         notices=tuple(notices),
@@ -209,6 +244,49 @@ def _read_partition(raw: str | None) -> Count | Notice | None:
             'expected a number of nodes such as "2" or a percentage such as "20%"',
         )
     return None if count.zero else count  # a partition of 0 holds nothing
+
+
+def _read_batches(raw: str | None, raw_soak: str | None) -> Batches | Notice | None:
+    if raw is None:
+        if raw_soak is None:
+            return None
+        return _warning(
+            INVALID_BATCHES,
+            BATCH_SOAK_ANNOTATION,
+            raw_soak,
+            f"it says how long each batch of {BATCHES_ANNOTATION} soaks, which is not set",
+        )
+    parts = [part.strip() for part in raw.split(",")]
+    targets = [read_count(part) for part in parts]
+    if (
+        not parts
+        or len(parts) > MOST_BATCHES
+        or any(t is None or (t.percent and t.number > 100) or t.zero for t in targets)
+    ):
+        return _warning(
+            INVALID_BATCHES,
+            BATCHES_ANNOTATION,
+            raw,
+            f"expected up to {MOST_BATCHES} numbers of nodes or percentages up to 100%, none "
+            'zero, separated by commas, such as "1, 5%, 25%": each the nodes upgraded once that '
+            "batch is done, counted from the first",
+        )
+    soak = timedelta(0)
+    if raw_soak is not None:
+        try:
+            nanoseconds = parse_go_duration(raw_soak.strip())
+        except GoDurationError:
+            nanoseconds = -1
+        if nanoseconds < 0:
+            return _warning(
+                INVALID_BATCHES,
+                BATCH_SOAK_ANNOTATION,
+                raw_soak,
+                'expected a duration such as "10m" or "1h30m", how long a batch stays done '
+                "before the next starts",
+            )
+        soak = timedelta(microseconds=-(-nanoseconds // 1000))
+    return Batches(targets=tuple(t for t in targets if t is not None), soak=soak)
 
 
 def _read_waves(raw: str | None, label: str | None) -> Waves | Notice | None:
