@@ -22,6 +22,9 @@ import pytest
 
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    BATCH_SOAK_ANNOTATION,
+    BATCH_STARTED,
+    BATCHES_ANNOTATION,
     HELD_BY_PARTITION,
     INVALID_NODE_SELECTOR,
     INVALID_PARTITION,
@@ -288,6 +291,36 @@ async def test_partition_keeps_the_last_nodes_by_name_on_the_old_pods_until_lowe
     assert not set(before.values()) & set(after.values())
     assert await deleted_on(kube, namespace) == SIX
     assert {e.reason for e in await events(kube, namespace)} == {SUCCESSFUL_DELETE}
+
+
+async def test_batches_go_one_node_then_half_then_the_rest_each_after_a_soak(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    # Room for every node at once: the batches alone pace the rollout (6 nodes: 1, 3, then 6).
+    staging = {BATCHES_ANNOTATION: "1, 50%", BATCH_SOAK_ANNOTATION: "6s"}
+    before = await seed_six(kube, namespace, advanced_rolling_update("6", **staging))
+    await set_image(kube, namespace, NAME, NEW)
+
+    first = split(kube, namespace, before, new_on=SIX[:1])
+    await wait_for(first, timeout=30, what="edge-1 updated alone")
+    # The soak: the second batch waits 6 s after edge-1's new pod is available (Ready times
+    # are whole seconds, and noticing the update takes a moment: 2 s of it are watched).
+    await hold_for(still(first), seconds=2, what="the first batch soaking")
+    half = split(kube, namespace, before, new_on=SIX[:3])
+    await wait_for(half, timeout=30, what="edge-1 to edge-3 updated")
+    await hold_for(still(half), seconds=2, what="the second batch soaking")
+    after = await running_everywhere(kube, namespace, NEW, SIX, timeout=30)
+
+    assert not set(before.values()) & set(after.values())
+    assert await deleted_on(kube, namespace) == SIX
+    started = [e.message for e in await events(kube, namespace, reason=BATCH_STARTED)]
+    assert started == [
+        "batch 1 of 3 started: up to 1 of the 6 nodes of the rollout run the newest revision",
+        "batch 2 of 3 started: up to 3 of the 6 nodes of the rollout run the newest revision, "
+        "every Ready node of the batches before done",
+        "batch 3 of 3 started: up to 6 of the 6 nodes of the rollout run the newest revision, "
+        "every Ready node of the batches before done",
+    ]
 
 
 async def test_node_selector_upgrades_only_the_selected_nodes_and_status_shows_the_rest_held(
