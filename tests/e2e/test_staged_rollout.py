@@ -31,7 +31,9 @@ from edgerollout.domain.vocabulary import (
     INVALID_WAVES,
     MAINTENANCE_WINDOW_ANNOTATION,
     MAX_FAILED_ANNOTATION,
+    MAX_FAILED_BEFORE_SAMPLE_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
+    MIN_SAMPLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     OTA,
@@ -704,6 +706,35 @@ async def test_past_the_failure_budget_the_rollout_pauses_and_a_fix_and_resume_f
     assert len(await events(kube, namespace, reason=ROLLOUT_FAILED)) == 1
     recorded = [e.reason for e in await events(kube, namespace) if e.type == "Warning"]
     assert recorded == [ROLLOUT_FAILED]
+
+
+async def test_a_failure_budget_judged_on_a_sample_stops_where_a_fleet_percentage_would_not(
+    kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    # 50 % of six nodes tolerates 3 broken; judged on a sample of 4, the first 2 tried and
+    # broken already exceed the 1 tolerated before the sample (design §13.4).
+    sampled = {MAX_FAILED_ANNOTATION: "50%", MIN_SAMPLE_ANNOTATION: "4"}
+    before = await seed_six(kube, namespace, advanced_rolling_update("2", **sampled))
+    await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
+
+    async def failed() -> list[Any] | None:
+        return await events(kube, namespace, reason=ROLLOUT_FAILED) or None
+
+    (told,) = await wait_for(failed, timeout=40, what="a RolloutFailed Event")
+    assert told.message.startswith(
+        f"2 nodes are broken on revision {await newest_revision_hash(kube, namespace)}, more "
+        f'than {MAX_FAILED_BEFORE_SAMPLE_ANNOTATION} "1" before {MIN_SAMPLE_ANNOTATION} 4 nodes '
+        "tried it (2 so far) tolerates (1): edge-1: CrashLoopBackOff since "
+    )
+
+    async def rest_untouched() -> bool:
+        grouped = await pods_now(kube, namespace)
+        return all(kept(grouped.get(node, []), before[node]) for node in SIX[2:])
+
+    await hold_for(rest_untouched, seconds=HOLD_SECONDS / 2, what="no deletion past the failure")
+    assert await deleted_on(kube, namespace) == ["edge-1", "edge-2"]
+    listed = json.loads((await edgerollout(kube, "list", "-n", namespace, "-o", "json")).stdout)
+    assert [item["state"]["reason"] for item in listed["items"]] == ["RolloutFailed"]
 
 
 async def test_ota_nodes_that_upgrade_into_a_failing_pod_trip_the_failure_budget(
