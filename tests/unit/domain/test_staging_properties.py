@@ -1,7 +1,8 @@
 """Properties of staged rollouts over random clusters and random staging (design §12).
 
-Held nodes are never deleted, waves never overlap, the budget is never exceeded, and the rollout
-book plans exactly as the full planner, whatever the pause, partition, selector and waves.
+Held nodes are never deleted, waves and batches never overlap, the budget is never exceeded, and
+the rollout book plans exactly as the full planner, whatever the pause, partition, selector, waves
+and batches.
 """
 
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
 from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
+    BATCHES_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     PARTITION_ANNOTATION,
@@ -69,6 +71,7 @@ def staged(draw: st.DrawFn) -> Staged:
         (PARTITION_ANNOTATION, ["1", "3", "40%", "100%"]),
         (NODE_SELECTOR_ANNOTATION, ["canary", f"{NODEPOOL_LABEL} in (pool-a, pool-c)"]),
         (WAVES_ANNOTATION, ["pool-a, pool-b, *", "pool-b, pool-a", "*, pool-c"]),
+        (BATCHES_ANNOTATION, ["1", "1, 50%", "2, 3, 40%", "25%", "100%"]),
     ]:
         if draw(st.integers(0, 2)) == 0:
             annotations[key] = draw(st.sampled_from(values))
@@ -119,6 +122,33 @@ def test_waves_never_overlap(subject: Staged) -> None:
         must_upgrade = hold is None or hold.reason is HoldReason.WAVE
         if index is not None and index < current and must_upgrade:
             assert verdict is NodeVerdict.UP_TO_DATE
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_batches_never_overlap(subject: Staged) -> None:
+    batches = subject.staging.batches
+    result = full_plan(subject)
+    if batches is None:
+        assert result.holds.batch is None
+        return
+    batch = result.holds.batch
+    assert batch is not None
+    held = result.holds.held
+    by_batch = [hold.batch for hold in held.values() if hold.reason is HoldReason.BATCH]
+    # Only the nodes of later batches are held by a batch, and none is deleted.
+    assert all(number is not None and number > batch.index + 1 for number in by_batch)
+    assert batch.target <= batch.nodes
+    deleted = [deletion.node_name for deletion in result.deletions]
+    assert not [name for name in deleted if name in held]
+    # The current batch's nodes are the first `target` of the rollout's order that no other
+    # hold takes: every node after them is held.
+    order = sorted(
+        (name for name in result.verdicts.keys() | set(subject.cluster.readiness)),
+        key=result.holds.order,
+    )
+    open_nodes = [name for name in order if name not in held]
+    assert len([name for name in open_nodes if name in result.verdicts]) <= batch.target
 
 
 @settings(max_examples=400, deadline=None)
