@@ -126,7 +126,8 @@ class Holds:
     """The nodes a staged rollout holds, its wave, and the order it takes the others in.
 
     `rank` maps each node considered to its place in the rollout's order (a lower rank goes
-    first); a node without a rank goes after every ranked one, by name."""
+    first); a node without a rank goes after every ranked one, by name. `by_name`: the order is
+    the nodes' names (no waves), so a list sorted by name is in the rollout's order already."""
 
     held: Mapping[NodeName, Hold] = field(default_factory=dict)
     rank: Mapping[NodeName, int] = field(default_factory=dict)
@@ -134,6 +135,7 @@ class Holds:
     batch: BatchProgress | None = None
     paused: bool = False
     window_opens: datetime | None = None
+    by_name: bool = True
 
     def order(self, name: NodeName) -> tuple[int, NodeName]:
         """The sort key of `name` in the rollout's order."""
@@ -141,6 +143,8 @@ class Holds:
 
 
 NOTHING_HELD = Holds()
+# The holds that say nothing but their reason, made once: a staged plan holds thousands of nodes.
+_HOLDS = {reason: Hold(reason=reason) for reason in HoldReason}
 
 
 def hold_nodes(
@@ -174,20 +178,22 @@ def hold_nodes(
         index = wave_of.get(name)
         return (last if index is None else index, name)
 
-    ordered = sorted(nodes, key=order)
+    # Without waves the order is the names': sorted without a key, at C speed (a key function
+    # called per node was a fifth of a staged plan at 10,000 nodes).
+    ordered = sorted(nodes, key=order) if waves is not None else sorted(nodes)
     held: dict[NodeName, Hold] = {}
     selector = staging.selector
     for name in ordered:
         if selector is not None and not selector.matches(labels(name)):
-            held[name] = Hold(reason=HoldReason.SELECTOR)
+            held[name] = _HOLDS[HoldReason.SELECTOR]
         elif waves is not None and wave_of[name] is None:
-            held[name] = Hold(reason=HoldReason.NOT_IN_WAVES)
+            held[name] = _HOLDS[HoldReason.NOT_IN_WAVES]
     if staging.partition is not None:
         covered = [name for name in ordered if name not in held]
         # Rounds up (more nodes held, never fewer), at most every node covered.
         count = min(staging.partition.of(len(covered), rounding=Rounding.UP), len(covered))
         for name in covered[len(covered) - count :]:
-            held[name] = Hold(reason=HoldReason.PARTITION)
+            held[name] = _HOLDS[HoldReason.PARTITION]
     covered = [name for name in ordered if name not in held]
     progress = None
     if waves is not None:
@@ -209,13 +215,14 @@ def hold_nodes(
     if staging.only is not None:
         for name in ordered:
             if name not in staging.only and name not in held:
-                held[name] = Hold(reason=HoldReason.NODE_DECIDES)
+                held[name] = _HOLDS[HoldReason.NODE_DECIDES]
     held = _overriding_holds(staging, ordered, held)
     return Holds(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},
         wave=progress,
         batch=batch,
+        by_name=waves is None,
         paused=staging.paused,
         window_opens=staging.window_opens,
     )
@@ -310,13 +317,14 @@ def _overriding_holds(
     waited for is the last word (a node held for any other reason says that one)."""
     if staging.paused or staging.invalid:
         reason = HoldReason.INVALID if staging.invalid else HoldReason.PAUSED
-        return {name: Hold(reason=reason) for name in ordered}
+        hold = _HOLDS[reason]
+        return dict.fromkeys(ordered, hold)
     if staging.window_opens is not None:
         closed = Hold(reason=HoldReason.WINDOW, opens=staging.window_opens)
         return {name: held.get(name, closed) for name in ordered}
     for name in ordered:
         if name in staging.pulling and name not in held:
-            held[name] = Hold(reason=HoldReason.PULLING)
+            held[name] = _HOLDS[HoldReason.PULLING]
     return held
 
 

@@ -28,6 +28,7 @@ caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only 
 """
 
 import heapq
+import itertools
 from bisect import bisect_left, insort
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -355,7 +356,14 @@ class RolloutBook:
             if (entry := entries[name]).outdated is not None and name not in held
         ]
         if room:
-            if staging.active:
+            if staging.active and holds.by_name:
+                # The outdated nodes are kept in name order: the rollout's order without waves.
+                going = list(
+                    itertools.islice(
+                        (name for name in self._outdated_order if name not in held), room
+                    )
+                )
+            elif staging.active:
                 ready = sorted(
                     (name for name in self._outdated if name not in held), key=holds.order
                 )
@@ -406,8 +414,16 @@ class RolloutBook:
         plan's (see `Tally`)."""
         verdicts = self._verdicts
         held = held_staged = 0
+        # `is` over set membership: an Enum's hash is Python code, and this runs per held node
+        # (the holding ones only are asked for their reason).
+        outdated, unavailable, both = (
+            NodeVerdict.OUTDATED,
+            NodeVerdict.OUTDATED_UNAVAILABLE,
+            NodeVerdict.OLD_AND_NEW,
+        )
         for name, hold in holds.held.items():
-            if verdicts.get(name) in HOLDING_AN_OLD_POD:
+            verdict = verdicts.get(name)
+            if verdict is outdated or verdict is unavailable or verdict is both:
                 held += 1
                 held_staged += hold.reason in STAGED_HOLDS
         return Tally(
