@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgerollout_lab.versions import LAB, BuildSet, GoComponent, gomod_files
+from edgerollout_lab.versions import LAB, LAB_SETS, BuildSet, GoComponent, gomod_files
 
 Progress = Callable[[str], None]
 
@@ -54,7 +54,9 @@ def missing_components(build_set: BuildSet = LAB) -> list[GoComponent]:
 
 def build_command(build_set: BuildSet = LAB) -> str:
     """The command that builds a set, for messages that ask for it."""
-    return "./dev lab build" if build_set == LAB else f"./dev lab build --peer {build_set.name}"
+    return (
+        "./dev lab build" if build_set in LAB_SETS else f"./dev lab build --peer {build_set.name}"
+    )
 
 
 def binary(name: str, build_set: BuildSet = LAB) -> Path:

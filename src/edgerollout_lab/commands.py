@@ -12,7 +12,7 @@ from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
 from edgerollout_lab.processes import ComponentError
-from edgerollout_lab.versions import LAB, PEERS
+from edgerollout_lab.versions import LAB_SETS, PEERS
 
 DEFAULT_DIR = Path(".edgerollout-lab")
 
@@ -48,8 +48,9 @@ def lab() -> None:
     help="Also build this controller edgerollout is compared with (not needed by the tests).",
 )
 def build_command(peers: tuple[str, ...]) -> None:
-    """Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (once)."""
-    for build_set in (LAB, *(PEERS[name] for name in peers)):
+    """Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, helm and
+    gitops-health (once)."""
+    for build_set in (*LAB_SETS, *(PEERS[name] for name in peers)):
         try:
             report = build.build_all(_say, build_set)
         except BuildError as error:

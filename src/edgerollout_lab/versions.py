@@ -103,9 +103,12 @@ COMPONENTS: tuple[GoComponent, ...] = (
 
 
 def gomod_files(component: GoComponent) -> dict[str, bytes]:
-    """The shipped module files of a component (go.mod, go.sum, tools.go), by file name."""
+    """The shipped module files of a component (go.mod, go.sum and its .go files: an upstream's
+    tools.go, or the source of a program of our own), by file name."""
     folder = resources.files("edgerollout_lab").joinpath("gomod", component.name)
-    return {name: folder.joinpath(name).read_bytes() for name in ("go.mod", "go.sum", "tools.go")}
+    names = ["go.mod", "go.sum"]
+    names += sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".go"))
+    return {name: folder.joinpath(name).read_bytes() for name in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,29 @@ OPENYURT = BuildSet(
         ),
     ),
 )
+
+# How Argo CD and Flux judge a DaemonSet's health with the customizations in deploy/gitops: a
+# program of our own, run by the tests (tests/unit/deploy/test_gitops_health.py), pinning the
+# interpreters those tools embed at the versions they pin (Argo CD's go.mod: gopher-lua;
+# kustomize-controller's go.mod: cel-go and the modules around it). A set of its own, so that a
+# change to it rebuilds it alone, never the lab's control plane; `lab build` builds it with the lab.
+GITOPS_HEALTH_LUA_VERSION = "v1.1.2"
+GITOPS_HEALTH_CEL_VERSION = "v0.26.1"
+GITOPS_HEALTH = BuildSet(
+    name="gitops-health",
+    pins=f"gitops-health_gopher-lua-{GITOPS_HEALTH_LUA_VERSION}_cel-go-{GITOPS_HEALTH_CEL_VERSION}",
+    components=(
+        GoComponent(
+            name="gitops-health",
+            version=f"gopher-lua {GITOPS_HEALTH_LUA_VERSION}, cel-go {GITOPS_HEALTH_CEL_VERSION}",
+            packages=("edgerollout.local/lab/gitops-health",),
+            binaries=("gitops-health",),
+        ),
+    ),
+)
+
+# What `lab build` (and so `./dev test`) always builds.
+LAB_SETS: tuple[BuildSet, ...] = (LAB, GITOPS_HEALTH)
 
 # The controllers edgerollout is compared with, by the name `lab build --peer` takes.
 PEERS: dict[str, BuildSet] = {OPENYURT.name: OPENYURT}

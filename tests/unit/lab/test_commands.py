@@ -101,7 +101,9 @@ def test_a_bad_rate_is_refused_before_anything_starts(
     assert not folder.exists()
 
 
-def test_build_builds_the_lab_then_each_peer_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_builds_the_lab_and_gitops_health_then_each_peer_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     built: list[str] = []
 
     def build_all(say: Callable[[str], None], build_set: BuildSet) -> BuildReport:
@@ -114,6 +116,6 @@ def test_build_builds_the_lab_then_each_peer_asked_for(monkeypatch: pytest.Monke
     assert CliRunner().invoke(lab, ["build", "--peer", "openyurt"]).exit_code == 0
     refused = CliRunner().invoke(lab, ["build", "--peer", "kruise"])
 
-    assert built == ["lab", "lab", "openyurt"]
+    assert built == ["lab", "gitops-health", "lab", "gitops-health", "openyurt"]
     assert refused.exit_code == 2
     assert "'kruise' is not 'openyurt'" in refused.output
