@@ -1,0 +1,151 @@
+"""Argo CD's and Flux's verdicts on DaemonSets read from the lab, with the health customizations
+in deploy/gitops (design §9.3): each phase the controller writes, and a DaemonSet left out.
+
+Each DaemonSet is read once, as the API server serves it, when its condition names the phase
+for its current generation, and that very object is judged by `gitops-health`, the program that
+runs the Lua script and the CEL expressions as Argo CD and Flux run them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgerollout.domain.vocabulary import MAX_FAILED_ANNOTATION, MAX_UNAVAILABLE_ANNOTATION
+from edgerollout_lab.build import binary
+from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
+from edgerollout_lab.versions import GITOPS_HEALTH
+from tests.e2e.support.controller_process import ControllerProcess
+from tests.e2e.support.lab import LabHandle, served, set_image, wait_for
+from tests.e2e.support.seed import NEW
+from tests.unit.deploy.test_gitops_health import Verdict, judge
+
+from .test_list import ARU, MIN_READY, PAUSED, create
+
+pytestmark = pytest.mark.lab(nodes=3)
+
+TYPE = "edgerollout.io/Progressing"
+
+
+@pytest.fixture(scope="module")
+def gitops_health() -> Path:
+    return binary("gitops-health", GITOPS_HEALTH)
+
+
+async def read(kube: LabHandle, namespace: str, name: str) -> dict[str, Any]:
+    """The DaemonSet as the API server serves it."""
+    found: dict[str, Any] = served(await kube.apps.read_namespaced_daemon_set(name, namespace))
+    return found
+
+
+def condition(ds: dict[str, Any]) -> dict[str, Any] | None:
+    for entry in ds["status"].get("conditions", ()):
+        if entry["type"] == TYPE:
+            found: dict[str, Any] = entry
+            return found
+    return None
+
+
+async def in_phase(kube: LabHandle, namespace: str, name: str, reason: str) -> dict[str, Any]:
+    """The DaemonSet once its condition is `reason`, judged for its current generation."""
+
+    async def probe() -> dict[str, Any] | None:
+        ds = await read(kube, namespace, name)
+        found = condition(ds)
+        generation = ds["metadata"]["generation"]
+        if (
+            found is not None
+            and found["reason"] == reason
+            and found["message"].endswith(f" (generation {generation})")
+            and ds["status"].get("observedGeneration") == generation
+        ):
+            return ds
+        return None
+
+    return await wait_for(probe, timeout=90, what=f"{name} in phase {reason}", interval=0.5)
+
+
+def counts(ds: dict[str, Any]) -> str:
+    found = condition(ds)
+    assert found is not None
+    message: str = found["message"]
+    return message
+
+
+async def test_complete_paused_invalid_and_a_daemonset_left_out(
+    kube: LabHandle, namespace: str, controller: ControllerProcess, gitops_health: Path
+) -> None:
+    await create(kube, namespace, "web", ARU)
+    await create(kube, namespace, "paused", PAUSED)
+    await create(kube, namespace, "invalid", {**ARU, MAX_FAILED_ANNOTATION: "many"})
+    await create(kube, namespace, "plain", {}, native=True)
+    await set_image(kube, namespace, "paused", NEW)
+
+    web = await in_phase(kube, namespace, "web", "Complete")
+    paused = await in_phase(kube, namespace, "paused", "Paused")
+    invalid = await in_phase(kube, namespace, "invalid", "InvalidAnnotation")
+    plain = await read(kube, namespace, "plain")
+
+    assert (
+        counts(web) == "3 of 3 nodes updated, 0 offline, 0 broken, 0 held, 0 to go (generation 1)"
+    )
+    assert judge(gitops_health, web) == Verdict("Healthy", f"Complete: {counts(web)}", "Current")
+    # Argo CD's own check calls this OnDelete DaemonSet Healthy; kstatus waits on 0 of 3 updated.
+    assert counts(paused) == (
+        "0 of 3 nodes updated, 0 offline, 0 broken, 3 held, 0 to go (generation 2)"
+    )
+    assert judge(gitops_health, paused) == Verdict(
+        "Suspended", f"Paused: {counts(paused)}", "Current"
+    )
+    assert counts(invalid) == "cannot follow InvalidMaxFailed; nodes not counted (generation 1)"
+    assert judge(gitops_health, invalid) == Verdict(
+        "Degraded", f"InvalidAnnotation: {counts(invalid)}", "Failed"
+    )
+    assert condition(plain) is None
+    assert judge(gitops_health, plain) == Verdict("Healthy", "", "Current")
+
+
+async def test_rolling_then_waiting_for_an_offline_shop_is_healthy_not_stuck(
+    kube: LabHandle, namespace: str, controller: ControllerProcess, gitops_health: Path
+) -> None:
+    # One node at a time, each new pod available MIN_READY seconds after it is Ready.
+    await create(
+        kube,
+        namespace,
+        "web",
+        {**ARU, MAX_UNAVAILABLE_ANNOTATION: "1"},
+        min_ready_seconds=MIN_READY,
+    )
+    await kube.cut_off("edge-3")
+    await set_image(kube, namespace, "web", NEW)
+
+    rolling = await in_phase(kube, namespace, "web", "Rolling")
+    assert judge(gitops_health, rolling) == Verdict(
+        "Progressing", f"Rolling: {counts(rolling)}", "InProgress"
+    )
+
+    waiting = await in_phase(kube, namespace, "web", "WaitingForOfflineNodes")
+    assert counts(waiting) == (
+        "2 of 3 nodes updated, 1 offline, 0 broken, 0 held, 0 to go (generation 2)"
+    )
+    assert judge(gitops_health, waiting) == Verdict(
+        "Healthy", f"WaitingForOfflineNodes: {counts(waiting)}", "Current"
+    )
+
+
+async def test_a_rollout_failed_on_broken_nodes_is_degraded_and_failed(
+    kube: LabHandle, namespace: str, controller: ControllerProcess, gitops_health: Path
+) -> None:
+    annotations = {**ARU, MAX_UNAVAILABLE_ANNOTATION: "2", MAX_FAILED_ANNOTATION: "1"}
+    await create(kube, namespace, "web", annotations)
+    await set_image(kube, namespace, "web", CRASHLOOP_IMAGE)
+
+    failed = await in_phase(kube, namespace, "web", "RolloutFailed")
+
+    # Before the pause it calls for is written edge-3 is still to go, after it held.
+    assert counts(failed).startswith("0 of 3 nodes updated, 0 offline, 2 broken, ")
+    # Argo CD's own check would call it Healthy: OnDelete.
+    assert judge(gitops_health, failed) == Verdict(
+        "Degraded", f"RolloutFailed: {counts(failed)}", "Failed"
+    )
