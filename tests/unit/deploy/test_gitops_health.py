@@ -145,11 +145,15 @@ def test_each_reason_of_a_current_condition_has_its_verdict(
     assert judge(gitops_health, ds) == Verdict(argocd, f"{reason}: {COUNTS}", flux)
 
 
-def test_invalid_annotation_shows_its_reasons_in_argo_cd(gitops_health: Path) -> None:
-    message = (
-        "edgerollout.io/max-failed: 'lots' is not an integer or a percentage; "
-        "0 of 3 nodes updated, 0 offline, 0 broken, 0 held, 3 to go (generation 2)"
-    )
+@pytest.mark.parametrize(
+    "message",
+    [
+        "cannot follow InvalidMaxFailed; nodes not counted (generation 2)",
+        "cannot follow InvalidPartition, InvalidMaxFailed; "
+        "0 of 3 nodes updated, 0 offline, 0 broken, 0 held, 3 to go (generation 2)",
+    ],
+)
+def test_invalid_annotation_shows_its_reasons_in_argo_cd(gitops_health: Path, message: str) -> None:
     ds = daemonset(conditions=(progressing("InvalidAnnotation", "False", message=message),))
 
     assert judge(gitops_health, ds) == Verdict(
