@@ -3,7 +3,8 @@ in deploy/gitops (design §9.3): each phase the controller writes, and a DaemonS
 
 Each DaemonSet is read once, as the API server serves it, when its condition names the phase
 for its current generation, and that very object is judged by `gitops-health`, the program that
-runs the Lua script and the CEL expressions as Argo CD and Flux run them."""
+runs the Lua script and the CEL expressions as Argo CD and Flux run them. The same object without
+the condition shows what each tool's own check says instead."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from edgerollout.domain.vocabulary import MAX_FAILED_ANNOTATION, MAX_UNAVAILABLE_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    MAX_FAILED_ANNOTATION,
+    MAX_UNAVAILABLE_ANNOTATION,
+    PARTITION_ANNOTATION,
+)
 from edgerollout_lab.build import binary
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from edgerollout_lab.versions import GITOPS_HEALTH
@@ -66,6 +71,12 @@ async def in_phase(kube: LabHandle, namespace: str, name: str, reason: str) -> d
     return await wait_for(probe, timeout=90, what=f"{name} in phase {reason}", interval=0.5)
 
 
+def without_condition(ds: dict[str, Any]) -> dict[str, Any]:
+    """The same DaemonSet without edgerollout's condition: what each tool's own check sees."""
+    conditions = [c for c in ds["status"].get("conditions", ()) if c["type"] != TYPE]
+    return {**ds, "status": {**ds["status"], "conditions": conditions}}
+
+
 def counts(ds: dict[str, Any]) -> str:
     found = condition(ds)
     assert found is not None
@@ -73,18 +84,21 @@ def counts(ds: dict[str, Any]) -> str:
     return message
 
 
-async def test_complete_paused_invalid_and_a_daemonset_left_out(
+async def test_complete_held_paused_invalid_and_a_daemonset_left_out(
     kube: LabHandle, namespace: str, controller: ControllerProcess, gitops_health: Path
 ) -> None:
     await create(kube, namespace, "web", ARU)
     await create(kube, namespace, "paused", PAUSED)
     await create(kube, namespace, "invalid", {**ARU, MAX_FAILED_ANNOTATION: "many"})
     await create(kube, namespace, "plain", {}, native=True)
+    await create(kube, namespace, "canary", {**ARU, PARTITION_ANNOTATION: "2"})
     await set_image(kube, namespace, "paused", NEW)
+    await set_image(kube, namespace, "canary", NEW)
 
     web = await in_phase(kube, namespace, "web", "Complete")
     paused = await in_phase(kube, namespace, "paused", "Paused")
     invalid = await in_phase(kube, namespace, "invalid", "InvalidAnnotation")
+    canary = await in_phase(kube, namespace, "canary", "Held")
     plain = await read(kube, namespace, "plain")
 
     assert (
@@ -101,6 +115,20 @@ async def test_complete_paused_invalid_and_a_daemonset_left_out(
     assert counts(invalid) == "cannot follow InvalidMaxFailed; nodes not counted (generation 1)"
     assert judge(gitops_health, invalid) == Verdict(
         "Degraded", f"InvalidAnnotation: {counts(invalid)}", "Failed"
+    )
+    assert counts(canary) == (
+        "1 of 3 nodes updated, 0 offline, 0 broken, 2 held, 0 to go (generation 2)"
+    )
+    assert judge(gitops_health, canary) == Verdict(
+        "Suspended", f"Held: {counts(canary)}", "Current"
+    )
+    # Without the condition: Argo CD calls every OnDelete DaemonSet Healthy, kstatus waits on the
+    # nodes a person holds back on purpose.
+    assert judge(gitops_health, without_condition(paused)) == Verdict(
+        "Healthy", "daemon set 0 out of 3 new pods have been updated", "InProgress"
+    )
+    assert judge(gitops_health, without_condition(canary)) == Verdict(
+        "Healthy", "daemon set 1 out of 3 new pods have been updated", "InProgress"
     )
     assert condition(plain) is None
     assert judge(gitops_health, plain) == Verdict("Healthy", "", "Current")
@@ -132,6 +160,11 @@ async def test_rolling_then_waiting_for_an_offline_shop_is_healthy_not_stuck(
     assert judge(gitops_health, waiting) == Verdict(
         "Healthy", f"WaitingForOfflineNodes: {counts(waiting)}", "Current"
     )
+    # The offline node's taints keep it out of desiredNumberScheduled (the DaemonSet controller
+    # does not tolerate unreachable:NoSchedule): the tools' own checks do not wait for it either.
+    assert judge(gitops_health, without_condition(waiting)) == Verdict(
+        "Healthy", "daemon set 2 out of 2 new pods have been updated", "Current"
+    )
 
 
 async def test_a_rollout_failed_on_broken_nodes_is_degraded_and_failed(
@@ -145,7 +178,10 @@ async def test_a_rollout_failed_on_broken_nodes_is_degraded_and_failed(
 
     # Before the pause it calls for is written edge-3 is still to go, after it held.
     assert counts(failed).startswith("0 of 3 nodes updated, 0 offline, 2 broken, ")
-    # Argo CD's own check would call it Healthy: OnDelete.
     assert judge(gitops_health, failed) == Verdict(
         "Degraded", f"RolloutFailed: {counts(failed)}", "Failed"
+    )
+    # Without the condition: Argo CD Healthy, kstatus InProgress until its timeout, never failed.
+    assert judge(gitops_health, without_condition(failed)) == Verdict(
+        "Healthy", "daemon set 2 out of 3 new pods have been updated", "InProgress"
     )
