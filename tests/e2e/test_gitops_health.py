@@ -8,10 +8,16 @@ the condition shows what each tool's own check says instead."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from kubernetes_asyncio import client
 
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
@@ -31,6 +37,7 @@ from .test_list import ARU, MIN_READY, PAUSED, create
 pytestmark = pytest.mark.lab(nodes=3)
 
 TYPE = "edgerollout.io/Progressing"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +192,35 @@ async def test_a_rollout_failed_on_broken_nodes_is_degraded_and_failed(
     assert judge(gitops_health, without_condition(failed)) == Verdict(
         "Healthy", "daemon set 2 out of 3 new pods have been updated", "InProgress"
     )
+
+
+async def test_the_readmes_argo_cd_command_merges_the_customization_into_argocd_cm(
+    kube: LabHandle,
+) -> None:
+    # The command as the README gives it, run from the repository against an argocd-cm that
+    # holds a setting of its own, which the merge must keep.
+    readme = (ROOT / "README.md").read_text()
+    (command,) = [
+        line for line in readme.splitlines() if line.startswith("kubectl -n argocd patch")
+    ]
+    customization = yaml.safe_load((ROOT / "deploy" / "gitops" / "argocd-cm.yaml").read_text())
+    await kube.core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="argocd"))
+    )
+    try:
+        config_map = client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name="argocd-cm"), data={"url": "https://argo.example"}
+        )
+        await kube.core.create_namespaced_config_map("argocd", config_map)
+        env = {**os.environ, "KUBECONFIG": str(kube.lab.kubeconfig)}
+        # kubectl as the project's environment provides it (the `kubectl` PyPI wheel).
+        argv = [str(Path(sys.executable).parent / "kubectl"), *shlex.split(command)[1:]]
+        done = await asyncio.create_subprocess_exec(
+            *argv, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        _, stderr = await done.communicate()
+        assert (done.returncode, stderr) == (0, b""), stderr
+        merged = await kube.core.read_namespaced_config_map("argocd-cm", "argocd")
+        assert merged.data == {"url": "https://argo.example", **customization["data"]}
+    finally:
+        await kube.core.delete_namespace("argocd")
