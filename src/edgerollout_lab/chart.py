@@ -40,6 +40,7 @@ TIMEOUT_SECONDS = 120
 # it is (a JSON file has no room for a header), and held to its source by a unit test.
 COPIES: dict[Path, Path] = {
     CHART / "files" / "grafana-dashboard.json": Path("deploy/grafana/edgerollout.json"),
+    CHART / "files" / "prometheus-rules.yaml": Path("deploy/prometheus/edgerollout-rules.yaml"),
 }
 
 # Where `helm template` starts each document: the separator, then the template it came from.

@@ -80,7 +80,10 @@ def test_committed_manifests_are_the_chart_rendered_byte_for_byte(
 
 def test_the_copies_of_the_charts_files_are_the_charts_byte_for_byte() -> None:
     assert {
-        chart.CHART / "files" / "grafana-dashboard.json": Path("deploy/grafana/edgerollout.json")
+        chart.CHART / "files" / "grafana-dashboard.json": Path("deploy/grafana/edgerollout.json"),
+        chart.CHART / "files" / "prometheus-rules.yaml": Path(
+            "deploy/prometheus/edgerollout-rules.yaml"
+        ),
     } == chart.COPIES
     for path, text in chart.copies(ROOT).items():
         assert (ROOT / path).read_text() == text, f"{path} is stale: run `{chart.COMMAND}`"

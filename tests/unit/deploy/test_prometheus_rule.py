@@ -1,0 +1,86 @@
+"""The chart offers edgerollout's alerts as a PrometheusRule behind a value, from the one rule file
+(files/prometheus-rules.yaml; deploy/prometheus/edgerollout-rules.yaml is its copy, held to it by
+test_rendered_manifests.py), and scrapes the controller under the job name the rules expect.
+
+What the rules do is tests/unit/deploy/test_alert_rules.py's (promtool).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "deploy" / "helm" / "edgerollout"
+RULES = CHART / "files" / "prometheus-rules.yaml"
+INSTALL_NAMESPACE = "edgerollout-system"
+
+
+def _rendered(helm: Path, *values: str) -> list[dict[str, Any]]:
+    argv = [str(helm), "template", "edgerollout", str(CHART)]
+    for value in values:
+        argv += ["--set", value]
+    result = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def _selectors(expr: str) -> set[str]:
+    """The `job="..."` matchers of a PromQL expression."""
+    return {part.split('"')[1] for part in expr.split("job=")[1:]}
+
+
+def test_the_chart_renders_no_prometheus_rule_unless_asked(helm: Path) -> None:
+    assert [doc for doc in _rendered(helm) if doc["kind"] == "PrometheusRule"] == []
+
+
+def test_the_prometheus_rule_holds_the_rule_files_groups_with_the_labels_asked_for(
+    helm: Path,
+) -> None:
+    rendered = _rendered(
+        helm,
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.prometheusRule.labels.release=kube-prometheus-stack",
+        "helmLabels=false",
+    )
+
+    (rule,) = (doc for doc in rendered if doc["kind"] == "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"] == {
+        "name": "edgerollout",
+        "namespace": INSTALL_NAMESPACE,
+        "labels": {
+            "app.kubernetes.io/name": "edgerollout",
+            "app.kubernetes.io/part-of": "edgerollout",
+            "release": "kube-prometheus-stack",
+        },
+    }
+    assert rule["spec"] == yaml.safe_load(RULES.read_text())
+    assert [group["name"] for group in rule["spec"]["groups"]] == [
+        "edgerollout-rollouts",
+        "edgerollout-controller",
+        "edgerollout-agents",
+    ]
+
+
+def test_the_service_monitor_names_the_job_the_rules_read(
+    helm: Path,
+) -> None:
+    rendered = _rendered(helm, "monitoring.serviceMonitor.enabled=true")
+    (monitor,) = (doc for doc in rendered if doc["kind"] == "ServiceMonitor")
+    (service,) = (
+        doc
+        for doc in rendered
+        if doc["kind"] == "Service" and doc["metadata"]["name"] == "edgerollout-controller-metrics"
+    )
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+
+    # The operator names the job after this label of the Service.
+    job = service["metadata"]["labels"][monitor["spec"]["jobLabel"]]
+    assert job == "edgerollout-controller"
+    assert set().union(*(_selectors(r["expr"]) for r in rules)) == {
+        "edgerollout-controller",
+        "edgerollout-agent",
+    }
