@@ -65,7 +65,7 @@ def test_the_prometheus_rule_holds_the_rule_files_groups_with_the_labels_asked_f
     ]
 
 
-def test_the_service_monitor_names_the_job_the_rules_read(
+def test_the_service_monitor_names_the_job_the_rules_read_and_keeps_the_series_namespace(
     helm: Path,
 ) -> None:
     rendered = _rendered(helm, "monitoring.serviceMonitor.enabled=true")
@@ -84,3 +84,5 @@ def test_the_service_monitor_names_the_job_the_rules_read(
         "edgerollout-controller",
         "edgerollout-agent",
     }
+    # A target's `namespace` (the controller's) would otherwise rename a rollout's own.
+    assert [endpoint["honorLabels"] for endpoint in monitor["spec"]["endpoints"]] == [True]
