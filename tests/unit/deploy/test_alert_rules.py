@@ -27,6 +27,7 @@ from edgerollout_lab import packages, prometheus
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "deploy" / "prometheus" / "edgerollout-rules.yaml"
 RULE_TESTS = ROOT / "deploy" / "prometheus" / "edgerollout-rules.test.yaml"
+OPERATIONS = ROOT / "docs" / "operations.md"
 SEVERITIES = {"critical", "warning"}
 
 
@@ -83,12 +84,16 @@ def test_each_alert_is_tested_firing_and_not_firing() -> None:
 
 
 def test_each_alert_has_a_severity_and_says_what_and_where_to_read_more() -> None:
+    sections = re.findall(r"^#### (\w+)$", OPERATIONS.read_text(), flags=re.MULTILINE)
+
     for alert in _alerts():
         name = alert["alert"]
         assert alert["labels"]["severity"] in SEVERITIES, name
         assert set(alert["annotations"]) == {"summary", "description"}, name
         assert "What to do:" in alert["annotations"]["description"], name
         assert f"(docs/operations.md#{name.lower()})" in alert["annotations"]["description"]
+    # GitHub's anchor of a heading `#### EdgerolloutRolloutFailed` is #edgerolloutrolloutfailed.
+    assert sections == [alert["alert"] for alert in _alerts()]
 
 
 def _exported() -> set[str]:
