@@ -33,8 +33,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import Gauge
-
+from edgerollout.agent import metrics
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.domain.events import event_message
 from edgerollout.domain.vocabulary import (
@@ -49,11 +48,7 @@ from edgerollout.logfields import LogFields
 JSON = dict[str, Any]
 COMPONENT = "edgerollout-agent"
 
-ENFORCED = Gauge(
-    "edgerollout_agent_node_scoping_enforced",
-    "1 while the API server is proven to confine the agent to its node (design §8.3), else 0; "
-    "while 0 the agent refuses every change.",
-)
+ENFORCED = metrics.ENFORCED
 
 log = logging.getLogger("edgerollout.agent")
 

@@ -35,8 +35,10 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from edgerollout.agent import metrics
+from edgerollout.agent.metrics import AUTH_DISABLED, DURATION, REQUESTS
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.agent.pause_refusal import judge_pause
@@ -69,18 +71,6 @@ JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
 POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
 
-REQUESTS = Counter(
-    "edgerollout_agent_requests_total",
-    "Requests to the agent, by route and code.",
-    ["route", "code"],
-)
-DURATION = Histogram(
-    "edgerollout_agent_request_duration_seconds", "Time to answer a request, by route.", ["route"]
-)
-AUTH_DISABLED = Gauge(
-    "edgerollout_agent_auth_disabled",
-    "1 if the agent runs with --auth=none: any local process may upgrade this node's pods.",
-)
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 BROWSER_SITES = frozenset({"cross-site", "same-site"})
 HEALTH_PROBES = frozenset({"/healthz", "/readyz"})
@@ -293,7 +283,9 @@ class Agent:
         raise Refused(Refusal(503, NODE_SCOPING_NOT_ENFORCED, message))
 
     async def metrics(self, _: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=generate_latest(metrics.REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def openapi(self, _: web.Request) -> web.Response:
         return web.json_response(openapi_document())

@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import REGISTRY
 
-from edgerollout.agent import scoping, server  # noqa: F401  (registers the agent's metrics)
-from edgerollout.controller import metrics  # noqa: F401
 from edgerollout.domain.reporting.rollout_phase import RolloutCounts, RolloutPhase
 from edgerollout_lab import packages, prometheus
+
+from .exported_series import exported_series
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "deploy" / "prometheus" / "edgerollout-rules.yaml"
@@ -96,15 +95,6 @@ def test_each_alert_has_a_severity_and_says_what_and_where_to_read_more() -> Non
     assert sections == [alert["alert"] for alert in _alerts()]
 
 
-def _exported() -> set[str]:
-    """Every series name edgerollout's processes export, and Prometheus' own `up`."""
-    names = {"up"}
-    for family in REGISTRY.collect():
-        names.add(family.name)  # a labelled gauge has no sample until it is set
-        names.update(sample.name for sample in family.samples)
-    return names
-
-
 # The words of the rules' PromQL that are not series: functions, keywords and label names.
 _NOT_SERIES = {"max", "by", "on", "and", "unless", "changes", "absent", "m"} | {
     "namespace", "daemonset", "phase", "state", "job",
@@ -123,7 +113,7 @@ def test_the_rules_read_only_series_phases_and_states_edgerollout_exports() -> N
         "leader_election_master_status",
         "edgerollout_agent_node_scoping_enforced",
     }
-    assert read <= _exported()
+    assert read <= exported_series()
     phases = set(re.findall(r'phase="(\w+)"', exprs))
     assert phases <= {phase.value for phase in RolloutPhase}
     assert phases == {"RolloutFailed", "ProgressDeadlineExceeded", "Rolling", "InvalidAnnotation"}

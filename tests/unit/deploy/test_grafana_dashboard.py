@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from prometheus_client import REGISTRY
 
-from edgerollout.agent import scoping, server  # noqa: F401  (registers the agent's metrics)
-from edgerollout.controller import metrics  # noqa: F401
-from edgerollout.controller.pool_metrics import NAME as POOL_NODES
+from .exported_series import exported_series
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "deploy" / "helm" / "edgerollout"
@@ -32,16 +29,6 @@ def _dashboard() -> dict[str, Any]:
 
 def _panels() -> list[dict[str, Any]]:
     return [panel for panel in _dashboard()["panels"] if panel["type"] != "row"]
-
-
-def _exported() -> set[str]:
-    """Every series name edgerollout's processes export, and Prometheus' own `up`."""
-    names = {"up", POOL_NODES}
-    for family in REGISTRY.collect():
-        names.update(sample.name for sample in family.samples)
-        names.add(family.name)
-        names.update(f"{family.name}{suffix}" for suffix in ("_total", "_bucket", "_count"))
-    return names
 
 
 # A metric name in PromQL: a word followed by `{`, `[` or `)` that is not a function or keyword.
@@ -61,7 +48,7 @@ def _metrics_in(expr: str) -> set[str]:
 
 def test_every_panel_says_what_it_shows_and_queries_only_what_edgerollout_exports() -> None:
     panels = _panels()
-    exported = _exported()
+    exported = exported_series()
 
     assert len(panels) == 13
     assert [p["title"] for p in panels if not p.get("description")] == []
