@@ -128,3 +128,30 @@ def test_the_chart_offers_the_dashboard_and_a_service_monitor_behind_values(helm
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [
         port["name"] for port in service["spec"]["ports"]
     ]
+
+
+def test_the_readmes_monitoring_install_renders_the_rules_the_monitor_and_the_dashboard(
+    helm: Path,
+) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Alerts and dashboard", 1)[1].split("\n## ", 1)[0]
+    command = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    values = re.findall(r"--set (\S+)", command)
+
+    rendered = _rendered(helm, *values)
+
+    assert command.split()[:4] == ["helm", "upgrade", "--install", "edgerollout"]
+    kinds = sorted(
+        (doc["kind"], doc["metadata"]["name"])
+        for doc in rendered
+        if doc["kind"] in ("PrometheusRule", "ServiceMonitor", "ConfigMap")
+    )
+    assert kinds == [
+        ("ConfigMap", "edgerollout-grafana-dashboard"),
+        ("PrometheusRule", "edgerollout"),
+        ("ServiceMonitor", "edgerollout-controller"),
+    ]
+    labelled = [doc for doc in rendered if doc["kind"] in ("PrometheusRule", "ServiceMonitor")]
+    assert [doc["metadata"]["labels"]["release"] for doc in labelled] == [
+        "kube-prometheus-stack"
+    ] * 2
