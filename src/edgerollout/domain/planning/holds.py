@@ -353,13 +353,7 @@ def wave_started_notice(holds: Holds, *, revision: str | None) -> Notice | None:
     wave has Ready nodes still to upgrade; once per wave and revision (None: no newest revision
     known, nothing to start)."""
     wave = holds.wave
-    if (
-        revision is None
-        or wave is None
-        or not wave.pending
-        or holds.paused
-        or holds.window_opens is not None
-    ):
+    if revision is None or wave is None or not _starting(holds, wave.pending):
         return None
     return Notice(
         type=EventType.NORMAL,
@@ -377,13 +371,7 @@ def batch_started_notice(holds: Holds, *, revision: str | None) -> Notice | None
     """The Normal `BatchStarted` Event for the current batch of a rollout to `revision`, when the
     batch has Ready nodes still to upgrade; once per batch and revision."""
     batch = holds.batch
-    if (
-        revision is None
-        or batch is None
-        or not batch.pending
-        or holds.paused
-        or holds.window_opens is not None
-    ):
+    if revision is None or batch is None or not _starting(holds, batch.pending):
         return None
     return Notice(
         type=EventType.NORMAL,
@@ -395,3 +383,9 @@ def batch_started_notice(holds: Holds, *, revision: str | None) -> Notice | None
         ),
         subject=f"{revision}/batch/{batch.index}",
     )
+
+
+def _starting(holds: Holds, pending: int) -> bool:
+    """Whether a wave or a batch with `pending` Ready nodes to upgrade starts now: not while the
+    rollout is paused or its maintenance window closed."""
+    return bool(pending) and not holds.paused and holds.window_opens is None
