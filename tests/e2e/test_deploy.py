@@ -184,12 +184,13 @@ def _controller_policies_in_force(installed: Installed) -> bool:
         )
     )
     _, condition = asyncio.run(
-        _patch_daemonset_status_as_controller(
+        _patch_daemonset_as_controller(
             installed,
             _condition_patch(reason="Bogus"),
             name="edgerollout-agent",
             namespace=NAMESPACE,
             dry_run=True,
+            status=True,
         )
     )
     return all(
@@ -821,36 +822,21 @@ async def _patch_daemonset_as_controller(
     name: str = PAUSABLE,
     namespace: str = "default",
     dry_run: bool = False,
+    status: bool = False,
 ) -> tuple[int, str]:
-    """A merge patch of a DaemonSet through the controller's own client, as the auto-pause sends
-    it: (200, "") or the refusal's (code, message)."""
+    """A patch of a DaemonSet through the controller's own client, as it sends them: a merge
+    patch of the DaemonSet (the auto-pause), or with `status` a strategic merge patch of its
+    status (the rollout condition). (200, "") or the refusal's (code, message)."""
     api = await KubeApi.connect(str(_controller_kubeconfig(installed)))
     try:
-        await api.patch(
-            DAEMONSETS, name, patch, namespace=namespace, content_type=MERGE, dry_run=dry_run
-        )
-    except ApiError as error:
-        return error.status, error.message
-    finally:
-        await api.close()
-    return 200, ""
-
-
-async def _patch_daemonset_status_as_controller(
-    installed: Installed,
-    patch: dict[str, Any],
-    *,
-    name: str = PAUSABLE,
-    namespace: str = "default",
-    dry_run: bool = False,
-) -> tuple[int, str]:
-    """A strategic merge patch of a DaemonSet's status through the controller's own client, as
-    its rollout condition is written: (200, "") or the refusal's (code, message)."""
-    api = await KubeApi.connect(str(_controller_kubeconfig(installed)))
-    try:
-        await api.patch(
-            DAEMONSETS, name, patch, namespace=namespace, subresource="status", dry_run=dry_run
-        )
+        if status:
+            await api.patch(
+                DAEMONSETS, name, patch, namespace=namespace, subresource="status", dry_run=dry_run
+            )
+        else:
+            await api.patch(
+                DAEMONSETS, name, patch, namespace=namespace, content_type=MERGE, dry_run=dry_run
+            )
     except ApiError as error:
         return error.status, error.message
     finally:
@@ -895,7 +881,9 @@ def _stored_status(installed: Installed) -> dict[str, Any]:
 
 def test_controller_identity_may_write_its_rollout_condition(installed: Installed) -> None:
     with _pausable_daemonset(installed):
-        answer = asyncio.run(_patch_daemonset_status_as_controller(installed, _condition_patch()))
+        answer = asyncio.run(
+            _patch_daemonset_as_controller(installed, _condition_patch(), status=True)
+        )
 
         assert answer == (200, "")
         (condition,) = _condition_patch()["status"]["conditions"]
@@ -905,7 +893,10 @@ def test_controller_identity_may_write_its_rollout_condition(installed: Installe
 
         removal = rollout_condition_patch(None, uid="")
         del removal["metadata"]
-        assert asyncio.run(_patch_daemonset_status_as_controller(installed, removal)) == (200, "")
+        assert asyncio.run(_patch_daemonset_as_controller(installed, removal, status=True)) == (
+            200,
+            "",
+        )
 
 
 REFUSED_STATUS_PATCHES = [
@@ -921,7 +912,9 @@ def test_controller_identity_may_change_nothing_else_in_a_daemonsets_status(
     installed: Installed, patch: dict[str, Any], rule: int
 ) -> None:
     with _pausable_daemonset(installed):
-        answer = asyncio.run(_patch_daemonset_status_as_controller(installed, patch, dry_run=True))
+        answer = asyncio.run(
+            _patch_daemonset_as_controller(installed, patch, dry_run=True, status=True)
+        )
 
         assert answer == (403, _denied(f'daemonsets.apps "{PAUSABLE}"', rule, CONDITION_POLICY))
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .charted import CHART, ROOT, charted
 from .exported_series import exported_series
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "deploy" / "helm" / "edgerollout"
 DASHBOARD = CHART / "files" / "grafana-dashboard.json"
 
 
@@ -93,17 +89,9 @@ def test_the_dashboard_filters_by_namespace_and_daemonset() -> None:
     ]
 
 
-def _rendered(helm: Path, *values: str) -> list[dict[str, Any]]:
-    argv = [str(helm), "template", "edgerollout", str(CHART)]
-    for value in values:
-        argv += ["--set", value]
-    result = subprocess.run(argv, capture_output=True, text=True, check=True)
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
-
-
 def test_the_chart_offers_the_dashboard_and_a_service_monitor_behind_values(helm: Path) -> None:
-    default = _rendered(helm)
-    enabled = _rendered(
+    default = charted(helm)
+    enabled = charted(
         helm,
         "monitoring.grafanaDashboard.enabled=true",
         "monitoring.serviceMonitor.enabled=true",
@@ -138,7 +126,7 @@ def test_the_readmes_monitoring_install_renders_the_rules_the_monitor_and_the_da
     command = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     values = re.findall(r"--set (\S+)", command)
 
-    rendered = _rendered(helm, *values)
+    rendered = charted(helm, *values)
 
     assert command.split()[:4] == ["helm", "upgrade", "--install", "edgerollout"]
     kinds = sorted(

@@ -7,24 +7,14 @@ What the rules do is tests/unit/deploy/test_alert_rules.py's (promtool).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "deploy" / "helm" / "edgerollout"
+from .charted import CHART, charted
+
 RULES = CHART / "files" / "prometheus-rules.yaml"
 INSTALL_NAMESPACE = "edgerollout-system"
-
-
-def _rendered(helm: Path, *values: str) -> list[dict[str, Any]]:
-    argv = [str(helm), "template", "edgerollout", str(CHART)]
-    for value in values:
-        argv += ["--set", value]
-    result = subprocess.run(argv, capture_output=True, text=True, check=True)
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 def _selectors(expr: str) -> set[str]:
@@ -33,13 +23,13 @@ def _selectors(expr: str) -> set[str]:
 
 
 def test_the_chart_renders_no_prometheus_rule_unless_asked(helm: Path) -> None:
-    assert [doc for doc in _rendered(helm) if doc["kind"] == "PrometheusRule"] == []
+    assert [doc for doc in charted(helm) if doc["kind"] == "PrometheusRule"] == []
 
 
 def test_the_prometheus_rule_holds_the_rule_files_groups_with_the_labels_asked_for(
     helm: Path,
 ) -> None:
-    rendered = _rendered(
+    rendered = charted(
         helm,
         "monitoring.prometheusRule.enabled=true",
         "monitoring.prometheusRule.labels.release=kube-prometheus-stack",
@@ -68,7 +58,7 @@ def test_the_prometheus_rule_holds_the_rule_files_groups_with_the_labels_asked_f
 def test_the_service_monitor_names_the_job_the_rules_read_and_keeps_the_series_namespace(
     helm: Path,
 ) -> None:
-    rendered = _rendered(helm, "monitoring.serviceMonitor.enabled=true")
+    rendered = charted(helm, "monitoring.serviceMonitor.enabled=true")
     (monitor,) = (doc for doc in rendered if doc["kind"] == "ServiceMonitor")
     (service,) = (
         doc

@@ -88,6 +88,13 @@ def rolling(message: str = "a", *, at: str | None = None) -> Condition:
 
 
 PAUSED = Condition(type=TYPE, status=ConditionStatus.UNKNOWN, reason="Paused", message="a")
+PAUSED_NOW = Condition(
+    type=TYPE,
+    status=ConditionStatus.UNKNOWN,
+    reason="Paused",
+    message="a",
+    last_transition_time=NOW_RFC3339,
+)
 
 
 def change(
@@ -115,13 +122,7 @@ def test_the_condition_shown_is_not_written_again() -> None:
 def test_a_new_reason_is_written_at_once_with_a_new_transition_time() -> None:
     # Even a second after a write of the counts: a phase is never held back.
     assert change(PAUSED, rolling(at=EARLIER), sent(rolling(at=EARLIER), 1.0)) == ConditionChange(
-        write=Condition(
-            type=TYPE,
-            status=ConditionStatus.UNKNOWN,
-            reason="Paused",
-            message="a",
-            last_transition_time=NOW_RFC3339,
-        )
+        write=PAUSED_NOW
     )
 
 
@@ -146,13 +147,7 @@ def test_a_write_whose_echo_is_on_its_way_is_not_sent_again() -> None:
 def test_a_write_whose_echo_never_came_is_sent_again_once_it_expires() -> None:
     written = PAUSED
     assert change(PAUSED, rolling(at=EARLIER), sent(written, 6.0)) == ConditionChange(
-        write=Condition(
-            type=TYPE,
-            status=ConditionStatus.UNKNOWN,
-            reason="Paused",
-            message="a",
-            last_transition_time=NOW_RFC3339,
-        )
+        write=PAUSED_NOW
     )
 
 
