@@ -58,6 +58,9 @@ class Standing:
     phase: RolloutPhase
     counts: RolloutCounts | None
     condition: Condition
+    # The DaemonSet controller has seen the DaemonSet's generation: until then the condition is
+    # left as it was (its counts would be the old template's; its generation says it is stale).
+    observed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +166,14 @@ class Reconciler:
         deleted = await self.deleter.delete(ds, decided, state)
         written = await self.conditions.write(ds, decided.condition_writes, state)
         written += await self.pull_jobs.run(ds, decided.prepulls)
-        counts_due = await self.rollout_conditions.update(
-            cached,
-            None if standing is None else standing.condition,
-            self.states.get(key),  # None once the rollout ended, unless its DaemonSet stays known
-            now=snapshot.now,
-        )
+        counts_due = None
+        if standing is None or standing.observed:
+            counts_due = await self.rollout_conditions.update(
+                cached,
+                None if standing is None else standing.condition,
+                self.states.get(key),  # None once the rollout ended, unless its DaemonSet stays
+                now=snapshot.now,
+            )
         requeue = None
         if decided.recheck is not None:
             requeue = decided.recheck.after(
@@ -194,10 +199,11 @@ class Reconciler:
         ds = cached.view
         counts = rollout_counts(decided.tally, desired_nodes=ds.desired_nodes)
         spec = read_rollout_spec(ds.annotations)
+        observed = cached.observed_generation >= cached.generation
         phase = rollout_phase(
             decided=decided,
             counts=counts,
-            spec_observed=cached.observed_generation >= cached.generation,
+            spec_observed=observed,
             max_failed=spec.max_failed,
             min_sample=spec.min_sample,
             nodes=nodes,
@@ -210,7 +216,7 @@ class Reconciler:
             unfollowed=unfollowed_annotations(decided.notices),
             generation=cached.generation,
         )
-        return Standing(phase=phase, counts=counts, condition=condition)
+        return Standing(phase=phase, counts=counts, condition=condition, observed=observed)
 
     def _report(self, key: str, standing: Standing | None) -> None:
         """Set the rollout's metrics to where it stands (None: remove them), when that changed."""

@@ -186,3 +186,18 @@ async def test_the_pool_collector_counts_each_rollouts_nodes_by_pool_when_scrape
             (NAMESPACE, "web", "", "held"): 0.0,
             (NAMESPACE, "web", "", "remaining"): 2.0,
         }
+
+
+async def test_nothing_is_written_before_the_daemonset_controller_observed_the_generation() -> None:
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()
+        newer = carrying(rolling_condition())
+        newer["metadata"]["generation"] = 3  # a new template, not yet observed (still 2)
+        await c.publish(DAEMONSETS, "MODIFIED", newer)
+        c.forget_deletions()
+        c.reconciler.clock = lambda: NOW + timedelta(seconds=INTERVAL)  # new counts would be due
+        await c.reconcile()
+
+        # The first write, of generation 2, and none for generation 3 yet.
+        assert [message for _, _, message in c.rollout_conditions()] == [ROLLING]
+        assert phase_samples()["Rolling"] == 1.0  # the metrics follow every plan
