@@ -39,6 +39,11 @@ def controller_requests(delta: Samples) -> dict[str, Any]:
         "by_method": {method: int(n) for method, n in sorted(by_method.items()) if n},
         "pods_deleted": int(metrics.total(delta, "edgerollout_pods_deleted_total")),
         "conditions_written": int(metrics.total(delta, "edgerollout_pod_conditions_written_total")),
+        # The rollout's own condition on its DaemonSet (a new phase at once, new counts at most
+        # every 10 s): writes too, counted with the others.
+        "daemonset_conditions_written": int(
+            metrics.total(delta, "edgerollout_daemonset_conditions_written_total")
+        ),
         "reconciles": int(metrics.total(delta, "reconcile_total")),
         "plan_seconds": _quantiles(delta, "edgerollout_plan_seconds"),
         "plan_cpu_seconds": _quantiles(delta, "edgerollout_plan_cpu_seconds"),

@@ -1,5 +1,6 @@
 """Scenario 4: OTA on every node — from the image change until every pod carries
-`PodNeedUpgrade=True`, and how many API writes that took per pod; with `--peer openyurt`, the same
+`PodNeedUpgrade=True`, and how many API writes that took per pod (every write: the pods'
+conditions, and the DaemonSet's rollout condition once its phase changes); with `--peer openyurt`, the same
 for OpenYurt's yurt-manager on a DaemonSet of its own, running only for that measurement."""
 
 from __future__ import annotations
