@@ -35,11 +35,9 @@ from edgerollout.domain.reporting.rollout_condition import rollout_condition
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
     RolloutPhase,
-    rollout_counts,
-    rollout_phase,
+    rollout_standing,
     unfollowed_annotations,
 )
-from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.kube.api import Api
 from edgerollout.kube.recorder import EventRecorder
 from edgerollout.kube.views import CachedDaemonSet
@@ -196,17 +194,9 @@ class Reconciler:
     def _standing(cached: CachedDaemonSet, decided: Plan, *, nodes: int) -> Standing | None:
         """Where the rollout stands after `decided` (None: the DaemonSet is not opted in), read
         as `status` reads it (design §9.1), and the condition that says so (§9.2)."""
-        ds = cached.view
-        counts = rollout_counts(decided.tally, desired_nodes=ds.desired_nodes)
-        spec = read_rollout_spec(ds.annotations)
         observed = cached.observed_generation >= cached.generation
-        phase = rollout_phase(
-            decided=decided,
-            counts=counts,
-            spec_observed=observed,
-            max_failed=spec.max_failed,
-            min_sample=spec.min_sample,
-            nodes=nodes,
+        counts, phase = rollout_standing(
+            decided, daemonset=cached.view, spec_observed=observed, nodes=nodes
         )
         if phase is None:
             return None

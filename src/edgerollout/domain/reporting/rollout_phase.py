@@ -49,12 +49,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from edgerollout.domain.events import EventType, Notice
+from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.failure_stop import failure_stop
 from edgerollout.domain.planning.rollout_book import Tally
 from edgerollout.domain.planning.verdicts import NodeVerdict
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.max_failed import MinSample
+from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     ANNOTATION_TOO_LONG,
@@ -204,6 +206,25 @@ def unfollowed_annotations(notices: Iterable[Notice]) -> tuple[str, ...]:
         if notice.type is EventType.WARNING and notice.reason in UNFOLLOWED_ANNOTATION_REASONS
     )
     return tuple(dict.fromkeys(reasons))
+
+
+def rollout_standing(
+    decided: Plan, *, daemonset: DaemonSetView, spec_observed: bool, nodes: int
+) -> tuple[RolloutCounts | None, RolloutPhase | None]:
+    """The counts and the phase of `daemonset`'s rollout after the plan `decided` (taken over
+    `nodes`, `Snapshot.budget_base`): the one reading `status`, `list`, the controller's
+    condition and its metrics share."""
+    counts = rollout_counts(decided.tally, desired_nodes=daemonset.desired_nodes)
+    spec = read_rollout_spec(daemonset.annotations)
+    phase = rollout_phase(
+        decided=decided,
+        counts=counts,
+        spec_observed=spec_observed,
+        max_failed=spec.max_failed,
+        min_sample=spec.min_sample,
+        nodes=nodes,
+    )
+    return counts, phase
 
 
 def rollout_phase(

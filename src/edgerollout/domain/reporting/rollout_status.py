@@ -62,11 +62,9 @@ from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
     RolloutPhase,
-    rollout_counts,
-    rollout_phase,
+    rollout_standing,
     unfollowed_annotations,
 )
-from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     BATCHES_ANNOTATION,
@@ -215,15 +213,8 @@ def rollout_status(
         and nodes_with_pods == len(rows)
         and nodes_with_pods >= (daemonset.desired_nodes or 0)
     )
-    counts = rollout_counts(decided.tally, desired_nodes=daemonset.desired_nodes)
-    spec = read_rollout_spec(daemonset.annotations)
-    phase = rollout_phase(
-        decided=decided,
-        counts=counts,
-        spec_observed=spec_observed,
-        max_failed=spec.max_failed,
-        min_sample=spec.min_sample,
-        nodes=snapshot.budget_base(),
+    counts, phase = rollout_standing(
+        decided, daemonset=daemonset, spec_observed=spec_observed, nodes=snapshot.budget_base()
     )
     return RolloutStatus(
         daemonset=daemonset.name,
