@@ -40,6 +40,7 @@ LAB_FILE = "lab.json"
 STATE_FILE = "state.json"
 # The user of the lab's admin kubeconfig, as the API server (and its audit log) names it.
 ADMIN_USER = "lab-admin"
+CONTROLLER_KUBECONFIG = "controller"
 # Stopped in this order: the simulated kubelets first, the store last.
 COMPONENTS = ("kwok", "kube-scheduler", "kube-controller-manager", "link", "kube-apiserver", "etcd")
 
@@ -270,6 +271,7 @@ def _up(folder: Path, request: _Request, say: Say) -> Lab:
         folder / "pki", identities.all(), server_addresses=tuple(real_addresses.values())
     )
     plane = _start_control_plane(folder, pki, identities.admin, say)
+    plane.kubeconfig(CONTROLLER_KUBECONFIG, identities.controller)
     reals = (
         _prepare_for_real_nodes(folder, real, real_addresses, request.payload_bytes, say)
         if real
@@ -314,6 +316,8 @@ class _Identities:
     """Who uses the lab's API server: its admin, the control plane, KWOK and each node."""
 
     admin: Identity
+    controller: Identity
+    """What tests run controllers as: an admin the audit log follows (`control_plane.AUDIT_POLICY`)."""
     controller_manager: Identity
     scheduler: Identity
     kwok: Identity
@@ -323,6 +327,7 @@ class _Identities:
     def new(names: list[str]) -> _Identities:
         return _Identities(
             admin=new_identity(ADMIN_USER, "system:masters"),
+            controller=new_identity(control_plane.LAB_CONTROLLER_USER, "system:masters"),
             controller_manager=new_identity("system:kube-controller-manager"),
             scheduler=new_identity("system:kube-scheduler"),
             kwok=new_identity(api.KWOK_USER, "system:masters"),
@@ -332,6 +337,7 @@ class _Identities:
     def all(self) -> list[Identity]:
         return [
             self.admin,
+            self.controller,
             self.controller_manager,
             self.scheduler,
             self.kwok,

@@ -8,8 +8,9 @@ Settings that differ from upstream defaults, and why:
 - client QPS and API server in-flight limits are raised so a 1,000-node lab is limited by its CPU,
   not by client-side throttling.
 - etcd skips fsync: the lab's data is thrown away anyway.
-- the API server keeps an audit log of pod deletions and evictions only: an independent record of
-  who deleted which pod, with which preconditions.
+- the API server keeps an audit log of pod deletions and evictions, and of the controllers' lists,
+  watches and Lease writes: an independent record of who deleted which pod, with which
+  preconditions, and of when each controller reached the API server again after an outage.
 """
 
 from __future__ import annotations
@@ -132,23 +133,43 @@ def apiserver_argv(folder: Path, ports: Ports, pki: PkiPaths) -> list[str]:
 
 
 AUDIT_LOG = "audit.log"
-# Only what tells who deleted which pod, with which preconditions: deletes and evictions of pods,
-# at Request level (the DeleteOptions body), once each (when the response is complete). Nothing
-# else is recorded, so the log costs the API server next to nothing.
+LAB_CONTROLLER_USER = "lab-controller"
+"""The user tests run edgerollout's controller processes as (`controller_kubeconfig_path`)."""
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+# What tells who deleted which pod, with which preconditions: deletes and evictions of pods, at
+# Request level (the DeleteOptions body), once each (when the response is complete). And, for a
+# recovery's timeline, when the controllers reached the API server: every list and watch of
+# kube-controller-manager's shared informers and of the lab's controller user (a watch is logged
+# when its answer starts, a list when it ends), and that user's Lease writes, at Metadata level.
+# Nothing else is recorded, so the log costs the API server next to nothing.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
-    "omitStages": ["RequestReceived", "ResponseStarted", "Panic"],
+    "omitStages": ["RequestReceived", "Panic"],
     "rules": [
         {
             "level": "Request",
             "verbs": ["delete", "deletecollection"],
             "resources": [{"group": "", "resources": ["pods"]}],
+            "omitStages": ["ResponseStarted"],
         },
         {
             "level": "Request",
             "verbs": ["create"],
             "resources": [{"group": "", "resources": ["pods/eviction"]}],
+            "omitStages": ["ResponseStarted"],
+        },
+        {
+            "level": "Metadata",
+            "users": [LAB_CONTROLLER_USER, CONTROLLER_MANAGER_USER],
+            "verbs": ["list", "watch"],
+        },
+        {
+            "level": "Metadata",
+            "users": [LAB_CONTROLLER_USER],
+            "verbs": ["create", "update"],
+            "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}],
+            "omitStages": ["ResponseStarted"],
         },
         {"level": "None"},
     ],
@@ -156,8 +177,14 @@ AUDIT_POLICY = {
 
 
 def audit_log_path(folder: Path) -> Path:
-    """The API server's audit log of pod deletions and evictions (one JSON event a line)."""
+    """The API server's audit log (one JSON event a line): pod deletions and evictions, the
+    controllers' lists and watches, the lab controller's Lease writes."""
     return folder / "logs" / AUDIT_LOG
+
+
+def controller_kubeconfig_path(folder: Path) -> Path:
+    """The kubeconfig of `LAB_CONTROLLER_USER` (written when the lab starts)."""
+    return folder / "kubeconfigs" / "controller.kubeconfig"
 
 
 def audit_flags(folder: Path) -> list[str]:

@@ -40,6 +40,8 @@ async def test_rollout_keeps_its_promises_under_faults(
             f"{result.converge_seconds} s, {result.deletions} deletion(s), peak unavailable "
             f"{result.peak_unavailable} ({result.peak_detail}); {'; '.join(result.notes)}"
         )
+        if result.recovery_text:
+            print(result.recovery_text)
     failed = [r for r in outcomes if r.violations]
     assert not failed, "\n\n".join(
         f"seed {r.seed} (rerun: --reliability-seed {r.seed} --reliability-runs 1 -k {scenario.id}):"

@@ -10,6 +10,7 @@ must finish (one Ready pod of the newest template on every node) within `CONVERG
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -23,8 +24,13 @@ from edgerollout.domain.vocabulary import (
     MAX_UNAVAILABLE_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
-from edgerollout_lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import (
+    LAB_CONTROLLER_USER,
+    audit_log_path,
+    controller_kubeconfig_path,
+)
 from tests.e2e.support.chaos.fleet import Fleet, Relay
+from tests.e2e.support.chaos.recovery import Outage, recovery
 from tests.e2e.support.invariants import InvariantWatcher, clock
 from tests.e2e.support.lab import (
     LabHandle,
@@ -40,6 +46,9 @@ from tests.e2e.support.seed import ON_DELETE
 
 NAME = "chaos-ds"
 SELECTOR = f"app={NAME}"
+NATIVE = "chaos-native"
+"""The reference: a native RollingUpdate DaemonSet beside the rollout, hit by the same faults."""
+NATIVE_SELECTOR = f"app={NATIVE}"
 OLD, NEW, NEWER = "nginx:1.19.4", "nginx:1.19.5", "nginx:1.19.6"
 BUDGET = 2
 MIN_READY_SECONDS = 2
@@ -59,6 +68,13 @@ def manifest(image: str, *, min_ready_seconds: int = MIN_READY_SECONDS) -> Any:
     return body
 
 
+def native_manifest(image: str, *, min_ready_seconds: int) -> Any:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": BUDGET}}
+    body = daemonset(NATIVE, image=image, strategy=strategy)
+    body["spec"]["minReadySeconds"] = min_ready_seconds
+    return body
+
+
 @dataclass
 class Chaos:
     """What a scenario's faults may use, and what they leave behind for the judge."""
@@ -74,6 +90,8 @@ class Chaos:
     target: str = NEW
     notes: list[str] = field(default_factory=list)
     flappers: list[str] = field(default_factory=list)
+    outages: list[Outage] = field(default_factory=list)
+    """Control-plane outages the faults caused (wall-clock), for the recovery's timeline."""
     started: float = field(default_factory=time.monotonic)
 
     def remaining(self) -> float:
@@ -105,6 +123,8 @@ class Scenario:
     """Run before the image changes (the invariants are watched from before it)."""
     min_ready_seconds: int = MIN_READY_SECONDS
     controller_args: tuple[str, ...] = ()
+    reference: bool = False
+    """Roll a native RollingUpdate DaemonSet beside it, through the same faults."""
 
 
 @dataclass
@@ -118,6 +138,8 @@ class RunResult:
     deletions: int = 0
     report: str = ""
     peak_detail: str = ""
+    recovery: dict[str, Any] | None = None
+    recovery_text: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -128,15 +150,18 @@ class RunResult:
             "notes": self.notes,
             "peak_unavailable": self.peak_unavailable,
             "deletions": self.deletions,
+            "recovery": self.recovery,
         }
 
 
-async def converged(kube: LabHandle, namespace: str, image: str, nodes: list[str]) -> bool:
+async def converged(
+    kube: LabHandle, namespace: str, image: str, nodes: list[str], selector: str = SELECTOR
+) -> bool:
     """Every node Ready and holding exactly one pod (none terminating): Ready, of `image`."""
     for node in nodes:
         if await kube.node_ready(node) != "True":
             return False
-    grouped = by_node(await kube.pods(namespace, SELECTOR))
+    grouped = by_node(await kube.pods(namespace, selector))
     for node in nodes:
         pods = grouped.get(node, [])
         if len(pods) != 1:
@@ -158,9 +183,10 @@ async def run_scenario(
     violations: list[str] = []
     async with fresh_namespace(kube, prefix="chaos") as namespace:
         relay = None
-        kubeconfig = kube.lab.kubeconfig
+        # The controllers run as the lab's controller user, whose requests the audit log keeps.
+        kubeconfig = controller_kubeconfig_path(kube.lab.folder)
         if scenario.relay:
-            relay = Relay(folder / "relay", apiserver=server, admin_kubeconfig=kube.lab.kubeconfig)
+            relay = Relay(folder / "relay", apiserver=server, admin_kubeconfig=kubeconfig)
             await relay.start()
             kubeconfig = relay.kubeconfig
         fleet = Fleet(
@@ -178,6 +204,21 @@ async def run_scenario(
             selector=SELECTOR,
             nodes=nodes,
             audit_log=audit_log_path(kube.lab.folder),
+            controller_user=LAB_CONTROLLER_USER,
+        )
+        native = (
+            InvariantWatcher(
+                kube.core,
+                kube.apps,
+                namespace,
+                daemonset=NATIVE,
+                selector=NATIVE_SELECTOR,
+                nodes=nodes,
+                audit_log=audit_log_path(kube.lab.folder),
+                controller_user=LAB_CONTROLLER_USER,
+            )
+            if scenario.reference
+            else None
         )
         chaos = Chaos(
             kube=kube,
@@ -196,17 +237,27 @@ async def run_scenario(
             await kube.apps.create_namespaced_daemon_set(
                 namespace, manifest(OLD, min_ready_seconds=min_ready)
             )
+            if native is not None:
+                await kube.apps.create_namespaced_daemon_set(
+                    namespace, native_manifest(OLD, min_ready_seconds=min_ready)
+                )
 
             async def old_everywhere() -> bool:
-                return await converged(kube, namespace, OLD, nodes)
+                return await converged(kube, namespace, OLD, nodes) and (
+                    native is None or await converged(kube, namespace, OLD, nodes, NATIVE_SELECTOR)
+                )
 
             await wait_for(old_everywhere, timeout=60, what=f"a Ready {OLD} pod on every node")
             # Available too (Ready for minReadySeconds), or every old pod would be replaced at once.
             await asyncio.sleep(min_ready + 1.5)
             await watcher.start()
+            if native is not None:
+                await native.start()
             if scenario.prepare is not None:
                 await scenario.prepare(chaos)
             await set_image(kube, namespace, NAME, NEW)
+            if native is not None:
+                await set_image(kube, namespace, NATIVE, NEW)
             chaos.started = time.monotonic()
             await asyncio.wait_for(scenario.faults(chaos), timeout=chaos.window + 90)
             faults_stopped = time.monotonic()
@@ -222,9 +273,20 @@ async def run_scenario(
                     f"[convergence] no convergence on {chaos.target} within "
                     f"{CONVERGE_TIMEOUT:.0f} s after the faults stopped"
                 )
+            if native is not None:
+
+                async def native_done() -> bool:
+                    return await converged(kube, namespace, chaos.target, nodes, NATIVE_SELECTOR)
+
+                # The reference's time is a measurement, not a promise: a native rollout that
+                # does not finish leaves its convergence unknown ("never").
+                with contextlib.suppress(AssertionError):
+                    await wait_for(native_done, timeout=CONVERGE_TIMEOUT, what="the reference")
             await asyncio.sleep(1.0)  # the last Events of the rollout
         finally:
             await watcher.stop()
+            if native is not None:
+                await native.stop()
             codes = await fleet.stop()
             if relay is not None:
                 relay.stop()
@@ -252,7 +314,19 @@ async def run_scenario(
         )
         if expired:
             notes.append(f"{expired} watch(es) expired (410 Gone), listed again")
-        report = "\n".join([*violations, watcher.timeline(), fleet.logs_text()])
+        recovered = None
+        if chaos.outages:
+            recovered = recovery(
+                watcher,
+                chaos.outages[-1],
+                image=chaos.target,
+                budget=BUDGET,
+                min_ready_seconds=min_ready,
+                until=time.time(),
+                native=native,
+            )
+        recovery_text = recovered.text() if recovered is not None else ""
+        report = "\n".join([*violations, recovery_text, watcher.timeline(), fleet.logs_text()])
         (folder / "report.txt").write_text(report)
         peak, peak_at, peak_nodes = watcher.peak_unavailable(min_ready)
         accepted = [d for d in watcher.controller_deletions if d.accepted]
@@ -266,4 +340,6 @@ async def run_scenario(
             deletions=len(accepted),
             report=report if violations else "",
             peak_detail=f"{clock(peak_at)} {','.join(peak_nodes)}",
+            recovery=recovered.as_json() if recovered is not None else None,
+            recovery_text=recovery_text,
         )

@@ -24,14 +24,26 @@ def _seconds(values: list[float]) -> str:
     return f"median {statistics.median(values):.1f} s, max {max(values):.1f} s"
 
 
+def _recovery(entries: list[Mapping[str, Any]], key: str) -> str:
+    values = [
+        float(run["recovery"][key])
+        for run in entries
+        if run.get("recovery") and run["recovery"].get(key) is not None
+    ]
+    return _seconds(values)
+
+
 def render_table(runs: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> str:
-    """scenario · runs · violations · time to converge after the faults stop, one row each."""
+    """One row per scenario: runs, violations, time to converge after the faults stop; and for
+    a control-plane outage, from the moment it ended: edgerollout's own part (to its first
+    deletion that the cluster allowed), its convergence and the native reference's."""
     by_scenario: dict[str, list[Mapping[str, Any]]] = {}
     for run in runs:
         by_scenario.setdefault(str(run["scenario"]), []).append(run)
     lines = [
-        "| scenario | runs | violations | converged | time to converge after the faults stop |",
-        "|---|---|---|---|---|",
+        "| scenario | runs | violations | converged | time to converge after the faults stop "
+        "| after the outage: edgerollout's own part | converged | native reference converged |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for scenario in [s for s in titles if s in by_scenario]:
         entries = by_scenario[scenario]
@@ -39,7 +51,9 @@ def render_table(runs: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -
         times = [float(r["converge_seconds"]) for r in entries if r["converge_seconds"] is not None]
         lines.append(
             f"| `{scenario}`: {titles[scenario]} | {len(entries)} | {violations} | "
-            f"{len(times)}/{len(entries)} | {_seconds(times)} |"
+            f"{len(times)}/{len(entries)} | {_seconds(times)} | "
+            f"{_recovery(entries, 'own_part')} | {_recovery(entries, 'converged')} | "
+            f"{_recovery(entries, 'native_converged')} |"
         )
     return "\n".join(lines)
 

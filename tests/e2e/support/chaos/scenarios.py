@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 import urllib.request
 from typing import Any
 
@@ -30,6 +31,7 @@ from tests.e2e.support.chaos.harness import (
     manifest,
     opt_in,
 )
+from tests.e2e.support.chaos.recovery import Outage
 from tests.e2e.support.lab import set_image, wait_for
 
 
@@ -69,9 +71,13 @@ async def leader_sigkill(chaos: Chaos) -> None:
         chaos.fleet.revive(holder)
 
 
-async def _restart(chaos: Chaos, component: str) -> None:
+async def _restart(chaos: Chaos, component: str, *, outage: bool = True) -> None:
+    down = time.time()
     seconds = await asyncio.to_thread(cluster.restart, chaos.kube.lab.folder, component)
     chaos.notes.append(f"{component} down {seconds:.1f} s")
+    if outage:
+        served_again = component == "kube-apiserver"
+        chaos.outages.append(Outage(f"{component} restart", down, time.time(), served_again))
 
 
 async def apiserver_restart(chaos: Chaos) -> None:
@@ -121,12 +127,14 @@ async def expired_watches(chaos: Chaos) -> None:
     versions the server no longer has, and must list again (410 Gone)."""
     assert chaos.relay is not None
     await chaos.pause(0.5, 2.0)
+    cut = time.time()
     chaos.relay.cut()
     await asyncio.sleep(chaos.rng.uniform(1.0, 3.0))
     revision = await asyncio.to_thread(compact_etcd, chaos)
     chaos.notes.append(f"etcd compacted at revision {revision}")
-    await _restart(chaos, "kube-apiserver")
+    await _restart(chaos, "kube-apiserver", outage=False)
     chaos.relay.restore()
+    chaos.outages.append(Outage("controller cut off, API server restart", cut, time.time()))
     await chaos.pause(chaos.remaining(), chaos.remaining())
 
 
@@ -256,7 +264,12 @@ SCENARIOS = [
         window=14.0,
         long_window=24.0,
     ),
-    Scenario("apiserver-restart", "kube-apiserver restarted mid-rollout", apiserver_restart),
+    Scenario(
+        "apiserver-restart",
+        "kube-apiserver restarted mid-rollout",
+        apiserver_restart,
+        reference=True,
+    ),
     Scenario(
         "apiserver-restart-leader-elected",
         "kube-apiserver restarted under a leader-elected pair (one worker each): the leader "
@@ -264,8 +277,9 @@ SCENARIOS = [
         apiserver_restart,
         replicas=2,
         controller_args=("--workers=1",),
+        reference=True,
     ),
-    Scenario("etcd-restart", "etcd restarted mid-rollout", etcd_restart),
+    Scenario("etcd-restart", "etcd restarted mid-rollout", etcd_restart, reference=True),
     Scenario(
         "watch-cuts",
         "the controller's connections cut by a relay, repeatedly",
@@ -277,6 +291,7 @@ SCENARIOS = [
         "controller cut off, etcd compacted, API server restarted: watches resume with 410 Gone",
         expired_watches,
         relay=True,
+        reference=True,
     ),
     Scenario(
         "node-flapping",

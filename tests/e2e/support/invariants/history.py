@@ -81,6 +81,22 @@ class AuditedDeletion:
         return self.accepted or self.code == 504
 
 
+@dataclass(frozen=True, slots=True)
+class AuditedRequest:
+    """A controller's list, watch or Lease write, as the audit log has it: `at` is when the API
+    server answered (a watch: when its stream started; the rest: when the answer was complete)."""
+
+    at: float
+    user: str
+    verb: str
+    resource: str
+    code: int
+
+    @property
+    def answered(self) -> bool:
+        return 200 <= self.code <= 299
+
+
 class History:
     """One namespace's rollout and the Nodes, over time, as recorded (or, in tests, as written)."""
 
@@ -100,6 +116,8 @@ class History:
         """(from, to): spells when the DaemonSet's watch was down, from the moment it was found
         interrupted until it was listed again; what changed meanwhile is dated at the listing."""
         self.deletions: list[AuditedDeletion] = []
+        self.requests: list[AuditedRequest] = []
+        """The controllers' lists, watches and Lease writes (see `AuditedRequest`)."""
         self.reported: dict[str, dict[str, Any]] = {}
         """Event name -> (pod, node, count, instance) of each SuccessfulDelete Event."""
         self.started_at = 0.0

@@ -30,7 +30,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
-from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
+from tests.e2e.support.invariants.history import AuditedDeletion, AuditedRequest, History, PodLife
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,27 @@ class Followed:
     def stream(self, stream: Any, version: str) -> Any:
         """The watch events from `version` on."""
         return stream.stream(self.lister, *self.args, resource_version=version, **self.kwargs)
+
+
+def _controller_request(entry: dict[str, Any]) -> AuditedRequest | None:
+    """A list, a watch's start or a Lease write from the audit log (None for anything else)."""
+    verb = entry.get("verb")
+    stage = entry.get("stage")
+    if verb == "watch":
+        if stage != "ResponseStarted":
+            return None
+    elif verb not in ("list", "create", "update") or stage != "ResponseComplete":
+        return None
+    ref = entry.get("objectRef") or {}
+    if verb in ("create", "update") and ref.get("resource") != "leases":
+        return None
+    return AuditedRequest(
+        at=_parse_time(entry.get("stageTimestamp") or entry["requestReceivedTimestamp"]),
+        user=(entry.get("user") or {}).get("username", ""),
+        verb=str(verb),
+        resource=str(ref.get("resource", "")),
+        code=int((entry.get("responseStatus") or {}).get("code") or 0),
+    )
 
 
 class Recorder:
@@ -292,6 +313,10 @@ class Recorder:
         for line in data[:end].splitlines():
             entry = json.loads(line)
             ref = entry.get("objectRef") or {}
+            request = _controller_request(entry)
+            if request is not None:
+                self.history.requests.append(request)
+                continue
             if (
                 entry.get("verb") != "delete"
                 or ref.get("resource") != "pods"
