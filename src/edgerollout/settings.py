@@ -178,10 +178,13 @@ class WatchSettings:
     # A watch opened outside a cache, which picks no timeout of its own, asks for 5 minutes: the
     # middle of the caches' range, so it too is ended and reopened rather than held for ever.
     default_timeout_seconds: int = 300
-    # After a failed list or watch: retry after half a second, doubling up to 30 s. A controller
-    # that cannot see the cluster does nothing, so it keeps trying, but without hammering.
+    # After a failed list or watch: retry after half a second, doubling up to 2 s (each wait a
+    # random time in the upper half of that). A controller that cannot see the cluster does
+    # nothing, so it keeps trying: at 2 s, the few caches of a process cost an absent API server a
+    # handful of connection attempts a second, and once it is back every cache resumes within
+    # 2 s, sooner when another cache of the process got through first (`informer.Reconnect`).
     first_retry_delay: float = 0.5
-    max_backoff: float = 30.0
+    max_backoff: float = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import click
 import uvloop
@@ -11,8 +10,6 @@ import uvloop
 from edgerollout.cli import logging_setup
 from edgerollout.cli.param_types import ADDRESS
 from edgerollout.controller.manager import AdmissionPoliciesNotServed, run_controller
-from edgerollout.kube.leader import LeadershipLost
-from edgerollout.logfields import LogFields
 from edgerollout.settings import (
     CONTROLLER,
     LOG_FORMATS,
@@ -154,11 +151,3 @@ def controller(
         uvloop.run(run_controller(settings))
     except AdmissionPoliciesNotServed as error:
         raise click.ClickException(str(error)) from error
-    except LeadershipLost as error:
-        lost = error
-    else:
-        return
-    logging.getLogger("edgerollout.controller").error(
-        "exiting: this replica no longer leads", extra=LogFields(error=str(lost))
-    )
-    raise SystemExit(3)

@@ -41,7 +41,7 @@ from edgerollout.domain.vocabulary import (
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
-from edgerollout.kube.informer import Informer, run_all
+from edgerollout.kube.informer import Informer, Reconnect, run_all
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
@@ -122,15 +122,29 @@ class ClusterCache:
         self.api = api
         self.enqueue = enqueue
         self.changes: ChangeListener = changes if changes is not None else _NoListener()
+        # Every cache of the controller, the pod caches included: after an outage the first to
+        # get an answer wakes the others from their back-off.
+        self.reconnect = Reconnect()
         self.daemonsets: Informer[CachedDaemonSet] = Informer(
-            api, DAEMONSETS, daemonset_from_api, namespace=namespace
+            api, DAEMONSETS, daemonset_from_api, namespace=namespace, reconnect=self.reconnect
         )
         self.revisions: Informer[CachedRevision] = Informer(
-            api, CONTROLLER_REVISIONS, daemonset_revision, namespace=namespace
+            api,
+            CONTROLLER_REVISIONS,
+            daemonset_revision,
+            namespace=namespace,
+            reconnect=self.reconnect,
         )
-        self.nodes: Informer[NodeView] = Informer(api, NODES, node_from_api)
+        self.nodes: Informer[NodeView] = Informer(
+            api, NODES, node_from_api, reconnect=self.reconnect
+        )
         self.jobs: Informer[JobView] = Informer(
-            api, JOBS, job_from_api, namespace=namespace, label_selector=PREPULL_LABEL
+            api,
+            JOBS,
+            job_from_api,
+            namespace=namespace,
+            label_selector=PREPULL_LABEL,
+            reconnect=self.reconnect,
         )
         self.key_by_uid: dict[str, str] = {}
         self.pods_by_owner: dict[str, dict[str, CachedPod]] = {}
@@ -207,6 +221,7 @@ class ClusterCache:
             _pods_of(uid),
             namespace=daemonset.view.namespace,
             label_selector=pods_selector(daemonset),
+            reconnect=self.reconnect,
         )
         informer.subscribe(self._on_pod)
         key = _ds_key(daemonset)

@@ -93,6 +93,9 @@ class Controller:
         )
         self.pool_nodes = PoolNodes(self.cache, self.states)
         self.leading = False
+        # Reconciles that failed while the API server was away are retried as soon as the caches
+        # reach it again, not after their backoff (design §10.2).
+        self.cache.reconnect.on_answered = self.queue.retry_failed
 
     def _on_leadership(self, leading: bool) -> None:
         metrics.LEADER.labels(name=self.settings.leader_election_name).set(1 if leading else 0)
@@ -119,6 +122,10 @@ class Controller:
             result = "success"
             try:
                 outcome = await self.reconciler.reconcile(key)
+            except asyncio.CancelledError:
+                # Leading ended (the Lease lapsed): the key is free for the next term's workers.
+                self.queue.done(key, seconds=time.monotonic() - started)
+                raise
             except NotLeader:
                 result = "error"
                 self.queue.done(key, seconds=time.monotonic() - started)
@@ -167,6 +174,24 @@ class Controller:
             # a lost Lease, so the supervisor restarts this replica as a standby.
             raise LeadershipLost("every worker stopped writing: this replica is not the leader")
 
+    async def _stand(self, elector: LeaderElector) -> None:
+        """Stand for the Lease and lead while it is held; when it lapses (the API server was out
+        of reach past the renew deadline), every worker has stopped writing: stand again, with the
+        caches still warm. The Lease still names this replica, so once the API server answers
+        it renews at once, where a restarted process would wait out a lease duration as a
+        stranger (design §10.6)."""
+        while True:
+            try:
+                await elector.run(self.lead)
+            except LeadershipLost as lost:
+                self.leading = False
+                log.warning(
+                    "stepped down; standing for the lease again",
+                    extra=LogFields(lease=elector.lease_key, error=str(lost)),
+                )
+                continue
+            return
+
     async def serve_http(self) -> list[web.AppRunner]:
         async def healthz(_: web.Request) -> web.Response:
             return web.Response(text="ok")
@@ -208,7 +233,7 @@ class Controller:
         runners = await self.serve_http()
         informers = asyncio.create_task(self.cache.run(), name="informers")
         if self.elector is not None:
-            work = asyncio.create_task(self.elector.run(self.lead), name="elector")
+            work = asyncio.create_task(self._stand(self.elector), name="elector")
         else:
             work = asyncio.create_task(self.lead(), name="lead")
         stopper = asyncio.create_task(stop.wait(), name="stop")

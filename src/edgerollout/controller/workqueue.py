@@ -5,6 +5,10 @@
   queued again when that processing ends (so the newest state is always looked at).
 - A failed key comes back after a per-key exponential backoff (5 ms doubling to 5 min, as
   client-go's default controller rate limiter; `edgerollout.settings`); success resets it.
+- `retry_failed()` brings every key waiting out that backoff back at once: the caches call it
+  when they reach the API server again after failing, since what failed during an outage was the
+  outage's doing, and a key that failed through a 20-second outage would otherwise wait another
+  20 seconds after it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class WorkQueue:
     _added_at: dict[str, float] = field(default_factory=dict)
     _has_items: asyncio.Event = field(default_factory=asyncio.Event)
     _timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    _backing_off: set[str] = field(default_factory=set)
+    """Keys whose pending timer is a failure's backoff (not a requested `add_after`)."""
     _shutdown: bool = False
 
     def __post_init__(self) -> None:
@@ -71,10 +77,12 @@ class WorkQueue:
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()
+        self._backing_off.discard(key)
         self._timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key)
 
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
+        self._backing_off.discard(key)
         self.add(key)
 
     def add_rate_limited(self, key: str) -> float:
@@ -83,7 +91,20 @@ class WorkQueue:
         delay: float = min(self.base_delay * 2.0**failures, self.max_delay)
         self._retries.inc()
         self.add_after(key, delay)
+        if delay > 0:
+            self._backing_off.add(key)
         return delay
+
+    def retry_failed(self) -> None:
+        """Queue now every key waiting out a failure's backoff; its failure count stays, so a
+        key that fails again waits its next backoff. Keys waiting for a requested `add_after`
+        (a window opening, a deadline) keep waiting."""
+        for key in list(self._backing_off):
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+            self._backing_off.discard(key)
+            self.add(key)
 
     def forget(self, key: str) -> None:
         self._failures.pop(key, None)

@@ -7,6 +7,11 @@ diffing the new list against the cache, so an object deleted while we were not w
 reported as deleted — nothing is lost. Connection failures back off and retry forever; a controller
 that cannot see the cluster does nothing rather than something stale.
 
+The back-off is short (0.5 s doubling to 2 s, each wait drawn from its upper half, so that many
+clients do not retry in lockstep), and the caches of one process share a `Reconnect`: the first to
+get an answer after a failure wakes the others, so that after an API server outage every cache
+resumes within a moment of the server answering again (design §10.1).
+
 Objects are stored after `transform` (raw JSON -> a small record, or None for an object the cache
 does not keep), and every change is handed to the subscribers as (old, new) — old None for an
 addition, new None for a deletion.
@@ -34,6 +39,33 @@ log = logging.getLogger(__name__)
 WATCH = KUBE_CLIENT.watch
 
 
+def jittered(delay: float) -> float:
+    """A random time in the upper half of `delay`: clients that failed together retry apart."""
+    return delay * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not security
+
+
+class Reconnect:
+    """Shared by the caches of a process: `answered()` — a cache got an answer after a failure —
+    wakes every cache waiting out its back-off, and tells `on_answered` (the work queue retries
+    what failed meanwhile)."""
+
+    def __init__(self) -> None:
+        self._woken = asyncio.Event()
+        self.on_answered: Callable[[], None] = lambda: None
+
+    async def wait(self, seconds: float) -> None:
+        """Sleep `seconds`, or less if another cache gets an answer meanwhile."""
+        woken = self._woken
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await woken.wait()
+
+    def answered(self) -> None:
+        self._woken.set()
+        self._woken = asyncio.Event()
+        self.on_answered()
+
+
 class Informer(Generic[T]):
     def __init__(
         self,
@@ -47,6 +79,7 @@ class Informer(Generic[T]):
         page_size: int = WATCH.page_size,
         relist_after_failure: bool = False,
         max_backoff: float = WATCH.max_backoff,
+        reconnect: Reconnect | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -59,6 +92,9 @@ class Informer(Generic[T]):
         # contact at once, which a small cache that reports its freshness wants.
         self.relist_after_failure = relist_after_failure
         self.max_backoff = max_backoff
+        self.reconnect = reconnect if reconnect is not None else Reconnect()
+        # Whether the last list or watch failed: the next answer wakes the other caches.
+        self._failing = False
         self.store: dict[str, T] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
@@ -118,6 +154,7 @@ class Informer(Generic[T]):
         old_store, self.store = self.store, fresh
         self.resource_version = version
         self.lists += 1
+        self._answered()
         self.on_contact()
         for key, new in fresh.items():
             old = old_store.get(key)
@@ -209,8 +246,16 @@ class Informer(Generic[T]):
             timeout_seconds=timeout,
         ):
             self._apply(event)
+            if self._failing:
+                self._answered()
             self.on_contact()
-            self._retry_delay = WATCH.first_retry_delay
+
+    def _answered(self) -> None:
+        """An answer: the retry delay starts over, and after a failure, the other caches retry."""
+        self._retry_delay = WATCH.first_retry_delay
+        if self._failing:
+            self._failing = False
+            self.reconnect.answered()
 
     def _log_retry(self, message: str, error: str) -> None:
         log.warning(
@@ -221,8 +266,10 @@ class Informer(Generic[T]):
         )
 
     async def _back_off(self) -> None:
-        """Wait the retry delay, then double it up to `max_backoff`."""
-        await asyncio.sleep(self._retry_delay)
+        """Wait the retry delay (a random time in its upper half), or until another cache of the
+        process gets an answer; then double it up to `max_backoff`."""
+        self._failing = True
+        await self.reconnect.wait(jittered(self._retry_delay))
         self._retry_delay = min(self._retry_delay * 2, self.max_backoff)
 
 

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class LeadershipLost(RuntimeError):
-    """The Lease could not be renewed in time; the process must stop writing (and exit)."""
+    """The Lease could not be renewed in time: leading has stopped (every write with it)."""
 
 
 def _now_micro() -> str:
@@ -166,7 +166,12 @@ class LeaderElector:
             while True:
                 done, _ = await asyncio.wait({leading}, timeout=self.retry_period)
                 if done:
-                    leading.result()
+                    try:
+                        leading.result()
+                    except LeadershipLost:
+                        # Its workers found the Lease lapsed: this replica leads no more.
+                        self._set_leader(None)
+                        raise
                     return
                 attempt_started = time.monotonic()
                 renewed = await self._attempt()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import uuid
@@ -14,17 +15,18 @@ from prometheus_client import REGISTRY
 from edgerollout.cli.logging_setup import structured_fields
 from edgerollout.controller.manager import Controller, default_identity
 from edgerollout.controller.reconciler import NotLeader, Outcome
-from edgerollout.kube.api import PODS
+from edgerollout.kube.api import LEASES, PODS
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.leader import LeadershipLost
-from edgerollout.settings import ControllerSettings
-from tests.unit.kube.fake_api import FakeApi
+from edgerollout.settings import ControllerSettings, WorkQueueSettings
+from tests.unit.kube.fake_api import FakeApi, unreachable
+from tests.unit.kube.running import until
 
 
-async def test_workers_stopped_by_lost_leadership_end_the_process_as_a_lost_lease() -> None:
+async def test_workers_stopped_by_lost_leadership_end_the_term_as_a_lost_lease() -> None:
     # Every worker that meets NotLeader stops; once all have, nothing reconciles any more. The
-    # process must then exit as on a lost Lease (code 3, restarted as a standby), not return as
-    # if it had been asked to stop (code 0, nothing in the log saying why).
+    # term must then end as on a lost Lease (the replica stands again), not return as if the
+    # process had been asked to stop (exit 0, nothing in the log saying why).
     controller = Controller(ControllerSettings(workers=2), FakeApi())  # type: ignore[arg-type]
     for informer in controller.cache.informers:
         informer.synced.set()
@@ -128,3 +130,55 @@ def test_the_size_of_each_cache_is_a_metric() -> None:
         "nodes": 1.0,
         "jobs": 0.0,
     }
+
+
+async def test_a_replica_whose_lease_lapsed_stands_again_in_process_and_leads_again() -> None:
+    # The API server went away past the renew deadline: leading stopped. The process does not
+    # exit (its caches stay warm): it stands again, and leads again once the API server answers.
+    api = FakeApi()
+    settings = ControllerSettings(
+        leader_elect=True, lease_duration=0.3, renew_deadline=0.2, retry_period=0.05
+    )
+    controller = Controller(settings, api)  # type: ignore[arg-type]
+    elector = controller.elector
+    assert elector is not None
+    terms: list[float] = []
+    leading = asyncio.Event()
+
+    async def lead() -> None:
+        terms.append(asyncio.get_running_loop().time())
+        leading.set()
+        await asyncio.Event().wait()
+
+    controller.lead = lead  # type: ignore[method-assign]
+    standing = asyncio.create_task(controller._stand(elector))
+    try:
+        await asyncio.wait_for(leading.wait(), 1.0)
+        leading.clear()
+        api.fail("get", LEASES, unreachable(), times=None)
+        await until(lambda: not elector.is_leader, what="the lease lapsed")
+        await asyncio.sleep(0.1)
+        assert not standing.done()
+        assert len(terms) == 1
+
+        api.clear_failures()
+        await asyncio.wait_for(leading.wait(), 1.0)
+
+        assert len(terms) == 2
+        assert elector.is_leader
+    finally:
+        standing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await standing
+
+
+async def test_reconciles_that_failed_are_retried_once_the_caches_reach_the_api_again() -> None:
+    settings = ControllerSettings(queue=WorkQueueSettings(base_delay=60.0, max_delay=300.0))
+    controller = Controller(settings, FakeApi())  # type: ignore[arg-type]
+    controller.queue.add_rate_limited("ns/a")
+    assert len(controller.queue) == 0
+
+    controller.cache.reconnect.answered()
+
+    assert len(controller.queue) == 1
+    controller.queue.shut_down()

@@ -116,3 +116,41 @@ async def test_shut_down_wakes_waiting_workers_with_queue_shut_down() -> None:
     queue.add("default/api")
     await asyncio.sleep(0.03)  # the cancelled timer never fires
     assert len(queue) == 0
+
+
+async def test_retry_failed_brings_back_at_once_only_the_keys_backing_off() -> None:
+    # An outage made a reconcile fail over and over: its key waits 20 s. A key that asked to be
+    # looked at later (a window opening) waits on. Once the API server answers again, the failed
+    # key is retried at once, and its failure count stays: failing again, it waits longer.
+    queue = WorkQueue(name="test-retry-failed", base_delay=5.0, max_delay=300.0)
+    queue.add_rate_limited("default/failed")
+    queue.add_rate_limited("default/failed")
+    queue.add_after("default/window", 30.0)
+    assert len(queue) == 0
+
+    queue.retry_failed()
+
+    assert len(queue) == 1
+    key = await next_key(queue)
+    assert key == "default/failed"
+    queue.done(key, seconds=0.01)
+    await asyncio.sleep(0.05)
+    assert len(queue) == 0  # the cancelled backoff does not fire an extra retry
+    assert queue.add_rate_limited("default/failed") == 20.0
+    queue.retry_failed()
+    assert await next_key(queue) == "default/failed"
+    queue.retry_failed()
+    assert len(queue) == 0  # nothing else was backing off: the window's key still waits
+    queue.shut_down()
+
+
+async def test_a_key_that_succeeded_is_not_retried_by_retry_failed() -> None:
+    queue = WorkQueue(name="test-retry-succeeded", base_delay=0.01)
+    queue.add_rate_limited("default/web")
+    key = await next_key(queue)  # its backoff fired
+    queue.forget(key)
+    queue.done(key, seconds=0.01)
+
+    queue.retry_failed()
+
+    assert len(queue) == 0

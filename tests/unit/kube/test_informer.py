@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from edgerollout.domain.model import NodeName, NodeReadiness, NodeView
+from edgerollout.kube import informer as informer_module
 from edgerollout.kube.api import NODES, PODS, Resource
-from edgerollout.kube.informer import Informer
+from edgerollout.kube.informer import Informer, Reconnect, jittered
 from edgerollout.kube.views import CachedPod, node_from_api, pod_from_api
 
 from .fake_api import END, FakeApi, unreachable
@@ -53,15 +54,15 @@ def watched_versions(api: FakeApi, resource: Resource = NODES) -> list[str]:
 
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The backoff delays the informer asks for; each returns at once."""
+    """The backoff delays the informer asks for (before their jitter); each returns at once."""
     asked: list[float] = []
-    real_sleep = asyncio.sleep
 
-    async def sleep(delay: float, result: Any = None) -> Any:
-        asked.append(delay)
-        return await real_sleep(0, result)
+    async def wait(self: Reconnect, seconds: float) -> None:
+        asked.append(seconds)
+        await asyncio.sleep(0)
 
-    monkeypatch.setattr(asyncio, "sleep", sleep)
+    monkeypatch.setattr(informer_module, "jittered", lambda delay: delay)
+    monkeypatch.setattr(Reconnect, "wait", wait)
     return asked
 
 
@@ -316,3 +317,64 @@ async def test_event_the_cache_cannot_read_makes_it_list_again_instead_of_dying(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_wait_ends_when_another_cache_gets_an_answer() -> None:
+    reconnect = Reconnect()
+    waiting = asyncio.create_task(reconnect.wait(60))
+    await asyncio.sleep(0)
+
+    reconnect.answered()
+
+    await asyncio.wait_for(waiting, 1.0)
+    # An answer before a wait began does not cut that wait short.
+    started = asyncio.get_running_loop().time()
+    await reconnect.wait(0.05)
+    assert asyncio.get_running_loop().time() - started >= 0.05
+
+
+def test_each_wait_is_drawn_from_the_upper_half_of_the_delay() -> None:
+    drawn = [jittered(2.0) for _ in range(1000)]
+
+    assert all(1.0 <= d <= 2.0 for d in drawn)
+    assert max(drawn) - min(drawn) > 0.5  # spread, not one value
+
+
+async def test_the_first_answer_after_a_failure_wakes_the_caches_waiting_to_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both caches lost the API server; the node cache drew a long wait, the pod cache a short one.
+    # The pod cache's answer ends the node cache's wait: it lists again at once, not in a minute.
+    delays = iter([60.0, 0.0])
+    monkeypatch.setattr(informer_module, "jittered", lambda delay: next(delays))
+    api = FakeApi()
+    api.fail("list", NODES, unreachable(), times=1)
+    api.fail("list", PODS, unreachable(), times=1)
+    reconnect = Reconnect()
+    answered: list[str] = []
+    reconnect.on_answered = lambda: answered.append("answered")
+    nodes = Informer(api, NODES, node_from_api, reconnect=reconnect)
+    pods = Informer(api, PODS, pod_from_api, reconnect=reconnect)
+
+    async with running(nodes, pods):
+        assert nodes.lists == pods.lists == 1
+
+    assert len(api.calls_to("list", NODES)) == 2
+    # Told once per recovery: the pod cache's answer, then the node cache's own.
+    assert answered == ["answered", "answered"]
+
+
+async def test_answers_while_nothing_failed_wake_nobody(sleeps: list[float]) -> None:
+    api = FakeApi()
+    reconnect = Reconnect()
+    answered: list[str] = []
+    reconnect.on_answered = lambda: answered.append("answered")
+    informer = Informer(api, NODES, node_from_api, reconnect=reconnect)
+
+    async with running(informer):
+        api.publish(NODES, "ADDED", node_json("edge-1"))
+        api.publish(NODES, "ADDED", node_json("edge-2"))
+        await until(lambda: informer.count() == 2, what="both nodes")
+
+    assert answered == []
+    assert sleeps == []

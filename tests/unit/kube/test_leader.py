@@ -396,3 +396,28 @@ async def test_release_by_a_replica_that_does_not_lead_writes_nothing() -> None:
     await elector.release()
 
     assert api.calls == []
+
+
+async def test_a_leader_that_lapsed_takes_its_own_lease_back_as_soon_as_the_api_answers() -> None:
+    # The API server was away past the renew deadline: the leader stopped. Standing again in the
+    # same process, it finds the Lease still naming it and renews at its first answered attempt,
+    # without waiting out a lease duration as a stranger would, and without a new transition.
+    api = FakeApi()
+    async with replicas(api, "replica-a", "replica-b") as (a, b):
+        task = await start_leading(a)
+        b.start()
+        api.fail("get", LEASES, unreachable(), times=None)
+        with pytest.raises(LeadershipLost):
+            await asyncio.wait_for(task, 1.0)
+        a.started_leading.clear()
+
+        a.start()
+        api.clear_failures()
+        back = time.monotonic()
+        await wait_leading(a)
+
+        assert seconds_since(back) < LEASE_DURATION / 2
+        assert a.transitions == [True, False, True]
+        assert lease_spec(api)["holderIdentity"] == "replica-a"
+        assert lease_spec(api)["leaseTransitions"] == 0
+        assert_never_led(b)

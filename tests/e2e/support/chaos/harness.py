@@ -304,9 +304,11 @@ async def run_scenario(
         notes = chaos.notes
         if fleet.kills:
             notes.append(f"{fleet.kills} SIGKILL(s)")
-        lease_losses = len(fleet.exits) - len(fleet.unexpected_exits())
-        if lease_losses:
-            notes.append(f"{lease_losses} exit(s) on a lost Lease (code 3), restarted")
+        stepped_down = sum(
+            replica.log_text().count("stepped down") for replica in fleet.processes.values()
+        )
+        if stepped_down:
+            notes.append(f"{stepped_down} Lease(s) lapsed, stood again")
         if relay is not None and relay.cuts:
             notes.append(f"{relay.cuts} cut(s) of the controller's connections")
         expired = sum(
