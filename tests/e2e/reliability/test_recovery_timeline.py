@@ -154,29 +154,6 @@ def test_the_native_reference_is_timed_the_same_way(tmp_path: Path) -> None:
     assert (found.converged, found.native_converged) == (6.0, 9.5)
 
 
-def test_an_api_server_is_back_when_it_first_answers_a_list(tmp_path: Path) -> None:
-    # Its readiness check passed at +20; it answered kube-controller-manager's list at +18.5.
-    history = watcher(tmp_path)
-    request(history, T0 + 9, CONTROLLER_MANAGER_USER, "list", "pods")
-    request(history, T0 + 18, CONTROLLER_MANAGER_USER, "list", "pods", code=0)
-    request(history, T0 + 18.5, CONTROLLER_MANAGER_USER, "list", "pods")
-    request(history, T0 + 18.7, LAB_CONTROLLER_USER, "list", "pods")
-    outage = Outage("kube-apiserver restart", T0 + 10, T0 + 20, served_again=True)
-
-    found = recovery(
-        history, outage, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
-    )
-
-    assert (found.back, found.down_seconds) == (T0 + 18.5, 8.5)
-    assert (found.controller_manager_first_contact, found.controller_first_contact) == (0.0, 0.2)
-    assert (
-        recovery(
-            history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
-        ).back
-        == T0 + 20
-    )
-
-
 def test_convergence_is_the_start_of_the_last_spell(tmp_path: Path) -> None:
     # Converged at +4, then edge-2 NotReady from +8 to +12: converged again from +12 only.
     history = watcher(tmp_path)

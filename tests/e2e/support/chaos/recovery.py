@@ -35,20 +35,8 @@ class Outage:
     what: str
     down: float
     back: float
-    """When the fault ended as its scenario saw it (a restarted component ready again)."""
-    served_again: bool = False
-    """The API server itself went away: it was back when it first answered a list (in the audit
-    log), which can be a second or two before its readiness check passes."""
-
-    def back_in(self, history: History) -> float:
-        if not self.served_again:
-            return self.back
-        lists = [
-            r.at
-            for r in history.requests
-            if r.verb == "list" and r.answered and self.down < r.at < self.back
-        ]
-        return min(lists, default=self.back)
+    """When the fault ended: for the API server, the first moment it answered a request again
+    (probed every 0.1 s by the scenario; its readiness check passes a second or two later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +196,7 @@ def recovery(
     until: float,
     native: History | None = None,
 ) -> Recovery:
-    back = outage.back_in(history)
+    back = outage.back
     user = history.controller_user
     every_kind = frozenset(r.resource for r in history.requests)
 

@@ -71,13 +71,36 @@ async def leader_sigkill(chaos: Chaos) -> None:
         chaos.fleet.revive(holder)
 
 
+async def _served_again(chaos: Chaos, stop: asyncio.Event) -> float | None:
+    """The first moment the API server answered a request after it stopped answering (asked
+    every 0.1 s); None if it never stopped before `stop`."""
+    refused = False
+    while not stop.is_set():
+        try:
+            async with asyncio.timeout(1.0):
+                await chaos.kube.core.list_namespace(limit=1)
+        except Exception:
+            refused = True
+        else:
+            if refused:
+                return time.time()
+        await asyncio.sleep(0.1)
+    return None
+
+
 async def _restart(chaos: Chaos, component: str, *, outage: bool = True) -> None:
     down = time.time()
+    stop = asyncio.Event()
+    probe = asyncio.create_task(_served_again(chaos, stop))
     seconds = await asyncio.to_thread(cluster.restart, chaos.kube.lab.folder, component)
+    ready = time.time()
     chaos.notes.append(f"{component} down {seconds:.1f} s")
+    stop.set()
+    answered = await probe
     if outage:
-        served_again = component == "kube-apiserver"
-        chaos.outages.append(Outage(f"{component} restart", down, time.time(), served_again))
+        # etcd: the API server answers throughout; its outage ends when etcd is healthy again.
+        back = answered if component == "kube-apiserver" and answered is not None else ready
+        chaos.outages.append(Outage(f"{component} restart", down, back))
 
 
 async def apiserver_restart(chaos: Chaos) -> None:
