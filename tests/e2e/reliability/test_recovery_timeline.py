@@ -154,6 +154,22 @@ def test_the_native_reference_is_timed_the_same_way(tmp_path: Path) -> None:
     assert (found.converged, found.native_converged) == (6.0, 9.5)
 
 
+def test_a_deletion_the_watcher_saw_allowed_only_after_it_is_no_time_of_edgerollouts(
+    tmp_path: Path,
+) -> None:
+    # edge-2's new pod turned available at +1 as the watcher saw it; the controller saw it a
+    # moment sooner and deleted edge-3's old pod at +0.9.
+    history = watcher(tmp_path)
+    replace(history, "edge-2", T0 + 5, ready=T0 + 19)
+    replace(history, "edge-3", T0 + 20.9, ready=T0 + 24)
+
+    found = recovery(
+        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
+    )
+
+    assert (found.deletion_allowed, found.first_deletion, found.own_part) == (None, 0.9, 0.0)
+
+
 def test_convergence_is_the_start_of_the_last_spell(tmp_path: Path) -> None:
     # Converged at +4, then edge-2 NotReady from +8 to +12: converged again from +12 only.
     history = watcher(tmp_path)

@@ -214,8 +214,11 @@ def recovery(
         min_ready=min_ready_seconds,
     )
     own = None
-    if first_deletion is not None and allowed is not None:
-        own = round(max(0.0, first_deletion - max(back, allowed)), 1)
+    if first_deletion is not None:
+        # The watcher sees a change a moment after the controller may: a deletion made before the
+        # watcher saw one allowed took edgerollout no time of its own.
+        start = max(back, allowed) if allowed is not None else first_deletion
+        own = round(max(0.0, first_deletion - start), 1)
     leases = [
         r.at
         for r in history.requests
