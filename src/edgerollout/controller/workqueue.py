@@ -5,6 +5,9 @@
   queued again when that processing ends (so the newest state is always looked at).
 - A failed key comes back after a per-key exponential backoff (5 ms doubling to 5 min, as
   client-go's default controller rate limiter; `edgerollout.settings`); success resets it.
+- A key asked for after a delay keeps the earliest time asked for (client-go's delaying queue):
+  each reconcile asks to look again when the clock may change something (a pod turning
+  available after minReadySeconds), and a later reconcile's later look must not push it back.
 - `retry_failed()` brings every key waiting out that backoff back at once: the caches call it
   when they reach the API server again after failing, since what failed during an outage was the
   outage's doing, and a key that failed through a 20-second outage would otherwise wait another
@@ -71,14 +74,20 @@ class WorkQueue:
         self._has_items.set()
 
     def add_after(self, key: str, delay: float) -> None:
+        """Queue `key` after `delay` seconds; a key already waiting to be queued sooner keeps its
+        time (as client-go's delaying queue): a later look never postpones an earlier one."""
         if delay <= 0:
             self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        timer = self._timers.get(key)
+        if timer is not None and timer.when() <= loop.time() + delay:
             return
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()
         self._backing_off.discard(key)
-        self._timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key)
+        self._timers[key] = loop.call_later(delay, self._fire, key)
 
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)

@@ -154,3 +154,22 @@ async def test_a_key_that_succeeded_is_not_retried_by_retry_failed() -> None:
     queue.retry_failed()
 
     assert len(queue) == 0
+
+
+async def test_a_later_look_does_not_postpone_an_earlier_one() -> None:
+    # A reconcile asks to look again in 0.05 s (a pod turns available then); a reconcile right
+    # after asks for 30 s (a window opening). The key comes at 0.05 s, not at 30 s; and a sooner
+    # look than the one waiting replaces it.
+    queue = WorkQueue(name="test-earliest-look")
+    started = time.monotonic()
+    queue.add_after("default/web", 0.05)
+    queue.add_after("default/web", 30.0)
+
+    assert await next_key(queue) == "default/web"
+    assert time.monotonic() - started < 1.0
+    queue.done("default/web", seconds=0.01)
+
+    queue.add_after("default/web", 30.0)
+    queue.add_after("default/web", 0.05)
+    assert await next_key(queue) == "default/web"
+    queue.shut_down()
