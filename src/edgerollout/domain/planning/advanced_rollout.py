@@ -19,6 +19,9 @@ from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUn
 from edgerollout.domain.spec.staging import Staging
 from edgerollout.settings import ControllerSettings
 
+# A pod is available strictly after its Ready transition plus minReadySeconds: look a moment after.
+AVAILABLE_MARGIN = 0.01
+
 
 def plan_advanced_rolling_update(
     snapshot: Snapshot, reading: RolloutReading, book: RolloutBook, settings: ControllerSettings
@@ -107,7 +110,15 @@ def _recheck(
         waits = [settings.reconcile.health_recheck]
         min_ready = snapshot.daemonset.min_ready_seconds
         if min_ready > 0 and NodeVerdict.STARTING in timed:
-            waits.append(float(min_ready))
+            # At the moment the first Ready pod turns available (Kubernetes' own reading: its
+            # Ready transition plus minReadySeconds, strictly after), not minReadySeconds after
+            # this plan: that was up to a second late, and more when reconciles came between.
+            turns = rollout.next_available
+            waits.append(
+                float(min_ready)
+                if turns is None
+                else max(0.0, (turns - snapshot.now).total_seconds()) + AVAILABLE_MARGIN
+            )
         starting = min(waits)
     recheck = replace(
         Recheck.of(settings, starting=starting), prepull_seconds=pulls.recheck_seconds

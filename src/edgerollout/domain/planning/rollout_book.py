@@ -160,6 +160,9 @@ class RolloutBook:
         self._due: dict[NodeName, datetime] = {}
         self._due_heap: list[tuple[datetime, NodeName]] = []
         self._broken: dict[NodeName, Broken] = {}
+        # The first moment a Ready pod judged STARTING turns available (its Ready transition
+        # plus minReadySeconds); every node is judged at each refresh while minReadySeconds > 0.
+        self._next_available: datetime | None = None
 
     def reset(self) -> None:
         """Judge every node again at the next plan."""
@@ -238,6 +241,7 @@ class RolloutBook:
         self._due.clear()
         self._due_heap.clear()
         self._broken.clear()
+        self._next_available = None
         self._unavailable = 0
 
     def _judge(
@@ -275,6 +279,12 @@ class RolloutBook:
         since = None
         if verdict is NodeVerdict.UP_TO_DATE and len(live) == 1 and live[0].ready_since:
             since = to_utc(live[0].ready_since) + timedelta(seconds=min_ready_seconds)
+        elif verdict is NodeVerdict.STARTING and len(live) == 1 and live[0].ready:
+            ready_since = live[0].ready_since
+            if ready_since is not None and min_ready_seconds > 0:
+                turns = to_utc(ready_since) + timedelta(seconds=min_ready_seconds)
+                if self._next_available is None or turns < self._next_available:
+                    self._next_available = turns
         self._entries[name] = _Entry(
             verdict=verdict, outdated=outdated, broken=broken, available_since=since
         )
@@ -386,6 +396,7 @@ class RolloutBook:
             skipped_nodes=skipped,
             holds=holds,
             broken=self.broken,
+            next_available=self._next_available,
         )
 
     @property

@@ -140,6 +140,7 @@ class DeletionPlan:
       is judged and nothing deleted.
     - `holds`: the nodes a staged rollout holds back, and its wave (see `holds`).
     - `broken`: the Ready nodes whose current pod is failing, and why (verdict BROKEN).
+    - `next_available`: see the field.
     - `verdict_counts`: how many nodes have each verdict, where the planner kept count (read it
       through `counted`, which counts `verdicts` otherwise); not compared, since it only repeats
       `verdicts`.
@@ -154,6 +155,9 @@ class DeletionPlan:
     holds: Holds = NOTHING_HELD
     broken: Mapping[NodeName, Broken] = field(default_factory=dict)
     verdict_counts: Mapping[NodeVerdict, int] | None = field(default=None, compare=False)
+    next_available: datetime | None = field(default=None, compare=False)
+    """The first moment a Ready pod not available yet turns available (minReadySeconds after it
+    turned Ready), where the planner kept it: when to look again without an event."""
 
     @property
     def counted(self) -> Mapping[NodeVerdict, int]:
