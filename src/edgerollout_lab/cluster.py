@@ -680,8 +680,9 @@ def _set_links(folder: Path, names: list[str], *, up: bool) -> Lab:
 RESTARTABLE = ("etcd", "kube-apiserver")
 
 
-def restart(folder: Path, component: str) -> float:
-    """Stop a control-plane component and start it again on the same ports and data.
+def restart(folder: Path, component: str, *, down_for: float = 0.0) -> float:
+    """Stop a control-plane component and start it again on the same ports and data, at least
+    `down_for` seconds after it stopped.
 
     Returns the seconds it was unavailable (stopped until healthy again). Clients of the API
     server see their connections close and reconnect; etcd keeps its data directory."""
@@ -693,7 +694,7 @@ def restart(folder: Path, component: str) -> float:
     lab = Lab.load(folder)
     ports = lab_ports(folder)
     started = time.monotonic()
-    processes.restart(folder, component)
+    processes.restart(folder, component, down_for=down_for)
     if component == "etcd":
         check = functools.partial(control_plane.etcd_healthy, ports)
         what = "healthy"

@@ -138,8 +138,9 @@ def stop(folder: Path, name: str, *, grace: float = 10.0) -> bool:
     return True
 
 
-def restart(folder: Path, name: str, *, grace: float = 10.0) -> Started:
-    """Stop the recorded program and start it again with the same command line.
+def restart(folder: Path, name: str, *, grace: float = 10.0, down_for: float = 0.0) -> Started:
+    """Stop the recorded program and start it again with the same command line, `down_for`
+    seconds after it stopped.
 
     The new process replaces the record; its log continues the old one."""
     path = folder / "pids" / f"{name}.json"
@@ -150,6 +151,7 @@ def restart(folder: Path, name: str, *, grace: float = 10.0) -> Started:
             folder, name, "was never started here (no record of its command line)"
         ) from None
     stop(folder, name, grace=grace)
+    time.sleep(down_for)
     return start(folder, name, argv)
 
 

@@ -260,6 +260,20 @@ def test_restart_replaces_the_process_with_one_running_the_same_command_line(
     ]
 
 
+def test_restart_keeps_the_program_down_as_long_as_asked(folder: Path) -> None:
+    code = "import time; print('started', time.time(), flush=True); time.sleep(60)"
+    first = processes.start(folder, "slow-return", python(code))
+    wait_for_log(folder, "slow-return", "started")
+
+    before = time.monotonic()
+    second = processes.restart(folder, "slow-return", grace=2, down_for=0.5)
+
+    assert is_gone(first.pid)
+    assert time.monotonic() - before >= 0.5
+    assert processes.pid_of(folder, "slow-return") == second.pid
+    processes.stop(folder, "slow-return", grace=2)
+
+
 def test_restart_of_a_program_never_started_names_it_and_starts_nothing(folder: Path) -> None:
     with pytest.raises(ComponentError, match="lab component ghost was never started here"):
         processes.restart(folder, "ghost")

@@ -20,7 +20,7 @@ from edgerollout.domain.vocabulary import (
 )
 from edgerollout_lab import cluster
 from edgerollout_lab.control_plane import NODE_MONITOR_GRACE_SECONDS
-from tests.e2e.support.chaos.fleet import LEASE
+from tests.e2e.support.chaos.fleet import LEASE, RENEW_DEADLINE
 from tests.e2e.support.chaos.harness import (
     NAME,
     NEW,
@@ -88,11 +88,15 @@ async def _served_again(chaos: Chaos, stop: asyncio.Event) -> float | None:
     return None
 
 
-async def _restart(chaos: Chaos, component: str, *, outage: bool = True) -> None:
+async def _restart(
+    chaos: Chaos, component: str, *, outage: bool = True, down_for: float = 0.0
+) -> None:
     down = time.time()
     stop = asyncio.Event()
     probe = asyncio.create_task(_served_again(chaos, stop))
-    seconds = await asyncio.to_thread(cluster.restart, chaos.kube.lab.folder, component)
+    seconds = await asyncio.to_thread(
+        cluster.restart, chaos.kube.lab.folder, component, down_for=down_for
+    )
     ready = time.time()
     chaos.notes.append(f"{component} down {seconds:.1f} s")
     stop.set()
@@ -106,6 +110,13 @@ async def _restart(chaos: Chaos, component: str, *, outage: bool = True) -> None
 async def apiserver_restart(chaos: Chaos) -> None:
     await chaos.pause(0.5, 3.0)
     await _restart(chaos, "kube-apiserver")
+    await chaos.pause(chaos.remaining(), chaos.remaining())
+
+
+async def apiserver_restart_past_the_renew_deadline(chaos: Chaos) -> None:
+    """The API server stays down past the leader's renew deadline: its Lease lapses."""
+    await chaos.pause(0.5, 3.0)
+    await _restart(chaos, "kube-apiserver", down_for=RENEW_DEADLINE + 1.0)
     await chaos.pause(chaos.remaining(), chaos.remaining())
 
 
@@ -297,7 +308,7 @@ SCENARIOS = [
         "apiserver-restart-leader-elected",
         "kube-apiserver restarted under a leader-elected pair (one worker each): the leader "
         "cannot renew its Lease in time",
-        apiserver_restart,
+        apiserver_restart_past_the_renew_deadline,
         replicas=2,
         controller_args=("--workers=1",),
         reference=True,
