@@ -76,7 +76,8 @@ FAILED_DELETE: Final = "FailedDelete"
 NODE_SCOPING_NOT_ENFORCED: Final = "NodeScopingNotEnforced"
 # A second upgrade of a pod while the first is still being carried out: 409.
 UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
-# The admission policy that confines the agent to its node and its status patch to PodImageReady.
+# The admission policy that confines the agent to its node and its status patch to PodImageReady
+# and UpgradeHeld.
 AGENT_OWN_NODE_POLICY: Final = "edgerollout-agent-own-node"
 # The label a dry-run status patch tries to add to prove that policy is in force; never written.
 SCOPING_PROBE_LABEL: Final = "edgerollout.io/scoping-probe"
@@ -175,3 +176,21 @@ INVALID_MAX_FAILED: Final = "InvalidMaxFailed"
 MIN_SAMPLE_ANNOTATION: Final = "edgerollout.io/min-sample"
 MAX_FAILED_BEFORE_SAMPLE_ANNOTATION: Final = "edgerollout.io/max-failed-before-sample"
 INVALID_MIN_SAMPLE: Final = "InvalidMinSample"
+
+# A node's hold on its upgrade (design §8.4, §13.6): its agent writes this pod condition, True
+# while the node asks the controller not to replace the pod (reason NodeAsked, the message saying
+# until when, since when and why), False once lifted (reason HoldLifted). The DaemonSet bounds
+# every hold with `edgerollout.io/max-hold` (default 24h) from the moment it was asked.
+UPGRADE_HELD: Final = "edgerollout.io/UpgradeHeld"
+NODE_ASKED: Final = "NodeAsked"
+HOLD_LIFTED: Final = "HoldLifted"
+MAX_HOLD_ANNOTATION: Final = "edgerollout.io/max-hold"
+DEFAULT_MAX_HOLD_HOURS: Final = 24
+INVALID_MAX_HOLD: Final = "InvalidMaxHold"
+# A Warning on the DaemonSet when a hold outlasts max-hold and is ignored from then on.
+UPGRADE_HOLD_IGNORED: Final = "UpgradeHoldIgnored"
+# The agent's refusals of a hold (design §8.4).
+MALFORMED_HOLD: Final = "InvalidHold"
+HOLD_TOO_LONG: Final = "HoldTooLong"
+NOT_OPTED_IN: Final = "NotOptedIn"
+HOLD_NOT_ADMITTED: Final = "HoldNotAdmitted"

@@ -42,11 +42,13 @@ from edgerollout.domain.vocabulary import (
     READY_CONDITION,
     ROLLOUT_CONDITION,
     UNREACHABLE_TAINT,
+    UPGRADE_HELD,
 )
 
 JSON = dict[str, Any]
-# Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes.
-KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY})
+# Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes,
+# the node's hold among them (design §13.6).
+KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY, UPGRADE_HELD})
 # The conditions a pod's view is read from: the kept ones, and those whose times are the facts of
 # its health (`PodView`), not kept themselves.
 _READ_CONDITIONS = KEPT_CONDITIONS | {CONTAINERS_READY_CONDITION, POD_READY_TO_START_CONTAINERS}

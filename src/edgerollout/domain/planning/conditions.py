@@ -103,7 +103,8 @@ def plan_need_upgrade(
 
     An outdated pod on a node a staged rollout holds (`held`, design §12) is told `False`, with
     the hold as the reason (`HeldByPartition`, ...): the node is not offered the upgrade, and
-    learns why. Terminating pods are skipped (they are going away, and their status may no longer
+    learns why; a node holding its own upgrade (design §13.6) is still offered it. Terminating
+    pods are skipped (they are going away, and their status may no longer
     be writable). The writes are ordered by namespace and pod name.
     """
     if not target.hash:
@@ -117,7 +118,11 @@ def plan_need_upgrade(
         reason = ""
         if is_current(pod, target):
             status = ConditionStatus.FALSE
-        elif pod.node_name is not None and (hold := held.get(pod.node_name)) is not None:
+        elif (
+            pod.node_name is not None
+            and (hold := held.get(pod.node_name)) is not None
+            and hold.withholds_offer
+        ):
             status, reason = ConditionStatus.FALSE, hold.condition_reason
         else:
             status = ConditionStatus.TRUE

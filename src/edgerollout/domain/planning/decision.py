@@ -137,7 +137,8 @@ class Recheck:
     - an OTA pod marked but not yet past its OTA deadline: when the first one passes it
       (`ota_deadline_seconds`);
     - a pre-pull asked for before a deletion and not done: when the first one passes its
-      fallback (`prepull_seconds`, design §13.5).
+      fallback (`prepull_seconds`, design §13.5);
+    - a node holding its own upgrade: when the first hold ends (`hold_seconds`, design §13.6).
     """
 
     deletions_seconds: float
@@ -147,6 +148,7 @@ class Recheck:
     soak_seconds: float | None = None
     ota_deadline_seconds: float | None = None
     prepull_seconds: float | None = None
+    hold_seconds: float | None = None
 
     @classmethod
     def of(cls, settings: ControllerSettings, *, starting: float | None = None) -> Self:
@@ -185,6 +187,8 @@ class Recheck:
             waits.append(self.ota_deadline_seconds)
         if self.prepull_seconds is not None:
             waits.append(self.prepull_seconds)
+        if self.hold_seconds is not None:
+            waits.append(self.hold_seconds)
         if unechoed_seconds is not None:
             waits.append(max(unechoed_seconds, self.min_seconds))
         return min(waits, default=None)

@@ -2,8 +2,9 @@
 
 `hold_nodes` applies a DaemonSet's `Staging` (`spec.staging`, which says what the annotations
 ask for) to its nodes at one moment: paused, held to a node selector, a partition or waves, a
-closed maintenance window, waiting for a pre-pull, or (OTA deadlines) not among the nodes the
-controller may upgrade. The rules, and why, are in `spec.staging`'s docstring and design §12.
+closed maintenance window, waiting for a pre-pull, held by the node itself (its agent's hold,
+design §13.6), or (OTA deadlines) not among the nodes the controller may upgrade. The rules, and
+why, are in `spec.staging`'s docstring and design §12.
 """
 
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -43,6 +44,7 @@ class HoldReason(StrEnum):
     WINDOW = "maintenance window closed"
     NODE_DECIDES = "OTA: the node decides"
     PULLING = "waiting for its image pre-pull"
+    NODE_ASKED = "node asked"
 
 
 # The holds that stand until someone changes the staging; the others pass on their own (a wave's
@@ -53,14 +55,18 @@ STAGED_HOLDS = frozenset({HoldReason.SELECTOR, HoldReason.PARTITION, HoldReason.
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hold:
     """A node held back, and why; `wave` names the wave it waits for (reason WAVE), `batch` the
-    batch it is in, from 1 (reason BATCH)."""
+    batch it is in, from 1 (reason BATCH); `opens` when a closed window opens (WINDOW) or when
+    the node's own hold ends (NODE_ASKED, with the node's words in `why`)."""
 
     reason: HoldReason
     wave: str | None = None
     opens: datetime | None = None
     batch: int | None = None
+    why: str = ""
 
     def __str__(self) -> str:
+        if self.reason is HoldReason.NODE_ASKED and self.opens is not None:
+            return f"{self.reason} until {format_rfc3339(self.opens)} ({self.why})"
         if self.reason is HoldReason.WAVE and self.wave is not None:
             return f"wave {self.wave}"
         if self.reason is HoldReason.BATCH and self.batch is not None:
@@ -68,6 +74,12 @@ class Hold:
         if self.reason is HoldReason.WINDOW and self.opens is not None:
             return f"{self.reason}, opens {format_rfc3339(self.opens)}"
         return str(self.reason)
+
+    @property
+    def withholds_offer(self) -> bool:
+        """Whether an OTA pod held so is told `PodNeedUpgrade=False`: not when its node holds it
+        itself, which may still upgrade it when it chooses."""
+        return self.reason is not HoldReason.NODE_ASKED
 
     @property
     def condition_reason(self) -> str:
@@ -86,6 +98,7 @@ _CONDITION_REASONS = {
     HoldReason.WINDOW: HELD_BY_WINDOW,
     HoldReason.NODE_DECIDES: "",
     HoldReason.PULLING: "",
+    HoldReason.NODE_ASKED: "",
 }
 
 
@@ -165,9 +178,15 @@ def hold_nodes(
     its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
     is available, and `done_since(node)` since when (None: unknown); `outdated(node)`: whether a
     Ready node still holds an old pod; `now`: the moment, for a batch's soak. Depends only on
-    the arguments, not on the order of `nodes`."""
+    the arguments, not on the order of `nodes`.
+
+    A node holding its own upgrade (`staging.asked`) holds no wave or batch back, as a node that
+    is not Ready does not: it is held until its hold ends, and the others go on."""
     if not staging.active:
         return NOTHING_HELD
+    asked = staging.asked
+    if asked:
+        ready = _not_asked(ready, asked)
     waves = staging.waves
     wave_of: dict[NodeName, int | None] = {}
     if waves is not None:
@@ -212,6 +231,14 @@ def hold_nodes(
             done_since=done_since,
             now=now,
         )
+    for name in ordered if asked else ():
+        request = asked.get(name)
+        if request is not None and name not in held:
+            held[name] = Hold(
+                reason=HoldReason.NODE_ASKED,
+                opens=request.ends(staging.max_hold),
+                why=request.why,
+            )
     if staging.only is not None:
         for name in ordered:
             if name not in staging.only and name not in held:
@@ -226,6 +253,13 @@ def hold_nodes(
         paused=staging.paused,
         window_opens=staging.window_opens,
     )
+
+
+def _not_asked(
+    ready: Callable[[NodeName], bool], asked: Mapping[NodeName, object]
+) -> Callable[[NodeName], bool]:
+    """`ready`, but False for a node holding its own upgrade."""
+    return lambda name: name not in asked and ready(name)
 
 
 def _hold_later_waves(

@@ -31,7 +31,9 @@ The order of the steps is the order of the questions a user would ask:
    Paused, held to a node selector, a partition or waves; a value that cannot be read holds every
    node, with a Warning. A pause or a resume is told once by an Event (`spec.pause`), a wave that
    starts too (`WaveStarted`, `holds`). The DaemonSet's nodes are then judged by its book
-   (`rollout_book`), the same for either strategy.
+   (`rollout_book`), the same for either strategy, and the holds nodes asked for themselves
+   against max-hold (`node_holds`, design §13.6): one in force holds its node, one past
+   max-hold is ignored with a Warning.
 3. OTA (`ota_rollout`): which pods need their `PodNeedUpgrade` condition written (a held node's
    pod is told False; while paused, or while a staging value is invalid, nothing is written),
    which image pre-pulls are to start or to report, and which pods past their OTA deadline the
@@ -52,6 +54,7 @@ from dataclasses import replace
 from edgerollout.domain.events import Notice
 from edgerollout.domain.planning.advanced_rollout import plan_advanced_rolling_update
 from edgerollout.domain.planning.decision import Plan, RolloutReading, Snapshot, stopped_plan
+from edgerollout.domain.planning.node_holds import NO_NODE_HOLDS, judge_node_holds
 from edgerollout.domain.planning.ota_rollout import plan_ota
 from edgerollout.domain.planning.revisions import target_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -117,6 +120,21 @@ def _decide(
             budget=_budget_told(choice.strategy, spec, snapshot),
         )
         return stopped, False
+    book.refresh(
+        target=target,
+        min_ready_seconds=daemonset.min_ready_seconds,
+        now=snapshot.now,
+        pods_by_node=snapshot.pods_by_node,
+        readiness=snapshot.readiness,
+        changed=snapshot.changed_nodes,
+        in_flight=snapshot.in_flight,
+        progress_deadline=deadline,
+    )
+    asked = NO_NODE_HOLDS
+    if not spec.staging.invalid:
+        asked = judge_node_holds(book.asked, max_hold=spec.staging.max_hold, now=snapshot.now)
+        spec = replace(spec, staging=replace(spec.staging, asked=asked.in_force))
+        notices.extend(asked.notices)
     reading = RolloutReading(
         strategy=choice.strategy,
         target=target,
@@ -127,21 +145,14 @@ def _decide(
         min_sample=sample,
         window_opens=spec.staging.for_deletions(snapshot.now).window_opens,
     )
-    book.refresh(
-        target=target,
-        min_ready_seconds=daemonset.min_ready_seconds,
-        now=snapshot.now,
-        pods_by_node=snapshot.pods_by_node,
-        readiness=snapshot.readiness,
-        changed=snapshot.changed_nodes,
-        in_flight=snapshot.in_flight,
-        progress_deadline=reading.progress_deadline,
-    )
     if choice.strategy is UpdateStrategy.OTA:
         decided = plan_ota(snapshot, reading, book, settings)
     else:
         decided = plan_advanced_rolling_update(snapshot, reading, book, settings)
-    return replace(decided, tally=book.tally(decided.holds)), True
+    recheck = decided.recheck
+    if recheck is not None and asked.ends_in_seconds is not None:
+        recheck = replace(recheck, hold_seconds=asked.ends_in_seconds)
+    return replace(decided, recheck=recheck, tally=book.tally(decided.holds)), True
 
 
 def _budget_told(

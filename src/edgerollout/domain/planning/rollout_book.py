@@ -45,6 +45,7 @@ from edgerollout.domain.model import (
 )
 from edgerollout.domain.planning.health import Broken, next_clock_change
 from edgerollout.domain.planning.holds import STAGED_HOLDS, Holds, hold_nodes
+from edgerollout.domain.planning.node_holds import AskedHold
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.verdicts import (
     CLOCK_DEPENDENT,
@@ -59,6 +60,7 @@ from edgerollout.domain.planning.verdicts import (
     no_labels,
     shortfall,
 )
+from edgerollout.domain.spec.node_hold import read_hold
 from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 from edgerollout.domain.timestamps import to_utc
 
@@ -163,6 +165,9 @@ class RolloutBook:
         # The first moment a Ready pod judged STARTING turns available (its Ready transition
         # plus minReadySeconds); every node is judged at each refresh while minReadySeconds > 0.
         self._next_available: datetime | None = None
+        # Nodes whose live pod carries its node's own hold (design §13.6), in force or not: the
+        # plan judges the few of them against max-hold and the clock.
+        self._asked: dict[NodeName, tuple[AskedHold, ...]] = {}
 
     def reset(self) -> None:
         """Judge every node again at the next plan."""
@@ -242,6 +247,7 @@ class RolloutBook:
         self._due_heap.clear()
         self._broken.clear()
         self._next_available = None
+        self._asked.clear()
         self._unavailable = 0
 
     def _judge(
@@ -260,6 +266,13 @@ class RolloutBook:
             self._withdraw(name, previous)
         if not pods and name not in in_flight_nodes:
             return  # the node holds nothing of the DaemonSet any more
+        asked = tuple(
+            AskedHold(pod=pod, request=request)
+            for pod in pods
+            if not pod.deleting and (request := read_hold(pod.conditions)) is not None
+        )
+        if asked:
+            self._asked[name] = asked
         if readiness is not NodeReadiness.READY:
             self._entries[name] = _SKIPPED
             self._skipped[name] = readiness
@@ -329,6 +342,7 @@ class RolloutBook:
         self._replace.discard(name)
         self._due.pop(name, None)
         self._broken.pop(name, None)
+        self._asked.pop(name, None)
 
     def plan(
         self,
@@ -403,6 +417,12 @@ class RolloutBook:
     def verdicts(self) -> Mapping[NodeName, NodeVerdict]:
         """The Ready nodes' verdicts as of the last `refresh` (shared, not copied)."""
         return FrozenVerdicts(self._verdicts)
+
+    @property
+    def asked(self) -> Mapping[NodeName, tuple[AskedHold, ...]]:
+        """The nodes whose live pods carry their node's hold, with those pods, as of the last
+        `refresh` (a copy of the few there are)."""
+        return dict(self._asked)
 
     @property
     def not_ready(self) -> Collection[NodeName]:

@@ -45,6 +45,12 @@ a window. It does not hold OTA: a node-initiated upgrade is the node's decision.
 
 With `edgerollout.io/prepull: "true"` (design §13.5, `prepull_first`), an AdvancedRollingUpdate
 holds a node whose image has not been pre-pulled (`PULLING`), unless something else holds it.
+
+A node may hold its own pod through its agent (design §13.6, `node_hold`): `asked` names the nodes
+whose hold is in force at this plan (`planning.node_holds` judges them against
+`edgerollout.io/max-hold`, read here, whose unreadable value holds every node). Such a node is held
+(`NODE_ASKED`) unless something else holds it, and, like a node that is not Ready, holds no wave or
+batch back.
 """
 
 from collections import Counter
@@ -64,6 +70,7 @@ from edgerollout.domain.spec.label_selector import (
     parse_label_selector,
 )
 from edgerollout.domain.spec.maintenance_window import MaintenanceWindows, read_maintenance_window
+from edgerollout.domain.spec.node_hold import DEFAULT_MAX_HOLD, HoldRequest, read_max_hold
 from edgerollout.domain.spec.pause import read_pause
 from edgerollout.domain.vocabulary import (
     BATCH_SOAK_ANNOTATION,
@@ -74,6 +81,7 @@ from edgerollout.domain.vocabulary import (
     INVALID_PARTITION,
     INVALID_WAVES,
     MAINTENANCE_WINDOW_ANNOTATION,
+    MAX_HOLD_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     NODEPOOL_LABEL,
     PARTITION_ANNOTATION,
@@ -144,6 +152,10 @@ class Staging:
     """Pre-pull before delete (`prepull_first`): these nodes wait for their image pre-pull. The
     few nodes to hold are named, not the others: those would include nodes of deletions in
     flight, which hold no pod."""
+    max_hold: timedelta = DEFAULT_MAX_HOLD
+    """The longest a node's hold lasts from when it was asked (`edgerollout.io/max-hold`)."""
+    asked: Mapping[NodeName, HoldRequest] = field(default_factory=dict)
+    """The nodes whose own hold is in force at this plan (`planning.node_holds`)."""
 
     @property
     def active(self) -> bool:
@@ -158,6 +170,7 @@ class Staging:
             or self.window_opens is not None
             or self.only is not None
             or bool(self.pulling)
+            or bool(self.asked)
         )
 
     def for_deletions(self, now: datetime) -> "Staging":
@@ -183,7 +196,8 @@ def read_staging(annotations: Mapping[str, str]) -> Staging:
         annotations.get(BATCHES_ANNOTATION), annotations.get(BATCH_SOAK_ANNOTATION)
     )
     window = read_maintenance_window(annotations.get(MAINTENANCE_WINDOW_ANNOTATION))
-    read_values = (selector, partition, waves, batches, window)
+    max_hold = read_max_hold(annotations.get(MAX_HOLD_ANNOTATION))
+    read_values = (selector, partition, waves, batches, window, max_hold)
     notices.extend(read for read in read_values if isinstance(read, Notice))
     return Staging(
         paused=pause.paused,
@@ -192,6 +206,7 @@ def read_staging(annotations: Mapping[str, str]) -> Staging:
         waves=waves if isinstance(waves, Waves) else None,
         batches=batches if isinstance(batches, Batches) else None,
         window=window if isinstance(window, MaintenanceWindows) else None,
+        max_hold=max_hold if isinstance(max_hold, timedelta) else DEFAULT_MAX_HOLD,
         invalid=any(notice is not pause.notice for notice in notices),
         notices=tuple(notices),
     )
