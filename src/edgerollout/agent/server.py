@@ -5,6 +5,8 @@
 | GET  /pods                                                | this node's pods as a v1 PodList        |
 | POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull | `Image pre-pull requested for pod ns/p` |
 | POST /openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade   | `Start updating pod ns/p`               |
+| POST /edgerollout.io/v1/namespaces/{ns}/pods/{pod}/hold   | `Upgrade of pod ns/p held until T`      |
+| DELETE the same                                           | `Hold on pod ns/p lifted`               |
 | GET  /healthz, /readyz, /metrics, /openapi.json           |                                         |
 
 A refusal is a JSON body `{"code", "reason", "message"}` and changes nothing.
@@ -21,6 +23,11 @@ read the pod and its DaemonSet fresh from the API server (a node must not act on
 answer 503 within `cloud_timeout` when the API server cannot be reached; an upgrade while the
 DaemonSet's rollout is paused is refused 409 `RolloutPaused` (`agent/pause_refusal.py`). GET /pods
 answers from the cache, with its staleness in `X-Edgerollout-Cache-Age` (seconds).
+
+`hold` (design §8.4, `domain/planning/hold_requests.py`) takes or lifts the node's hold on a pod
+of an opted-in DaemonSet of either strategy, as the condition `edgerollout.io/UpgradeHeld`; it is
+guarded as upgrade and imagepull are, and an admission policy installed before holds existed,
+which refuses that condition, is answered 503 `HoldNotAdmitted` with nothing changed.
 """
 
 from __future__ import annotations
@@ -42,9 +49,16 @@ from edgerollout.agent.metrics import AUTH_DISABLED, DURATION, REQUESTS
 from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.agent.pause_refusal import judge_pause
+from edgerollout.agent.pod_hold import opted_in_pod, write_hold
+from edgerollout.agent.refused import Refused
 from edgerollout.agent.scoping import NodeScoping, ScopingProbe
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
 from edgerollout.domain.planning.conditions import plan_image_ready
+from edgerollout.domain.planning.hold_requests import (
+    hold_condition,
+    lift_condition,
+    read_hold_body,
+)
 from edgerollout.domain.planning.ota_requests import (
     Action,
     PodFacts,
@@ -56,8 +70,11 @@ from edgerollout.domain.planning.ota_requests import (
     not_ota,
 )
 from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
+from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
+    MALFORMED_HOLD,
     NODE_SCOPING_NOT_ENFORCED,
+    UPGRADE_HELD,
     UPGRADE_IN_PROGRESS,
     WAIT_PULL_IMAGE,
 )
@@ -70,6 +87,8 @@ from edgerollout.settings import AgentSettings
 JSON = dict[str, Any]
 CACHE_AGE_HEADER = "X-Edgerollout-Cache-Age"
 POD_ROUTE = "/openyurt.io/v1/namespaces/{ns}/pods/{pod}"
+# edgerollout's own verb, beside OpenYurt's: under its own group, not OpenYurt's.
+HOLD_ROUTE = "/edgerollout.io/v1/namespaces/{ns}/pods/{pod}/hold"
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 BROWSER_SITES = frozenset({"cross-site", "same-site"})
@@ -79,13 +98,6 @@ FORBIDDEN = Refusal(403, "Forbidden", "this request is not served; the agent's l
 
 log = logging.getLogger("edgerollout.agent")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class Refused(Exception):
-    def __init__(self, refusal: Refusal, headers: dict[str, str] | None = None) -> None:
-        super().__init__(refusal.message)
-        self.refusal = refusal
-        self.headers = headers or {}
 
 
 def refusal_response(refusal: Refusal, headers: dict[str, str] | None = None) -> web.Response:
@@ -483,6 +495,73 @@ class Agent:
 
         return await self._with_cloud(work)
 
+    async def hold(self, request: web.Request) -> web.Response:
+        await self._prove_scoping()
+        now = datetime.datetime.now(datetime.UTC)
+        namespace, name = self._names(request)
+        raw = await request.read()
+
+        async def work(sent: list[str]) -> web.Response:
+            # The pod first: a request for a pod that is not this node's is refused as such,
+            # whatever its body says, as for upgrade.
+            pod, facts, daemonset = await opted_in_pod(
+                self.api, node_name=self.settings.node_name, namespace=namespace, name=name
+            )
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise Refused(
+                    Refusal(400, MALFORMED_HOLD, "the body is not JSON: expected {until, reason}")
+                ) from None
+            asked_for = read_hold_body(body, now=now)
+            if isinstance(asked_for, Refusal):
+                raise Refused(asked_for)
+            held = hold_condition(facts, asked_for, annotations=daemonset.annotations, now=now)
+            if isinstance(held, Refusal):
+                raise Refused(held)
+            await write_hold(self.api, pod, facts, held, sent)
+            log.info(
+                "hold: taken",
+                extra=LogFields(pod=f"{namespace}/{name}", condition=UPGRADE_HELD, status="True"),
+            )
+            return web.Response(
+                text=f"Upgrade of pod {namespace}/{name} held until "
+                f"{format_rfc3339(asked_for.until)}"
+            )
+
+        return await self._with_cloud(work)
+
+    async def lift(self, request: web.Request) -> web.Response:
+        await self._prove_scoping()
+        now = datetime.datetime.now(datetime.UTC)
+        namespace, name = self._names(request)
+        await request.read()  # enforces the body limit on chunked uploads too
+
+        async def work(sent: list[str]) -> web.Response:
+            pod, facts, _ = await opted_in_pod(
+                self.api, node_name=self.settings.node_name, namespace=namespace, name=name
+            )
+            lifted = lift_condition(facts, now=now)
+            if lifted is not None:
+                await write_hold(self.api, pod, facts, lifted, sent)
+                log.info(
+                    "hold: lifted",
+                    extra=LogFields(
+                        pod=f"{namespace}/{name}", condition=UPGRADE_HELD, status="False"
+                    ),
+                )
+            return web.Response(text=f"Hold on pod {namespace}/{name} lifted")
+
+        return await self._with_cloud(work)
+
+    @staticmethod
+    def _names(request: web.Request) -> tuple[str, str]:
+        namespace, name = request.match_info["ns"], request.match_info["pod"]
+        refusal = check_names(namespace, name)
+        if refusal is not None:
+            raise Refused(refusal)
+        return namespace, name
+
     def app(self) -> web.Application:
         app = web.Application(
             middlewares=[self.middleware], client_max_size=self.settings.max_body_bytes
@@ -494,4 +573,6 @@ class Agent:
         app.router.add_get("/pods", self.list_pods)
         app.router.add_post(f"{POD_ROUTE}/upgrade", self.upgrade)
         app.router.add_post(f"{POD_ROUTE}/imagepull", self.imagepull)
+        app.router.add_post(HOLD_ROUTE, self.hold)
+        app.router.add_delete(HOLD_ROUTE, self.lift)
         return app

@@ -34,6 +34,7 @@ NODE: Final = "edge-2"
 POD: Final = "web-x"
 UPGRADE: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/upgrade"
 IMAGEPULL: Final = f"/openyurt.io/v1/namespaces/default/pods/{POD}/imagepull"
+HOLD: Final = f"/edgerollout.io/v1/namespaces/default/pods/{POD}/hold"
 OTA: Final = {STRATEGY: vocabulary.OTA}
 # A caller that proved it holds the node's token is told what the API server said.
 TOKEN: Final = "s3cret-token"

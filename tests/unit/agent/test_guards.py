@@ -24,6 +24,7 @@ from tests.unit.kube.fake_api import FakeApi
 
 from .harness import (
     AUTHORIZED,
+    HOLD,
     IMAGEPULL,
     NODE,
     TOKEN,
@@ -51,6 +52,8 @@ ROUTES = [
     ("GET", "/openapi.json"),
     ("POST", UPGRADE),
     ("POST", IMAGEPULL),
+    ("POST", HOLD),
+    ("DELETE", HOLD),
 ]
 
 

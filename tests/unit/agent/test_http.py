@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from edgerollout.agent.server import POD_ROUTE
+from edgerollout.agent.server import HOLD_ROUTE, POD_ROUTE
 from tests.unit.kube.fake_api import FakeApi
 
 from .harness import IMAGEPULL, NODE, UPGRADE, agent, cluster, ota_pod, refusal, refused, serving
@@ -299,6 +299,7 @@ async def test_requests_are_counted_by_route_template_and_code_never_by_pod_or_n
         "/openapi.json",
         f"{POD_ROUTE}/upgrade",
         f"{POD_ROUTE}/imagepull",
+        HOLD_ROUTE,
         "unmatched",
     }
     agent_lines = [line for line in text.splitlines() if "edgerollout_agent" in line]

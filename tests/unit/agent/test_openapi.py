@@ -18,6 +18,7 @@ POD_ACTIONS = (
     "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/upgrade",
     "/openyurt.io/v1/namespaces/{ns}/pods/{pod}/imagepull",
 )
+HOLD = "/edgerollout.io/v1/namespaces/{ns}/pods/{pod}/hold"
 
 
 async def served() -> dict[str, Any]:
@@ -47,6 +48,8 @@ async def test_served_document_is_valid_openapi_3() -> None:
             ("GET", "/readyz"),
             ("GET", "/metrics"),
             *(("POST", path) for path in POD_ACTIONS),
+            ("POST", HOLD),
+            ("DELETE", HOLD),
         ]
     )
 
@@ -131,3 +134,31 @@ def test_every_route_documents_the_browser_refusal_and_the_busy_answer() -> None
     for item in openapi_document()["paths"].values():
         for operation in item.values():
             assert {"403", "503"} <= set(operation["responses"])
+
+
+@pytest.mark.parametrize("method", ["post", "delete"])
+def test_the_hold_documents_every_refusal_its_reasons_and_the_text_answer(method: str) -> None:
+    operation = openapi_document()["paths"][HOLD][method]
+    responses = operation["responses"]
+    assert sorted(responses) == ["200", "400", "401", "403", "404", "409", "413", "502", "503"]
+    assert list(responses["200"]["content"]) == ["text/plain"]
+    assert "NotOptedIn" in responses["400"]["description"]
+    assert "HoldNotAdmitted" in responses["503"]["description"]
+    assert [p["name"] for p in operation["parameters"]] == ["ns", "pod"]
+    if method == "post":
+        assert "(HoldTooLong)" in responses["400"]["description"]
+        assert "(InvalidHold)" in responses["400"]["description"]
+        assert "(InvalidMaxHold)" in responses["409"]["description"]
+        assert "A paused rollout does not refuse a hold." in responses["409"]["description"]
+        assert operation["requestBody"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Hold"
+        }
+
+
+def test_the_hold_body_is_until_or_for_and_a_reason() -> None:
+    schema = openapi_document()["components"]["schemas"]["Hold"]
+    assert sorted(schema["properties"]) == ["for", "reason", "until"]
+    assert schema["required"] == ["reason"]
+    assert schema["oneOf"] == [{"required": ["until"]}, {"required": ["for"]}]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["reason"]["maxLength"] == 256

@@ -90,6 +90,20 @@ def check_names(namespace: str, name: str) -> Refusal | None:
 
 def judge_pod(pod: PodFacts, *, node_name: str) -> Refusal | None:
     """The checks that need only the pod: its node, whether it is terminating, its owner kind."""
+    refusal = judge_placement(pod, node_name=node_name)
+    if refusal is None and (pod.owner_kind != DAEMONSET_KIND or not pod.owner_name):
+        owner = f"{pod.owner_kind} {pod.owner_name}" if pod.owner_kind else "no controller"
+        return Refusal(
+            400,
+            "NotAnOTAPod",
+            f"pod {pod.namespace}/{pod.name} is owned by {owner}, not by a DaemonSet with the "
+            "OTA update strategy",
+        )
+    return refusal
+
+
+def judge_placement(pod: PodFacts, *, node_name: str) -> Refusal | None:
+    """Whether the pod is this node's to act on: bound to it, and not terminating."""
     ref = f"{pod.namespace}/{pod.name}"
     if pod.node_name != node_name:
         return Refusal(
@@ -100,13 +114,6 @@ def judge_pod(pod: PodFacts, *, node_name: str) -> Refusal | None:
         )
     if pod.deleting:
         return Refusal(409, "PodTerminating", f"pod {ref} is already terminating")
-    if pod.owner_kind != DAEMONSET_KIND or not pod.owner_name:
-        owner = f"{pod.owner_kind} {pod.owner_name}" if pod.owner_kind else "no controller"
-        return Refusal(
-            400,
-            "NotAnOTAPod",
-            f"pod {ref} is owned by {owner}, not by a DaemonSet with the OTA update strategy",
-        )
     return None
 
 
