@@ -52,6 +52,7 @@ LAB_OWN = frozenset(
         "tests/e2e/test_controller_resilience.py",
         "tests/e2e/test_agent.py",
         "tests/e2e/test_alerts.py",  # the agents' lab shape, as test_agent.py's
+        "tests/e2e/test_node_hold.py",  # the agents' lab shape, as test_agent.py's
         "tests/e2e/reliability/test_agent_faults.py",
     }
 )
