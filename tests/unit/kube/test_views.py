@@ -771,3 +771,27 @@ def test_a_daemonset_is_counted_on_the_not_ready_nodes_whose_noschedule_taint_it
 
     assert counted_while_not_ready(tolerations) == counted
     assert daemonset_from_api(daemonset).view.counted_while_not_ready == counted
+
+
+def test_a_daemon_pod_keeps_its_nodes_hold_among_the_conditions_the_controller_reads() -> None:
+    hold = {
+        "type": "edgerollout.io/UpgradeHeld",
+        "status": "True",
+        "reason": "NodeAsked",
+        "message": "until 2025-03-01T14:00:00Z, asked at 2025-03-01T11:00:00Z: a car driving",
+        "lastTransitionTime": "2025-03-01T11:00:00Z",
+    }
+    status = TERMINATING_DAEMON_POD["status"]
+    held = {
+        **TERMINATING_DAEMON_POD,
+        "status": {**status, "conditions": [*status["conditions"], hold]},
+    }
+    conditions = pod_from_api(held).view.conditions
+    assert sorted(conditions) == ["PodNeedUpgrade", "Ready", "edgerollout.io/UpgradeHeld"]
+    assert conditions["edgerollout.io/UpgradeHeld"] == Condition(
+        type="edgerollout.io/UpgradeHeld",
+        status=ConditionStatus.TRUE,
+        reason="NodeAsked",
+        message="until 2025-03-01T14:00:00Z, asked at 2025-03-01T11:00:00Z: a car driving",
+        last_transition_time="2025-03-01T11:00:00Z",
+    )
