@@ -133,7 +133,8 @@ def _decide(
     asked = NO_NODE_HOLDS
     if not spec.staging.invalid:
         asked = judge_node_holds(book.asked, max_hold=spec.staging.max_hold, now=snapshot.now)
-        spec = replace(spec, staging=replace(spec.staging, asked=asked.in_force))
+        if asked.in_force:
+            spec = replace(spec, staging=replace(spec.staging, asked=asked.in_force))
         notices.extend(asked.notices)
     reading = RolloutReading(
         strategy=choice.strategy,

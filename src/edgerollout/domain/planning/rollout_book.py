@@ -63,6 +63,7 @@ from edgerollout.domain.planning.verdicts import (
 from edgerollout.domain.spec.node_hold import read_hold
 from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 from edgerollout.domain.timestamps import to_utc
+from edgerollout.domain.vocabulary import UPGRADE_HELD
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,13 +267,11 @@ class RolloutBook:
             self._withdraw(name, previous)
         if not pods and name not in in_flight_nodes:
             return  # the node holds nothing of the DaemonSet any more
-        asked = tuple(
-            AskedHold(pod=pod, request=request)
-            for pod in pods
-            if not pod.deleting and (request := read_hold(pod.conditions)) is not None
-        )
-        if asked:
-            self._asked[name] = asked
+        for pod in pods:
+            # One lookup per pod in the common case; the holds are read only where one is.
+            if UPGRADE_HELD in pod.conditions:
+                self._note_holds(name, pods)
+                break
         if readiness is not NodeReadiness.READY:
             self._entries[name] = _SKIPPED
             self._skipped[name] = readiness
@@ -322,6 +321,16 @@ class RolloutBook:
             else:
                 self._outdated.add(name)
                 insort(self._outdated_order, name)
+
+    def _note_holds(self, name: NodeName, pods: Sequence[PodView]) -> None:
+        """Keep the holds the live pods of a node carry (design §13.6)."""
+        asked = tuple(
+            AskedHold(pod=pod, request=request)
+            for pod in pods
+            if not pod.deleting and (request := read_hold(pod.conditions)) is not None
+        )
+        if asked:
+            self._asked[name] = asked
 
     def _withdraw(self, name: NodeName, entry: _Entry) -> None:
         """Take a node's previous verdict out of the totals."""
