@@ -170,6 +170,22 @@ def test_a_deletion_the_watcher_saw_allowed_only_after_it_is_no_time_of_edgeroll
     assert (found.deletion_allowed, found.first_deletion, found.own_part) == (None, 0.9, 0.0)
 
 
+def test_a_deletion_made_before_the_probe_saw_the_server_back_is_the_first(
+    tmp_path: Path,
+) -> None:
+    # The controller reached the API server 0.1 s before the probe did, and deleted at once; the
+    # next deletion waited 60 s for the budget. Its own part is nothing, not 60 s.
+    history = watcher(tmp_path)
+    replace(history, "edge-2", T0 + 19.9, ready=T0 + 70)
+    replace(history, "edge-3", T0 + 80, ready=T0 + 82)
+
+    found = recovery(
+        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 90
+    )
+
+    assert (found.first_deletion, found.own_part) == (0.0, 0.0)
+
+
 def test_convergence_is_the_start_of_the_last_spell(tmp_path: Path) -> None:
     # Converged at +4, then edge-2 NotReady from +8 to +12: converged again from +12 only.
     history = watcher(tmp_path)

@@ -203,7 +203,9 @@ def recovery(
     def after(moment: float | None) -> float | None:
         return None if moment is None else round(max(0.0, moment - back), 1)
 
-    deletions = [d.at for d in history.controller_deletions if d.accepted and d.at >= back]
+    # No deletion is accepted while the API server (or the controller's link) is away: the first
+    # after it went down is the first after it came back, even one the probe had not seen yet.
+    deletions = [d.at for d in history.controller_deletions if d.accepted and d.at > outage.down]
     first_deletion = min(deletions, default=None)
     allowed = deletion_allowed(
         history,
