@@ -175,8 +175,8 @@ async def test_agent_identity_in_edge_system_cannot_touch_another_nodes_pod_or_l
             403,
             f"pods \"on-edge-1\" is forbidden: ValidatingAdmissionPolicy '{POLICY}' with binding "
             f"'{POLICY}' denied request: the edgerollout agent's status update may only change "
-            "the PodImageReady condition: not the pod's metadata, another condition or any other "
-            "status field",
+            "the PodImageReady and edgerollout.io/UpgradeHeld conditions: not the pod's metadata, "
+            "another condition or any other status field",
         )
         assert _denial(labelling.value) == only_its_condition
         assert beyond_its_condition == [only_its_condition] * 3
