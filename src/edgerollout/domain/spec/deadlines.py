@@ -30,7 +30,7 @@ import re
 from datetime import timedelta
 
 from edgerollout.domain.events import EventType, Notice
-from edgerollout.domain.spec.go_duration import GoDurationError, parse_go_duration
+from edgerollout.domain.spec.go_duration import positive_duration
 from edgerollout.domain.vocabulary import (
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
     INVALID_OTA_DEADLINE,
@@ -48,14 +48,9 @@ def read_ota_deadline(raw: str | None) -> timedelta | Notice | None:
     """The OTA deadline `raw` asks for (None: the annotation is unset, no deadline)."""
     if raw is None:
         return None
-    try:
-        nanoseconds = parse_go_duration(raw.strip())
-    except GoDurationError as error:
-        problem = error.problem
-    else:
-        if nanoseconds > 0:
-            return timedelta(microseconds=-(-nanoseconds // 1000))
-        problem = "it is zero" if nanoseconds == 0 else "it is negative"
+    problem = positive_duration(raw)
+    if isinstance(problem, timedelta):
+        return problem
     return Notice(
         type=EventType.WARNING,
         reason=INVALID_OTA_DEADLINE,

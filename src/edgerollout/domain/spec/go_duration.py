@@ -24,6 +24,7 @@ An error's `str()` is Go's message, byte for byte (`time: unknown unit "d" in du
 `problem` says the same in words for an Event.
 """
 
+from datetime import timedelta
 from enum import Enum
 
 _NANOSECONDS = {
@@ -187,3 +188,15 @@ def _go_quote(text: str) -> str:
             parts.append(character)
     parts.append('"')
     return "".join(parts)
+
+
+def positive_duration(text: str) -> timedelta | str:
+    """`text` (surrounding whitespace ignored) as a Go duration longer than zero, rounded up to
+    whole microseconds; or, when it is not one, what is wrong with it."""
+    try:
+        nanoseconds = parse_go_duration(text.strip())
+    except GoDurationError as error:
+        return error.problem
+    if nanoseconds > 0:
+        return timedelta(microseconds=-(-nanoseconds // 1000))
+    return "it is zero" if nanoseconds == 0 else "it is negative"

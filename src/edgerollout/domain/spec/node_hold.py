@@ -38,7 +38,7 @@ from typing import Final
 
 from edgerollout.domain.events import EventType, Notice, printable
 from edgerollout.domain.model import Condition, ConditionStatus
-from edgerollout.domain.spec.go_duration import GoDurationError, parse_go_duration
+from edgerollout.domain.spec.go_duration import positive_duration
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
     DEFAULT_MAX_HOLD_HOURS,
@@ -111,14 +111,9 @@ def read_max_hold(raw: str | None) -> timedelta | Notice:
     """The longest hold `edgerollout.io/max-hold` allows (the default when unset)."""
     if raw is None:
         return DEFAULT_MAX_HOLD
-    try:
-        nanoseconds = parse_go_duration(raw.strip())
-    except GoDurationError as error:
-        problem = error.problem
-    else:
-        if nanoseconds > 0:
-            return timedelta(microseconds=-(-nanoseconds // 1000))
-        problem = "it is zero" if nanoseconds == 0 else "it is negative"
+    problem = positive_duration(raw)
+    if isinstance(problem, timedelta):
+        return problem
     return Notice(
         type=EventType.WARNING,
         reason=INVALID_MAX_HOLD,
