@@ -54,6 +54,13 @@ REVISION_ANNOTATION: Final = "edgerollout.io/prepull-revision"
 PREPULL_ANNOTATION: Final = "edgerollout.io/prepull"
 INVALID_PREPULL: Final = "InvalidPrepull"
 PREPULL_FAILED: Final = "PrepullFailed"
+# When and how many nodes pre-pull (design §13.5): a download window apart from the maintenance
+# window, and the most nodes pulling at once.
+PREPULL_WINDOW_ANNOTATION: Final = "edgerollout.io/prepull-window"
+INVALID_PREPULL_WINDOW: Final = "InvalidPrepullWindow"
+MAX_PULLING_ANNOTATION: Final = "edgerollout.io/max-pulling"
+INVALID_MAX_PULLING: Final = "InvalidMaxPulling"
+DEFAULT_MAX_PULLING: Final = "10%"
 
 # Condition messages name the revision they speak of: "controllerrevision: <hash>" (OpenYurt v1.7).
 REVISION_MESSAGE_PREFIX: Final = "controllerrevision: "

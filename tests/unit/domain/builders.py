@@ -179,12 +179,14 @@ def snapshot(
     for held in pods:
         if held.node_name is not None:
             by_node.setdefault(held.node_name, []).append(held)
+    listed = tuple(nodes)
     return Snapshot(
         daemonset=ds,
         revisions=tuple(revisions),
         pods=pods,
         pods_by_node=by_node,
-        readiness={n.name: n.readiness for n in nodes},
+        readiness={n.name: n.readiness for n in listed},
+        node_labels={n.name: n.labels for n in listed if n.labels},
         changed_nodes=frozenset(NodeName(name) for name in changed_nodes),
         in_flight=tuple(in_flight),
         pull_jobs=pull_jobs or {},

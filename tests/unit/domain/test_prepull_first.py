@@ -23,7 +23,7 @@ from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionReason
 from edgerollout.domain.reporting.node_plans import node_plans
 from edgerollout.domain.reporting.rollout_status import rollout_status
-from edgerollout.domain.spec.prepull import read_prepull
+from edgerollout.domain.spec.prepull import Prepull, read_prepull
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
@@ -149,7 +149,7 @@ def holds(decided: Plan) -> dict[str, str]:
     [(None, False), ("true", True), (" TRUE ", True), ("True", True), ("false", False)],
 )
 def test_the_annotation_reads_true_or_false(raw: str | None, wanted: bool) -> None:
-    assert read_prepull(raw) is wanted
+    assert read_prepull(raw) == (Prepull() if wanted else None)
 
 
 @pytest.mark.parametrize("raw", ["yes", "1", "", "on", "true,"])

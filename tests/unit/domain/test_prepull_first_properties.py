@@ -3,7 +3,8 @@
 No pod is deleted unless its `PodImageReady` says its images are there for the newest revision or
 the fallback applies (the pull failed, or its request is older than the Job's deadline and the
 margin); the budget is never exceeded; pulls are asked for at most a window ahead; and a rollout
-whose pulls finish, or fail, still converges.
+whose pulls finish, or fail, still converges. With a download window, nothing is asked for while
+it is closed, and at most max-pulling nodes pull at once while it is open.
 """
 
 import itertools
@@ -14,7 +15,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.model import Condition, ConditionStatus, PodUID, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, NodeName, PodUID, PodView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.planning.reconcile import plan
@@ -22,11 +23,13 @@ from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    MAX_PULLING_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     POD_IMAGE_READY,
     PREPULL_ANNOTATION,
+    PREPULL_WINDOW_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
 
@@ -204,15 +207,23 @@ def test_pulls_are_asked_for_at_most_a_window_ahead(subject: Subject) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(clusters(), st.sampled_from(["1", "2", "30%"]), st.lists(st.booleans(), min_size=1))
+@given(
+    clusters(),
+    st.sampled_from(["1", "2", "30%"]),
+    st.lists(st.booleans(), min_size=1),
+    st.booleans(),
+)
 def test_a_rollout_with_pre_pull_converges_whether_the_pulls_succeed_or_fail(
-    cluster: Cluster, max_unavailable: str, pull_outcomes: list[bool]
+    cluster: Cluster, max_unavailable: str, pull_outcomes: list[bool], one_at_a_time: bool
 ) -> None:
     annotations = {
         UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
         MAX_UNAVAILABLE_ANNOTATION: max_unavailable,
         PREPULL_ANNOTATION: "true",
     }
+    if one_at_a_time:  # a download window open all day, one node pulling at once
+        annotations[PREPULL_WINDOW_ANNOTATION] = "Mon-Sun 00:00-24:00"
+        annotations[MAX_PULLING_ANNOTATION] = "1"
     subject = daemonset(annotations)
     world = replace(cluster, in_flight=[], min_ready_seconds=0)
     pods, now = list(cluster.pods), NOW
@@ -253,3 +264,77 @@ def _pull_ends(pod: PodView, succeeded: bool, now: datetime) -> PodView:
     status, reason = ("True", "PullImageSuccess") if succeeded else ("False", "PullImageFail")
     ended = image(status, reason, NEW, now)
     return replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: ended})
+
+
+# --- a download window (`edgerollout.io/prepull-window`, `edgerollout.io/max-pulling`) ---
+
+OPEN_WINDOW = "Mon-Sun 11:00-13:00"  # NOW is 12:00
+CLOSED_WINDOW = "Mon-Sun 14:00-15:00"
+
+
+@st.composite
+def windowed_subjects(draw: st.DrawFn) -> Subject:
+    subject = draw(subjects())
+    annotations = {
+        **subject.annotations,
+        PREPULL_WINDOW_ANNOTATION: draw(st.sampled_from([OPEN_WINDOW, CLOSED_WINDOW])),
+    }
+    limit = draw(st.sampled_from([None, "1", "2", "30%", "100%"]))
+    if limit is not None:
+        annotations[MAX_PULLING_ANNOTATION] = limit
+    return replace(subject, annotations=annotations)
+
+
+def pulling(cluster: Cluster, pods: Sequence[PodView]) -> int:
+    """The nodes pulling, restated: a Ready node's one live pod, outdated, whose request for the
+    newest revision has no result and is within the fallback."""
+    gone = {deletion.uid for deletion in cluster.in_flight}
+    live: dict[str, list[PodView]] = {}
+    for pod in pods:
+        if pod.node_name is not None and not pod.deleting and pod.uid not in gone:
+            live.setdefault(pod.node_name, []).append(pod)
+    count = 0
+    for name, on_node in live.items():
+        if cluster.readiness.get(NodeName(name)) is not READY or len(on_node) != 1:
+            continue
+        (pod,) = on_node
+        condition = pod.conditions.get(POD_IMAGE_READY)
+        if (
+            pod.revision_hash == OLD
+            and condition is not None
+            and condition.message == f"controllerrevision: {NEW}"
+            and condition.status is ConditionStatus.FALSE
+            and condition.reason == "WaitPullImage"
+            and condition.last_transition_time is not None
+            and NOW - parse_rfc3339(condition.last_transition_time) < FALLBACK
+        ):
+            count += 1
+    return count
+
+
+@settings(max_examples=500, deadline=None)
+@given(windowed_subjects())
+def test_a_download_window_asks_for_nothing_while_closed_and_at_most_max_pulling_at_once(
+    subject: Subject,
+) -> None:
+    cluster = subject.cluster
+    decided, budget = decide_within_budget(subject)
+    if subject.annotations[PREPULL_WINDOW_ANNOTATION] == CLOSED_WINDOW:
+        assert decided.condition_writes == ()
+        return
+    written = {write.uid: write.condition for write in decided.condition_writes}
+    asked = [
+        replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
+        if pod.uid in written
+        else pod
+        for pod in cluster.pods
+    ]
+    raw = subject.annotations.get(MAX_PULLING_ANNOTATION, "10%")
+    nodes = len(cluster.nodes) if decided.budget is None else decided.budget.base
+    limit = max(1, -(-nodes * int(raw[:-1]) // 100)) if raw.endswith("%") else int(raw)
+    assert pulling(cluster, asked) <= max(limit, pulling(cluster, cluster.pods))
+    before, after = unavailable_before_and_after(cluster, cluster.pods, decided.deletions)
+    assert after <= max(budget, before)
+    by_uid = {pod.uid: pod for pod in cluster.pods}
+    for deletion in decided.deletions:
+        assert may_go_without_waiting(by_uid[deletion.uid]), deletion

@@ -34,6 +34,7 @@ def plan_advanced_rolling_update(
     budget = MaxUnavailable.of(spec.max_unavailable, base=snapshot.budget_base())
     pulls_first = prepull_first(
         spec.prepull,
+        nodes=budget.base,
         target=target,
         pods_by_node=snapshot.pods_by_node,
         readiness=snapshot.readiness,

@@ -56,7 +56,8 @@ STAGED_HOLDS = frozenset({HoldReason.SELECTOR, HoldReason.PARTITION, HoldReason.
 class Hold:
     """A node held back, and why; `wave` names the wave it waits for (reason WAVE), `batch` the
     batch it is in, from 1 (reason BATCH); `opens` when a closed window opens (WINDOW) or when
-    the node's own hold ends (NODE_ASKED, with the node's words in `why`)."""
+    the node's own hold ends (NODE_ASKED, with the node's words in `why`) or when the download
+    window its pull waits for opens (PULLING)."""
 
     reason: HoldReason
     wave: str | None = None
@@ -73,6 +74,8 @@ class Hold:
             return f"batch {self.batch}"
         if self.reason is HoldReason.WINDOW and self.opens is not None:
             return f"{self.reason}, opens {format_rfc3339(self.opens)}"
+        if self.reason is HoldReason.PULLING and self.opens is not None:
+            return f"{self.reason}, download window opens {format_rfc3339(self.opens)}"
         return str(self.reason)
 
     @property
@@ -358,7 +361,11 @@ def _overriding_holds(
         return {name: held.get(name, closed) for name in ordered}
     for name in ordered:
         if name in staging.pulling and name not in held:
-            held[name] = _HOLDS[HoldReason.PULLING]
+            held[name] = (
+                Hold(reason=HoldReason.PULLING, opens=staging.pull_opens)
+                if name in staging.pull_window
+                else _HOLDS[HoldReason.PULLING]
+            )
     return held
 
 

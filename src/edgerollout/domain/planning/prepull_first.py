@@ -33,6 +33,15 @@ opens is how a short window is best used. The window is counted from the cache: 
 echo has not come back yet is asked for again, unsent (the shell remembers it), in the same order,
 so only a node that joins the front of the order meanwhile can add one more.
 
+A download window (`edgerollout.io/prepull-window`, read by `spec.prepull`) says when images may
+be downloaded, apart from when pods may be deleted: while it is open, every outdated pod of a
+Ready node is asked for in the rollout's order — also the nodes a later wave or batch, or the
+node itself, holds: their turn comes in this rollout — as long as fewer than
+`edgerollout.io/max-pulling` nodes (10 % by default) are pulling; while it is closed, none is,
+and a node whose images were not asked for waits for it to open (a pull asked for before runs
+on to its result or its fallback). Without a window, max-pulling, when set, bounds the pulls
+ahead of the budget too.
+
 A request's time is the condition's `lastTransitionTime`, written as the time of the request even
 where the status stays False (a pod that asked for an older revision): it is a new request, and
 the fallback counts from it. A value other than `"true"` or `"false"` holds every node, with a
@@ -63,6 +72,9 @@ from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate, plan_prepulls
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
+from edgerollout.domain.spec.count import Rounding
+from edgerollout.domain.spec.maintenance_window import MaintenanceWindows
+from edgerollout.domain.spec.prepull import Prepull
 from edgerollout.domain.spec.staging import Staging
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 from edgerollout.domain.vocabulary import (
@@ -73,8 +85,10 @@ from edgerollout.domain.vocabulary import (
 )
 from edgerollout.settings import PrepullSettings
 
-# The holds under which a node's images are still asked for (see the module docstring).
+# The holds under which a node's images are still asked for (see the module docstring); with a
+# download window, also those of the nodes whose turn comes later in this rollout.
 _MAY_PULL = frozenset({HoldReason.PULLING, HoldReason.WINDOW})
+_MAY_PULL_IN_WINDOW = _MAY_PULL | {HoldReason.WAVE, HoldReason.BATCH, HoldReason.NODE_ASKED}
 _WAITING_FOR_A_POD = frozenset({NodeVerdict.OUTDATED, NodeVerdict.OUTDATED_UNAVAILABLE})
 
 
@@ -118,20 +132,33 @@ class PrepullSteps:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrepullFirst:
     """A DaemonSet's pre-pull before delete at one instant: off (`enabled` False), refused
-    (`invalid`, the Warning), or the pulls of its Ready nodes' outdated pods."""
+    (`invalid`, the Warning), or the pulls of its Ready nodes' outdated pods; with a download
+    `window`, `window_opens` when it opens (None: open now); `limit` the most nodes pulling at
+    once (None: no limit of its own)."""
 
     enabled: bool = False
     invalid: Notice | None = None
     revision: str | None = None
     pulls: Mapping[NodeName, NodePull] = field(default_factory=dict)
     settings: PrepullSettings = field(default_factory=PrepullSettings)
+    window: MaintenanceWindows | None = None
+    window_opens: datetime | None = None
+    limit: int | None = None
 
     def gate(self, staging: Staging) -> Staging:
-        """`staging` holding the nodes that wait for their pull (every node, when invalid)."""
+        """`staging` holding the nodes that wait for their pull (every node, when invalid); with
+        the download window closed, those not asked for yet wait for it to open."""
         if self.invalid is not None:
             return replace(staging, invalid=True)
         waiting = frozenset(node for node, pull in self.pulls.items() if pull.holds)
-        return replace(staging, pulling=waiting) if waiting else staging
+        if not waiting:
+            return staging
+        if self.window_opens is None:
+            return replace(staging, pulling=waiting)
+        unasked = frozenset(
+            node for node in waiting if self.pulls[node].state is PullState.NOT_REQUESTED
+        )
+        return replace(staging, pulling=waiting, pull_window=unasked, pull_opens=self.window_opens)
 
     def steps(
         self,
@@ -159,10 +186,13 @@ class PrepullFirst:
                 now=now,
             )
         due = fallback_after(self.settings)
-        recheck = min(
-            ((pull.requested + due - now).total_seconds() for pull in pulling if pull.requested),
-            default=None,
-        )
+        waits = [(pull.requested + due - now).total_seconds() for pull in pulling if pull.requested]
+        if self.window_opens is not None and any(
+            pull.state is PullState.NOT_REQUESTED for pull in self.pulls.values()
+        ):
+            # No event says that the download window opens.
+            waits.append((self.window_opens - now).total_seconds())
+        recheck = min(waits, default=None)
         return PrepullSteps(
             requests=self._requests(rollout, self.revision, now),
             prepulls=prepulls,
@@ -173,15 +203,19 @@ class PrepullFirst:
     def _requests(
         self, rollout: DeletionPlan, revision: str, now: datetime
     ) -> tuple[ConditionWrite, ...]:
+        if self.window_opens is not None:
+            return ()
         held, verdicts = rollout.holds.held, rollout.verdicts
-        ahead = 0
+        may_pull = _MAY_PULL if self.window is None else _MAY_PULL_IN_WINDOW
+        ahead = pulling = 0
         unavailable: list[NodeName] = []
         available: list[NodeName] = []
         for node, pull in self.pulls.items():
+            pulling += pull.state is PullState.PULLING
             verdict = verdicts.get(node)
             hold = held.get(node)
             if verdict not in _WAITING_FOR_A_POD or (
-                hold is not None and hold.reason not in _MAY_PULL
+                hold is not None and hold.reason not in may_pull
             ):
                 continue
             if pull.state is not PullState.NOT_REQUESTED:
@@ -190,14 +224,26 @@ class PrepullFirst:
                 unavailable.append(node)
             else:
                 available.append(node)
-        room = max(0, self.settings.window_per_budget * rollout.max_unavailable - ahead)
         order = rollout.holds.order
-        chosen = sorted(unavailable, key=order) + sorted(available, key=order)[:room]
+        chosen = (
+            sorted(unavailable, key=order)
+            + sorted(available, key=order)[: self._room(rollout, ahead)]
+        )
+        if self.limit is not None:
+            chosen = chosen[: max(0, self.limit - pulling)]
         return tuple(
             write
             for node in chosen
             if (write := _request(self.pulls[node].pod, revision, now)) is not None
         )
+
+    def _room(self, rollout: DeletionPlan, ahead: int) -> int | None:
+        """How many more available outdated pods may be asked for (None: every one): with a
+        download window, all of them (`limit` bounds them); without, enough that the window
+        ahead of the budget holds."""
+        if self.window is not None:
+            return None
+        return max(0, self.settings.window_per_budget * rollout.max_unavailable - ahead)
 
     def _fallback_notices(self, rollout: DeletionPlan) -> tuple[Notice, ...]:
         notices = []
@@ -229,8 +275,9 @@ def fallback_after(settings: PrepullSettings) -> timedelta:
 
 
 def prepull_first(
-    wanted: bool | Notice,
+    wanted: Prepull | Notice | None,
     *,
+    nodes: int,
     target: TargetRevision,
     pods_by_node: Mapping[NodeName, Sequence[PodView]],
     readiness: Mapping[NodeName, NodeReadiness],
@@ -238,14 +285,15 @@ def prepull_first(
     now: datetime,
     settings: PrepullSettings,
 ) -> PrepullFirst:
-    """Pre-pull before delete as `wanted` (`read_prepull`) says, and the pull of every Ready
-    node's outdated pod (a node with more than one live pod, or none, deletes nothing).
+    """Pre-pull before delete as `wanted` (`read_prepull`) says, over a rollout of `nodes`
+    nodes, and the pull of every Ready node's outdated pod (a node with more than one live pod,
+    or none, deletes nothing).
 
     Reads every node holding a pod when on (not only the nodes that changed): a pull's fallback
     passes on the clock alone, and the window counts over all of them."""
     if isinstance(wanted, Notice):
         return PrepullFirst(invalid=wanted)
-    if not wanted:
+    if wanted is None:
         return PREPULL_OFF
     fallback = fallback_after(settings)
     being_deleted = {deletion.uid for deletion in in_flight}
@@ -256,7 +304,17 @@ def prepull_first(
         live = [pod for pod in pods if not pod.deleting and pod.uid not in being_deleted]
         if len(live) == 1 and not is_current(live[0], target):
             pulls[node] = judge_pull(live[0], revision=target.hash, now=now, fallback=fallback)
-    return PrepullFirst(enabled=True, revision=target.hash, pulls=pulls, settings=settings)
+    window = wanted.window
+    limit = wanted.max_pulling
+    return PrepullFirst(
+        enabled=True,
+        revision=target.hash,
+        pulls=pulls,
+        settings=settings,
+        window=window,
+        window_opens=None if window is None or window.is_open(now) else window.next_open(now),
+        limit=None if limit is None else max(1, limit.of(nodes, rounding=Rounding.UP)),
+    )
 
 
 def judge_pull(

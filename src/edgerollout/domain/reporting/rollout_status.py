@@ -69,11 +69,14 @@ from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     BATCHES_ANNOTATION,
     MAINTENANCE_WINDOW_ANNOTATION,
+    MAX_HOLD_ANNOTATION,
+    MAX_PULLING_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     NODE_SELECTOR_ANNOTATION,
     PARTITION_ANNOTATION,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
+    PREPULL_WINDOW_ANNOTATION,
     PULL_IMAGE_FAIL,
     PULL_IMAGE_SUCCESS,
     WAIT_PULL_IMAGE,
@@ -307,6 +310,9 @@ _STAGING_LABELS = (
     (WAVES_ANNOTATION, "waves"),
     (BATCHES_ANNOTATION, "batches"),
     (MAINTENANCE_WINDOW_ANNOTATION, "maintenance window"),
+    (PREPULL_WINDOW_ANNOTATION, "download window"),
+    (MAX_PULLING_ANNOTATION, "max pulling"),
+    (MAX_HOLD_ANNOTATION, "max hold"),
 )
 
 

@@ -178,26 +178,39 @@ class MaintenanceWindows:
 def read_maintenance_window(raw: str | None) -> MaintenanceWindows | Notice | None:
     """The windows `raw` describes (None: the annotation is unset, no window applies); a value
     that cannot be read is a Warning naming the first problem found."""
+    return read_windows(
+        raw,
+        annotation=MAINTENANCE_WINDOW_ANNOTATION,
+        reason=INVALID_MAINTENANCE_WINDOW,
+        unset="allow upgrades at any time",
+    )
+
+
+def read_windows(
+    raw: str | None, *, annotation: str, reason: str, unset: str
+) -> MaintenanceWindows | Notice | None:
+    """The windows `raw`, the value of `annotation`, describes in this module's grammar (None:
+    unset); a value that cannot be read is a Warning `reason` naming the first problem found.
+    `unset` says what removing the annotation does, for a value that names no window."""
     if raw is None:
         return None
-    read = _read_windows(raw)
+    read = _read_windows(raw, unset=unset)
     if isinstance(read, MaintenanceWindows):
         return read
     return Notice(
         type=EventType.WARNING,
-        reason=INVALID_MAINTENANCE_WINDOW,
+        reason=reason,
         message=(
-            f'{MAINTENANCE_WINDOW_ANNOTATION} is "{raw}": {read}; {_EXPECTED}; '
-            "no pod is deleted until it is fixed"
+            f'{annotation} is "{raw}": {read}; {_EXPECTED}; no pod is deleted until it is fixed'
         ),
         subject=raw,
     )
 
 
-def _read_windows(raw: str) -> MaintenanceWindows | str:
+def _read_windows(raw: str, *, unset: str) -> MaintenanceWindows | str:
     """The windows, or what is wrong with them."""
     if not raw.strip():
-        return "it names no window (remove the annotation to allow upgrades at any time)"
+        return f"it names no window (remove the annotation to {unset})"
     windows: list[MaintenanceWindow] = []
     listed: set[int] = set()  # days written before a comma, for the window that follows
     listed_text: list[str] = []

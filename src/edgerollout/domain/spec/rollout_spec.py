@@ -14,7 +14,7 @@ does is the planner's business (`reconcile`): most hold the rollout (design §12
 | `max_failed`        | `edgerollout.io/max-failed`                  | `max_failed.read_max_failed` |
 | `min_sample`        | `edgerollout.io/min-sample`, `.../max-failed-before-sample` | `max_failed.read_min_sample` |
 | `ota_deadline`      | `edgerollout.io/ota-deadline`                | `deadlines.read_ota_deadline` |
-| `prepull`           | `edgerollout.io/prepull`                     | `prepull.read_prepull` |
+| `prepull`           | `edgerollout.io/prepull`, `.../prepull-window`, `.../max-pulling` | `prepull.read_prepull` |
 
 The update strategy itself is chosen before (`strategy.choose_strategy`): a DaemonSet that is not
 ours has no rollout spec.
@@ -31,15 +31,17 @@ from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.spec.max_failed import MinSample, read_max_failed, read_min_sample
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, read_max_unavailable
-from edgerollout.domain.spec.prepull import read_prepull
+from edgerollout.domain.spec.prepull import Prepull, read_prepull
 from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     MAX_FAILED_ANNOTATION,
     MAX_FAILED_BEFORE_SAMPLE_ANNOTATION,
+    MAX_PULLING_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     MIN_SAMPLE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     PREPULL_ANNOTATION,
+    PREPULL_WINDOW_ANNOTATION,
     PROGRESS_DEADLINE_ANNOTATION,
 )
 
@@ -54,7 +56,7 @@ class RolloutSpec:
     max_failed: Count | Notice | None
     min_sample: MinSample | Notice | None = None
     ota_deadline: timedelta | Notice | None
-    prepull: bool | Notice
+    prepull: Prepull | Notice | None
 
 
 def read_rollout_spec(annotations: Mapping[str, str]) -> RolloutSpec:
@@ -92,5 +94,9 @@ def _read(items: tuple[tuple[str, str], ...]) -> RolloutSpec:
             max_failed=max_failed,
         ),
         ota_deadline=read_ota_deadline(annotations.get(OTA_DEADLINE_ANNOTATION)),
-        prepull=read_prepull(annotations.get(PREPULL_ANNOTATION)),
+        prepull=read_prepull(
+            annotations.get(PREPULL_ANNOTATION),
+            window=annotations.get(PREPULL_WINDOW_ANNOTATION),
+            max_pulling=annotations.get(MAX_PULLING_ANNOTATION),
+        ),
     )

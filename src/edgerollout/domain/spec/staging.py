@@ -152,6 +152,9 @@ class Staging:
     """Pre-pull before delete (`prepull_first`): these nodes wait for their image pre-pull. The
     few nodes to hold are named, not the others: those would include nodes of deletions in
     flight, which hold no pod."""
+    pull_window: frozenset[NodeName] = frozenset()
+    """Of `pulling`, those whose pull waits for the download window, which opens at `pull_opens`."""
+    pull_opens: datetime | None = None
     max_hold: timedelta = DEFAULT_MAX_HOLD
     """The longest a node's hold lasts from when it was asked (`edgerollout.io/max-hold`)."""
     asked: Mapping[NodeName, HoldRequest] = field(default_factory=dict)
