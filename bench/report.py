@@ -525,6 +525,18 @@ def rows(results: dict[str, Any]) -> list[Row]:
                     _ratio(first["downtime_seconds"], advanced),
                 )
             )
+        windowed = slow.get("advanced_rolling_update_in_window")
+        if windowed:  # results from before the download window have no such row
+            advanced = slow["advanced_rolling_update"]["downtime_seconds"]
+            table.append(
+                Row(
+                    "7 AdvancedRollingUpdate, pulled in a download window: downtime "
+                    f"(time in the maintenance window {_s(windowed['window_seconds'])})",
+                    _s(windowed["downtime_seconds"]),
+                    f"without prepull {_s(advanced)}",
+                    _ratio(windowed["downtime_seconds"], advanced),
+                )
+            )
     return table
 
 

@@ -11,18 +11,23 @@ image the node has never pulled:
 3. AdvancedRollingUpdate (the reference): the controller deletes the pod, which then pulls;
 4. AdvancedRollingUpdate with `edgerollout.io/prepull: "true"` (design §13.5): the controller asks
    for the pre-pull itself, the pull Job brings the image onto the node, and only then does the
-   controller delete the pod.
+   controller delete the pod;
+5. the same with a download window open and the maintenance window closed
+   (`edgerollout.io/prepull-window`, `edgerollout.io/maintenance-window`): the image is pulled
+   while the pod keeps running; then the maintenance window opens, and its time is the swap.
 
 Downtime is the time with no Ready pod of the DaemonSet on the node: from the `upgrade` request
 (OTA; the old container stops at once on SIGTERM) or from the old pod's deletion as the watch sees
 it (AdvancedRollingUpdate) to the new pod's Ready as the watch sees it. A pre-pull's time runs
 from its request (`imagepull`; for AdvancedRollingUpdate the controller's `PodImageReady=False` as
-the watch sees it) to `PodImageReady=True` as the watch sees it.
+the watch sees it) to `PodImageReady=True` as the watch sees it. Time in the window (5) runs from
+the annotation change that opens the maintenance window to the new pod's Ready.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -33,10 +38,12 @@ from bench.session import Session
 from bench.watch import JSON, ObjectWatch, condition_true, live, pod_image
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    MAINTENANCE_WINDOW_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     POD_IMAGE_READY,
     POD_NEED_UPGRADE,
     PREPULL_ANNOTATION,
+    PREPULL_WINDOW_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import DAEMONSETS, PODS
@@ -176,6 +183,72 @@ async def _advanced(
     return result
 
 
+# Open all day, and one that opens two hours from now: a daily window of one hour.
+ALL_DAY = "Mon-Sun 00:00-24:00"
+
+
+def _closed_window() -> str:
+    opens = datetime.now(UTC) + timedelta(hours=2)
+    return f"Mon-Sun {opens:%H:%M}-{opens + timedelta(hours=1):%H:%M}"
+
+
+async def _in_window(
+    session: Session, watch: ObjectWatch, image: str, *, timeout: float
+) -> dict[str, float]:
+    """Step 5: pulled in the download window while the maintenance window is closed; then the
+    maintenance window opens and only the swap is left."""
+    old = _the_pod(watch)
+    name, uid = old["metadata"]["name"], old["metadata"]["uid"]
+    deleting = watch.track(
+        lambda p: name if p["metadata"]["name"] == name and not live(p) else None
+    )
+    gone = watch.track(lambda p: name if p["metadata"]["name"] == name else None)
+    ready = watch.track(_ready_with(image, not_uid=uid))
+    asked = watch.track(
+        lambda p: (
+            name
+            if p["metadata"]["name"] == name and pod_condition(p, POD_IMAGE_READY) is not None
+            else None
+        )
+    )
+    pulled = watch.track(
+        lambda p: (
+            name if p["metadata"]["name"] == name and condition_true(POD_IMAGE_READY)(p) else None
+        )
+    )
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+        MAX_UNAVAILABLE_ANNOTATION: "1",
+        PREPULL_ANNOTATION: "true",
+        PREPULL_WINDOW_ANNOTATION: ALL_DAY,
+        MAINTENANCE_WINDOW_ANNOTATION: _closed_window(),
+    }
+    await session.api.patch(
+        DAEMONSETS, NAME, {"metadata": {"annotations": annotations}}, namespace=NAMESPACE
+    )
+    await workload.set_image(session.api, NAMESPACE, NAME, image)
+    done = await pulled.reach(1, timeout=timeout, what=f"{name} PodImageReady=True")
+    requested = _first(asked.changes, 1)
+    if requested is None or deleting.value != 0 or gone.value != 1:
+        raise RuntimeError(f"{name} went before its maintenance window opened")
+    opened = time.monotonic()
+    await session.api.patch(
+        DAEMONSETS,
+        NAME,
+        {"metadata": {"annotations": {MAINTENANCE_WINDOW_ANNOTATION: ALL_DAY}}},
+        namespace=NAMESPACE,
+    )
+    back = await ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
+    stopped = _first(deleting.changes, 1) or _first(gone.changes, 0)
+    if stopped is None:
+        raise RuntimeError(f"{name} was replaced but its deletion was not seen")
+    return {
+        "prepull_seconds": round(done - requested, 2),
+        "downtime_seconds": round(back - stopped, 2),
+        "window_seconds": round(back - opened, 2),
+    }
+
+
 async def run(
     session: Session,
     controller: Controller,
@@ -204,7 +277,15 @@ async def run(
             "AdvancedRollingUpdate, pre-pull first"
         )
         first = await _advanced(session, watch, images[4], prepull=True, timeout=timeout)
-        session.say(f"slow link: downtime {first['downtime_seconds']} s")
+        session.say(
+            f"slow link: downtime {first['downtime_seconds']} s; "
+            "AdvancedRollingUpdate, pulled in a download window"
+        )
+        windowed = await _in_window(session, watch, images[5], timeout=timeout)
+        session.say(
+            f"slow link: downtime {windowed['downtime_seconds']} s, "
+            f"{windowed['window_seconds']} s in the maintenance window"
+        )
     finally:
         await watch.stop()
     return {
@@ -214,6 +295,7 @@ async def run(
         "ota_without_imagepull": direct,
         "advanced_rolling_update": advanced,
         "advanced_rolling_update_with_prepull": first,
+        "advanced_rolling_update_in_window": windowed,
         # How many times longer the workload is down without the pre-pull.
         "downtime_ratio": round(direct["downtime_seconds"] / prepulled["downtime_seconds"], 1),
         "advanced_downtime_ratio": round(

@@ -34,7 +34,7 @@ TOOLBOX_IMAGE = "toolbox:lab"
 # A revision that crash-loops on a real node (the failure budget's tests).
 CRASHING_IMAGE = "crashing:lab"
 WORKLOAD_REPOSITORY = "nginx"
-WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
+WORKLOAD_TAGS = ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8", "1.19.9")
 # The workload images' payload layer: small by default so that labs start fast; the slow-link
 # benchmark asks for tens of megabytes.
 DEFAULT_PAYLOAD_BYTES = 1 << 20

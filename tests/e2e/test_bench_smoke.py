@@ -137,6 +137,12 @@ def test_slow_link_downtimes_are_measured_and_pulls_kept_to_the_link_rate(
     assert first["prepull_seconds"] >= least
     assert 0 < first["downtime_seconds"] < least
     assert first["downtime_seconds"] < slow["advanced_rolling_update"]["downtime_seconds"]
+    # Pulled in a download window while the maintenance window was closed: once it opens, the
+    # window is spent on the swap alone, not on the download.
+    windowed = slow["advanced_rolling_update_in_window"]
+    assert windowed["prepull_seconds"] >= least
+    assert 0 < windowed["downtime_seconds"] <= windowed["window_seconds"]
+    assert windowed["window_seconds"] < slow["advanced_rolling_update"]["downtime_seconds"]
 
 
 def test_plots_and_table_are_written(smoke: Smoke) -> None:

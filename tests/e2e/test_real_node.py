@@ -22,14 +22,25 @@ from typing import Any
 import psutil
 import pytest
 
+from edgerollout.domain.vocabulary import (
+    ADVANCED_ROLLING_UPDATE,
+    MAINTENANCE_WINDOW_ANNOTATION,
+    MAX_UNAVAILABLE_ANNOTATION,
+    POD_IMAGE_READY,
+    PREPULL_ANNOTATION,
+    PREPULL_WINDOW_ANNOTATION,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.agents import agent_of, assert_pull_requested, assert_upgrade_started
 from tests.e2e.support.containerd import ctr
 from tests.e2e.support.controller_process import ControllerProcess
 from tests.e2e.support.lab import (
+    ALL_DAY,
     LabHandle,
     by_node,
+    closed_window,
     condition,
     daemonset,
     hold_for,
@@ -38,7 +49,13 @@ from tests.e2e.support.lab import (
     set_image,
     wait_for,
 )
-from tests.e2e.support.seed import NAME, ON_DELETE, SELECTOR, running_everywhere
+from tests.e2e.support.seed import (
+    NAME,
+    ON_DELETE,
+    SELECTOR,
+    newest_revision_hash,
+    running_everywhere,
+)
 
 # The session's lab of one simulated node and one real node, each running edgerollout's agent.
 pytestmark = pytest.mark.lab(nodes=1, real_nodes=1, agents=True)
@@ -212,7 +229,8 @@ def test_lab_json_describes_the_real_node_registry_and_images(lab: Lab) -> None:
     assert node.runtime_endpoint == (f"unix://{real_nodes.real_node(lab.folder, REAL).socket}")
     assert node.runtime_endpoint.startswith("unix:///var/lib/edgerollout-lab/")
     assert lab.images == tuple(
-        f"{registry}/nginx:{tag}" for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8")
+        f"{registry}/nginx:{tag}"
+        for tag in ("1.19.4", "1.19.5", "1.19.6", "1.19.7", "1.19.8", "1.19.9")
     )
     with urllib.request.urlopen(f"http://{registry}/v2/_catalog", timeout=5) as response:
         assert json.loads(response.read()) == {
@@ -531,3 +549,69 @@ def pulled_by_jobs(events: Any) -> set[str]:
         for e in events.items
         if e.involved_object.kind == "Pod" and e.involved_object.name.startswith("prepull-")
     }
+
+
+async def test_a_download_window_puts_the_image_on_the_real_node_before_the_maintenance_window(
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    old, new = lab.images[0], lab.images[5]  # 5: pulled by no other test of this lab
+    annotations = {
+        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+        MAX_UNAVAILABLE_ANNOTATION: "1",
+        PREPULL_ANNOTATION: "true",
+        PREPULL_WINDOW_ANNOTATION: closed_window(),
+        MAINTENANCE_WINDOW_ANNOTATION: closed_window(),
+    }
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+    )
+    before = await running_everywhere(kube, namespace, old, NODES)
+    pod = by_node(await kube.pods(namespace, SELECTOR))[REAL][0].metadata.name
+    (kept,) = _on_real(lab, old)
+    await set_image(kube, namespace, NAME, new)
+    revision = await newest_revision_hash(kube, namespace)
+
+    async def pull(status: str | None) -> bool:
+        current = await kube.core.read_namespaced_pod(pod, namespace)
+        ready = condition(current, POD_IMAGE_READY)
+        asked = ready is not None and ready.message == f"controllerrevision: {revision}"
+        if status is None:
+            return not asked and current.metadata.uid == before[REAL]
+        return asked and ready is not None and ready.status == status
+
+    # Both windows closed: no pull asked for, nothing on the node's disk.
+    await hold_for(lambda: pull(None), seconds=5, what="no pull while the window is closed")
+    assert new not in {row[0] for row in _ctr(lab, "images", "ls")}
+
+    await kube.apps.patch_namespaced_daemon_set(
+        NAME, namespace, {"metadata": {"annotations": {PREPULL_WINDOW_ANNOTATION: ALL_DAY}}}
+    )
+    await wait_for(lambda: pull("True"), timeout=90, what="PodImageReady=True on real-1's pod")
+    # Pulled in the download window; the maintenance window is closed, the old pod runs on.
+    assert new in {row[0] for row in _ctr(lab, "images", "ls")}
+    current = await kube.core.read_namespaced_pod(pod, namespace)
+    assert current.metadata.uid == before[REAL]
+    assert current.metadata.deletion_timestamp is None
+    assert _on_real(lab, old) == [kept]
+
+    await kube.apps.patch_namespaced_daemon_set(
+        NAME, namespace, {"metadata": {"annotations": {MAINTENANCE_WINDOW_ANNOTATION: ALL_DAY}}}
+    )
+    after = await running_everywhere(kube, namespace, new, NODES, timeout=60)
+    assert after[REAL] != before[REAL]
+    assert _on_real(lab, old) == []
+    upgraded = by_node(await kube.pods(namespace, SELECTOR))[REAL][0].metadata.name
+
+    async def told() -> list[str] | None:
+        listed = await kube.core.list_namespaced_event(namespace)
+        pulled = [
+            e.message.split(" in ", 1)[0]
+            for e in listed.items
+            if e.reason == "Pulled" and e.involved_object.name == upgraded
+        ]
+        return pulled or None
+
+    # The kubelet writes its Events asynchronously: a loaded lab lists them a moment later.
+    assert await wait_for(told, timeout=30, what="the kubelet's Pulled Event for the new pod") == [
+        f'Container image "{new}" already present on machine and can be accessed by the pod'
+    ]

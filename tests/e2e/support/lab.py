@@ -166,6 +166,16 @@ def daemonset(
     }
 
 
+# A window open all day (`edgerollout.io/maintenance-window`, `edgerollout.io/prepull-window`).
+ALL_DAY = "Mon-Sun 00:00-24:00"
+
+
+def closed_window() -> str:
+    """A daily window that opens two hours from now (UTC) and lasts one: closed for any test."""
+    opens = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=2)
+    return f"Mon-Sun {opens:%H:%M}-{opens + datetime.timedelta(hours=1):%H:%M}"
+
+
 async def set_image(handle: LabHandle, namespace: str, name: str, image: str) -> None:
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": image}]}}}}
     await handle.apps.patch_namespaced_daemon_set(name, namespace, patch)

@@ -181,6 +181,18 @@ def test_slow_link_compares_advanced_rolling_update_with_and_without_prepull_fir
     )
 
 
+def test_slow_link_shows_the_downtime_and_the_time_in_the_window_of_a_download_window() -> None:
+    windowed = {"prepull_seconds": 27.9, "downtime_seconds": 1.1, "window_seconds": 2.3}
+    slow = {**SLOW_LINK, "advanced_rolling_update_in_window": windowed}
+    assert rows({"scenarios": {"slow-link": slow}})[-1] == Row(
+        "7 AdvancedRollingUpdate, pulled in a download window: downtime "
+        "(time in the maintenance window 2.3 s)",
+        "1.1 s",
+        "without prepull 28.9 s",
+        "0.04x",
+    )
+
+
 def test_rendered_as_markdown() -> None:
     table = [Row("1 rollout", "16.0 s", "native 20.0 s", "0.80x")]
     assert render(table, markdown=True) == (
