@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,6 +67,12 @@ class Step:
     target: TargetRevision
     desired_nodes: int | None
     counted_while_not_ready: frozenset[NodeReadiness] = frozenset()
+    # Time passes between steps: with minReadySeconds, Ready pods turn available on the clock.
+    at: timedelta = timedelta(0)
+
+    @property
+    def now(self) -> datetime:
+        return NOW + self.at
 
 
 @st.composite
@@ -76,6 +83,7 @@ def histories(draw: st.DrawFn) -> list[Step]:
         previous = steps[-1]
         cluster, target, desired = previous.cluster, previous.target, previous.desired_nodes
         counted = previous.counted_while_not_ready
+        at = previous.at + timedelta(seconds=draw(st.sampled_from([0, 0, 1, 10, 31, 60])))
         names = sorted(cluster.readiness)
         change = draw(
             st.sampled_from(
@@ -114,7 +122,7 @@ def histories(draw: st.DrawFn) -> list[Step]:
             counted = frozenset(draw(st.lists(st.sampled_from(not_ready), unique=True)))
         else:
             cluster = replace(cluster, min_ready_seconds=draw(st.sampled_from([0, 30])))
-        steps.append(Step(cluster, target, desired, counted))
+        steps.append(Step(cluster, target, desired, counted, at))
     return steps
 
 
@@ -135,6 +143,7 @@ def full_plan(step: Step) -> DeletionPlan:
             target=step.target,
             desired_nodes=step.desired_nodes,
             counted_while_not_ready=step.counted_while_not_ready,
+            now=step.now,
         )
     )
 
@@ -149,7 +158,7 @@ def book_plan(
     book.refresh(
         target=step.target,
         min_ready_seconds=step.cluster.min_ready_seconds,
-        now=NOW,
+        now=step.now,
         pods_by_node=source if source is not None else ClusterSource(step.cluster),
         readiness=step.cluster.readiness,
         changed=changed,
@@ -277,14 +286,26 @@ def test_a_new_target_or_a_reset_judges_every_node_again() -> None:
     assert sorted(source.looked_at) == ["edge-1", "edge-2"]
 
 
-def test_with_min_ready_seconds_every_plan_judges_every_node() -> None:
-    cluster = replace(
-        cluster_of(pod("web-1", "edge-1"), pod("web-2", "edge-2")), min_ready_seconds=30
-    )
+def test_with_min_ready_seconds_a_node_is_judged_again_when_its_pod_turns_available() -> None:
+    starting = pod("web-1", "edge-1", ready_for=timedelta(seconds=10))
+    available = pod("web-2", "edge-2")
+    cluster = replace(cluster_of(starting, available), min_ready_seconds=30)
     source = ClusterSource(cluster)
     book = RolloutBook()
-    book_plan(book, Step(cluster, TARGET, None), source)
+    first = book_plan(book, Step(cluster, TARGET, None), source)
+    assert dict(first.verdicts) == {
+        "edge-1": NodeVerdict.STARTING,
+        "edge-2": NodeVerdict.UP_TO_DATE,
+    }
+    assert first.next_available == NOW + timedelta(seconds=20)
 
+    # Nothing changed and the clock has not reached it: nothing is judged again.
     source.looked_at.clear()
-    book_plan(book, Step(cluster, TARGET, None), source)
-    assert sorted(source.looked_at) == ["edge-1", "edge-2"]
+    book_plan(book, Step(cluster, TARGET, None, at=timedelta(seconds=20)), source)
+    assert source.looked_at == []
+
+    # Strictly after its Ready transition plus minReadySeconds: that node, and only it.
+    later = book_plan(book, Step(cluster, TARGET, None, at=timedelta(seconds=21)), source)
+    assert source.looked_at == ["edge-1"]
+    assert dict(later.verdicts) == dict.fromkeys(("edge-1", "edge-2"), NodeVerdict.UP_TO_DATE)
+    assert later.next_available is None

@@ -11,12 +11,12 @@ so a plan costs what changed, not what exists. What a plan reads over every node
 changes, too: the skipped nodes in name order and counted by readiness, the outdated nodes in name
 order (the budget takes the first of them), and the verdicts in a persistent map that each plan
 shares (`FrozenVerdicts`), so that planning a 100,000-node fleet after one change costs neither
-a sort nor a copy. Every node is judged again when the target revision,
-minReadySeconds or the progress deadline changes, and at every plan while minReadySeconds > 0
-(availability then depends on the clock, which no event announces), or after `reset`. With a
-progress deadline, a node whose current pod is starting or failing is judged again once the time
-has come at which the clock alone may change its verdict (`health.next_clock_change`: a deadline
-passes, a restart is forgiven).
+a sort nor a copy. Every node is judged again when the target revision, minReadySeconds or the
+progress deadline changes, or after `reset`. A node whose verdict the clock alone may change is
+judged again once that time has come, no event announcing it: with minReadySeconds > 0, a pod
+Ready but not available yet turns available at its Ready transition plus minReadySeconds; with a
+progress deadline, a starting or failing pod passes the deadline, or a restart is forgiven
+(`health.next_clock_change`).
 
 A book's plans are those of the full planner (every node judged from nothing, the rules of
 `verdicts`) for the same inputs, provided every node that changed since the previous plan is
@@ -64,6 +64,9 @@ from edgerollout.domain.spec.node_hold import read_hold
 from edgerollout.domain.spec.staging import NOT_STAGED, Staging
 from edgerollout.domain.timestamps import to_utc
 from edgerollout.domain.vocabulary import UPGRADE_HELD
+
+# The verdicts of a Ready pod that the clock alone turns available (minReadySeconds).
+_NOT_AVAILABLE_YET = frozenset({NodeVerdict.STARTING, NodeVerdict.OUTDATED_UNAVAILABLE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +159,19 @@ class RolloutBook:
         self._outdated: set[NodeName] = set()
         self._outdated_order: list[NodeName] = []
         self._replace: set[NodeName] = set()
-        # Nodes whose verdict the clock alone may change (STARTING, BROKEN), by when it may
+        # Nodes whose verdict the clock alone may change (STARTING, BROKEN, and with
+        # minReadySeconds OUTDATED_UNAVAILABLE), by when it may
         # (those only a change of their pod can change are not here), also as a heap of
         # (when, node) whose entries are stale once `_due` says otherwise; and why the broken
         # ones fail.
         self._due: dict[NodeName, datetime] = {}
         self._due_heap: list[tuple[datetime, NodeName]] = []
         self._broken: dict[NodeName, Broken] = {}
-        # The first moment a Ready pod judged STARTING turns available (its Ready transition
-        # plus minReadySeconds); every node is judged at each refresh while minReadySeconds > 0.
-        self._next_available: datetime | None = None
+        # When the Ready pod of a node judged STARTING turns available (its Ready transition
+        # plus minReadySeconds), also as a heap of (when, node) whose entries are stale once
+        # `_turns` says otherwise: its top is `next_available`.
+        self._turns: dict[NodeName, datetime] = {}
+        self._turns_heap: list[tuple[datetime, NodeName]] = []
         # Nodes whose live pod carries its node's own hold (design §13.6), in force or not: the
         # plan judges the few of them against max-hold and the clock.
         self._asked: dict[NodeName, tuple[AskedHold, ...]] = {}
@@ -198,7 +204,7 @@ class RolloutBook:
         where a pod of the DaemonSet or the node's readiness changed since the previous refresh."""
         flying = {deletion.uid: deletion.node_name for deletion in in_flight}
         key = (target, min_ready_seconds, progress_deadline)
-        if key != self._key or min_ready_seconds > 0:
+        if key != self._key:
             self._clear()
             self._key = key
             names: set[NodeName] = set(pods_by_node)
@@ -233,6 +239,14 @@ class RolloutBook:
                 names.add(name)
         return names
 
+    def _next_available(self) -> datetime | None:
+        """The first moment a Ready pod judged STARTING turns available (stale entries, of nodes
+        judged again since, are dropped off the heap on the way)."""
+        turns, heap = self._turns, self._turns_heap
+        while heap and turns.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
     def _clear(self) -> None:
         self._entries.clear()
         self._verdicts = immutables.Map()
@@ -247,7 +261,8 @@ class RolloutBook:
         self._due.clear()
         self._due_heap.clear()
         self._broken.clear()
-        self._next_available = None
+        self._turns.clear()
+        self._turns_heap.clear()
         self._asked.clear()
         self._unavailable = 0
 
@@ -288,15 +303,19 @@ class RolloutBook:
         verdict, outdated, broken = judge_node(
             live, target, min_ready_seconds, now, progress_deadline=progress_deadline
         )
-        since = None
+        since = due = None
         if verdict is NodeVerdict.UP_TO_DATE and len(live) == 1 and live[0].ready_since:
             since = to_utc(live[0].ready_since) + timedelta(seconds=min_ready_seconds)
-        elif verdict is NodeVerdict.STARTING and len(live) == 1 and live[0].ready:
+        elif verdict in _NOT_AVAILABLE_YET and len(live) == 1 and live[0].ready:
             ready_since = live[0].ready_since
             if ready_since is not None and min_ready_seconds > 0:
                 turns = to_utc(ready_since) + timedelta(seconds=min_ready_seconds)
-                if self._next_available is None or turns < self._next_available:
-                    self._next_available = turns
+                # Available strictly after `turns` (`availability.is_available`).
+                if turns >= now:
+                    due = turns
+                    if verdict is NodeVerdict.STARTING:
+                        self._turns[name] = turns
+                        heapq.heappush(self._turns_heap, (turns, name))
         self._entries[name] = _Entry(
             verdict=verdict, outdated=outdated, broken=broken, available_since=since
         )
@@ -305,14 +324,16 @@ class RolloutBook:
         if broken is not None:
             self._broken[name] = broken
         if progress_deadline is not None and verdict in CLOCK_DEPENDENT and len(live) == 1:
-            due = next_clock_change(
+            clock = next_clock_change(
                 live[0], min_ready_seconds=min_ready_seconds, progress_deadline=progress_deadline
             )
-            # The verdict changes at the first moment after `due`; once past it, the clock
+            # The verdict changes at the first moment after `clock`; once past it, the clock
             # changes nothing more (a broken pod stays broken until it changes).
-            if due is not None and due >= now:
-                self._due[name] = due
-                heapq.heappush(self._due_heap, (due, name))
+            if clock is not None and clock >= now:
+                due = clock if due is None else min(due, clock)
+        if due is not None:
+            self._due[name] = due
+            heapq.heappush(self._due_heap, (due, name))
         if verdict.unavailable:
             self._unavailable += 1
         if outdated is not None:
@@ -350,6 +371,7 @@ class RolloutBook:
             _remove_sorted(self._outdated_order, name)
         self._replace.discard(name)
         self._due.pop(name, None)
+        self._turns.pop(name, None)
         self._broken.pop(name, None)
         self._asked.pop(name, None)
 
@@ -419,7 +441,7 @@ class RolloutBook:
             skipped_nodes=skipped,
             holds=holds,
             broken=self.broken,
-            next_available=self._next_available,
+            next_available=self._next_available(),
         )
 
     @property
