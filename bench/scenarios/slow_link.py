@@ -27,6 +27,8 @@ the annotation change that opens the maintenance window to the new pod's Ready.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,7 +37,7 @@ import aiohttp
 from bench import workload
 from bench.controller import Controller
 from bench.session import Session
-from bench.watch import JSON, ObjectWatch, condition_true, live, pod_image
+from bench.watch import JSON, ObjectWatch, Progress, condition_true, live, pod_image
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
     MAINTENANCE_WINDOW_ANNOTATION,
@@ -135,51 +137,74 @@ async def _ota(
     return result
 
 
+@dataclass
+class _Replacement:
+    """What the watch sees of the DaemonSet's pod `name` (UID `uid`) being replaced by a pod of
+    `image` under AdvancedRollingUpdate: its deletion, its removal, the new pod's Ready, and its
+    pre-pull's request and success."""
+
+    name: str
+    deleting: Progress
+    gone: Progress
+    ready: Progress
+    asked: Progress
+    pulled: Progress
+
+    @classmethod
+    def watched(cls, watch: ObjectWatch, image: str) -> _Replacement:
+        old = _the_pod(watch)
+        name, uid = old["metadata"]["name"], old["metadata"]["uid"]
+
+        def its(key: Callable[[JSON], bool]) -> Progress:
+            return watch.track(lambda p: name if p["metadata"]["name"] == name and key(p) else None)
+
+        return cls(
+            name=name,
+            deleting=its(lambda p: not live(p)),
+            gone=its(lambda p: True),
+            ready=watch.track(_ready_with(image, not_uid=uid)),
+            asked=its(lambda p: pod_condition(p, POD_IMAGE_READY) is not None),
+            pulled=its(lambda p: condition_true(POD_IMAGE_READY)(p) is not None),
+        )
+
+    def stopped(self) -> float:
+        """When the old pod went: a deletionTimestamp, or (a quick kubelet) only its removal."""
+        stopped = _first(self.deleting.changes, 1) or _first(self.gone.changes, 0)
+        if stopped is None:
+            raise RuntimeError(f"{self.name} was replaced but its deletion was not seen")
+        return stopped
+
+    def pull_seconds(self, *, before: float) -> float:
+        """How long the pre-pull took, from its request to its success, both before `before`."""
+        requested, done = _first(self.asked.changes, 1), _first(self.pulled.changes, 1)
+        if requested is None or done is None or done > before:
+            raise RuntimeError(f"{self.name} was deleted before its pre-pull was seen done")
+        return round(done - requested, 2)
+
+
+async def _annotate(session: Session, annotations: dict[str, str]) -> None:
+    patch = {"metadata": {"annotations": annotations}}
+    await session.api.patch(DAEMONSETS, NAME, patch, namespace=NAMESPACE)
+
+
 async def _advanced(
     session: Session, watch: ObjectWatch, image: str, *, prepull: bool, timeout: float
 ) -> dict[str, float]:
-    old = _the_pod(watch)
-    name, uid = old["metadata"]["name"], old["metadata"]["uid"]
-    deleting = watch.track(
-        lambda p: name if p["metadata"]["name"] == name and not live(p) else None
-    )
-    gone = watch.track(lambda p: name if p["metadata"]["name"] == name else None)
-    ready = watch.track(_ready_with(image, not_uid=uid))
-    asked = watch.track(
-        lambda p: (
-            name
-            if p["metadata"]["name"] == name and pod_condition(p, POD_IMAGE_READY) is not None
-            else None
-        )
-    )
-    pulled = watch.track(
-        lambda p: (
-            name if p["metadata"]["name"] == name and condition_true(POD_IMAGE_READY)(p) else None
-        )
-    )
-    annotations = {
-        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
-        MAX_UNAVAILABLE_ANNOTATION: "1",
-        PREPULL_ANNOTATION: "true" if prepull else "false",
-    }
-    await session.api.patch(
-        DAEMONSETS,
-        NAME,
-        {"metadata": {"annotations": annotations}},
-        namespace=NAMESPACE,
+    replacement = _Replacement.watched(watch, image)
+    await _annotate(
+        session,
+        {
+            UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+            MAX_UNAVAILABLE_ANNOTATION: "1",
+            PREPULL_ANNOTATION: "true" if prepull else "false",
+        },
     )
     await workload.set_image(session.api, NAMESPACE, NAME, image)
-    back = await ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
-    # The deletion shows as a deletionTimestamp, or (if the kubelet is quick) only as its removal.
-    stopped = _first(deleting.changes, 1) or _first(gone.changes, 0)
-    if stopped is None:
-        raise RuntimeError(f"{name} was replaced but its deletion was not seen")
+    back = await replacement.ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
+    stopped = replacement.stopped()
     result = {"downtime_seconds": round(back - stopped, 2)}
     if prepull:
-        requested, done = _first(asked.changes, 1), _first(pulled.changes, 1)
-        if requested is None or done is None or done > stopped:
-            raise RuntimeError(f"{name} was deleted before its pre-pull was seen done")
-        result["prepull_seconds"] = round(done - requested, 2)
+        result["prepull_seconds"] = replacement.pull_seconds(before=stopped)
     return result
 
 
@@ -197,53 +222,28 @@ async def _in_window(
 ) -> dict[str, float]:
     """Step 5: pulled in the download window while the maintenance window is closed; then the
     maintenance window opens and only the swap is left."""
-    old = _the_pod(watch)
-    name, uid = old["metadata"]["name"], old["metadata"]["uid"]
-    deleting = watch.track(
-        lambda p: name if p["metadata"]["name"] == name and not live(p) else None
-    )
-    gone = watch.track(lambda p: name if p["metadata"]["name"] == name else None)
-    ready = watch.track(_ready_with(image, not_uid=uid))
-    asked = watch.track(
-        lambda p: (
-            name
-            if p["metadata"]["name"] == name and pod_condition(p, POD_IMAGE_READY) is not None
-            else None
-        )
-    )
-    pulled = watch.track(
-        lambda p: (
-            name if p["metadata"]["name"] == name and condition_true(POD_IMAGE_READY)(p) else None
-        )
-    )
-    annotations = {
-        UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
-        MAX_UNAVAILABLE_ANNOTATION: "1",
-        PREPULL_ANNOTATION: "true",
-        PREPULL_WINDOW_ANNOTATION: ALL_DAY,
-        MAINTENANCE_WINDOW_ANNOTATION: _closed_window(),
-    }
-    await session.api.patch(
-        DAEMONSETS, NAME, {"metadata": {"annotations": annotations}}, namespace=NAMESPACE
+    replacement = _Replacement.watched(watch, image)
+    await _annotate(
+        session,
+        {
+            UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE,
+            MAX_UNAVAILABLE_ANNOTATION: "1",
+            PREPULL_ANNOTATION: "true",
+            PREPULL_WINDOW_ANNOTATION: ALL_DAY,
+            MAINTENANCE_WINDOW_ANNOTATION: _closed_window(),
+        },
     )
     await workload.set_image(session.api, NAMESPACE, NAME, image)
-    done = await pulled.reach(1, timeout=timeout, what=f"{name} PodImageReady=True")
-    requested = _first(asked.changes, 1)
-    if requested is None or deleting.value != 0 or gone.value != 1:
+    name = replacement.name
+    await replacement.pulled.reach(1, timeout=timeout, what=f"{name} PodImageReady=True")
+    if replacement.deleting.value != 0 or replacement.gone.value != 1:
         raise RuntimeError(f"{name} went before its maintenance window opened")
     opened = time.monotonic()
-    await session.api.patch(
-        DAEMONSETS,
-        NAME,
-        {"metadata": {"annotations": {MAINTENANCE_WINDOW_ANNOTATION: ALL_DAY}}},
-        namespace=NAMESPACE,
-    )
-    back = await ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
-    stopped = _first(deleting.changes, 1) or _first(gone.changes, 0)
-    if stopped is None:
-        raise RuntimeError(f"{name} was replaced but its deletion was not seen")
+    await _annotate(session, {MAINTENANCE_WINDOW_ANNOTATION: ALL_DAY})
+    back = await replacement.ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
+    stopped = replacement.stopped()
     return {
-        "prepull_seconds": round(done - requested, 2),
+        "prepull_seconds": replacement.pull_seconds(before=stopped),
         "downtime_seconds": round(back - stopped, 2),
         "window_seconds": round(back - opened, 2),
     }

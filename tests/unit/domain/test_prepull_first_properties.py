@@ -140,6 +140,17 @@ def decide_within_budget(subject: Subject) -> tuple[Plan, int]:
     return decided, decided.budget.value
 
 
+def with_requests(pods: Sequence[PodView], decided: Plan) -> list[PodView]:
+    """`pods` once the `PodImageReady` requests `decided` writes have landed."""
+    written = {write.uid: write.condition for write in decided.condition_writes}
+    return [
+        replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
+        if pod.uid in written
+        else pod
+        for pod in pods
+    ]
+
+
 def asked_or_answered(pod: PodView) -> bool:
     condition = pod.conditions.get(POD_IMAGE_READY)
     return condition is not None and condition.message == f"controllerrevision: {NEW}"
@@ -196,13 +207,7 @@ def test_pulls_are_asked_for_at_most_a_window_ahead(subject: Subject) -> None:
         }
         return len(free)
 
-    written = {write.uid: write.condition for write in decided.condition_writes}
-    asked = [
-        replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
-        if pod.uid in written
-        else pod
-        for pod in cluster.pods
-    ]
+    asked = with_requests(cluster.pods, decided)
     assert ahead(asked) <= max(window, ahead(cluster.pods))
 
 
@@ -242,13 +247,7 @@ def test_a_rollout_with_pre_pull_converges_whether_the_pulls_succeed_or_fail(
         if not deleted and all(_up_to_date(world, pods, name, now) for name in ready_nodes):
             return
         # The requests land, and every pull asked for ends, well or not, before the next round.
-        written = {write.uid: write.condition for write in decided.condition_writes}
-        pods = [
-            replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
-            if pod.uid in written
-            else pod
-            for pod in pods
-        ]
+        pods = with_requests(pods, decided)
         pods = [_pull_ends(pod, next(outcomes), now) for pod in pods]
         following = _next_round(world, pods, deleted, now)
         changed = changed_between(taken.pods, following)
@@ -322,13 +321,7 @@ def test_a_download_window_asks_for_nothing_while_closed_and_at_most_max_pulling
     if subject.annotations[PREPULL_WINDOW_ANNOTATION] == CLOSED_WINDOW:
         assert decided.condition_writes == ()
         return
-    written = {write.uid: write.condition for write in decided.condition_writes}
-    asked = [
-        replace(pod, conditions={**pod.conditions, POD_IMAGE_READY: written[pod.uid]})
-        if pod.uid in written
-        else pod
-        for pod in cluster.pods
-    ]
+    asked = with_requests(cluster.pods, decided)
     raw = subject.annotations.get(MAX_PULLING_ANNOTATION, "10%")
     nodes = len(cluster.nodes) if decided.budget is None else decided.budget.base
     limit = max(1, -(-nodes * int(raw[:-1]) // 100)) if raw.endswith("%") else int(raw)
