@@ -8,12 +8,14 @@ import pytest
 
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import NodeName, NodeReadiness, NodeView
+from edgerollout.domain.reporting.rollout_status import rollout_status
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.maintenance_window import MaintenanceWindows, read_maintenance_window
 from edgerollout.domain.spec.prepull import Prepull, read_prepull
 from edgerollout.domain.timestamps import format_rfc3339
 from edgerollout.domain.vocabulary import (
     MAINTENANCE_WINDOW_ANNOTATION,
+    MAX_HOLD_ANNOTATION,
     MAX_PULLING_ANNOTATION,
     PARTITION_ANNOTATION,
     PREPULL_ANNOTATION,
@@ -22,9 +24,10 @@ from edgerollout.domain.vocabulary import (
     WAVES_ANNOTATION,
 )
 
-from .builders import NOW, deleted, node, warning
+from .builders import NOW, REVISIONS, daemonset, deleted, node, warning
 from .test_prepull_first import (
     FIRST,
+    NODES,
     PULLING,
     READY,
     WAITING,
@@ -227,3 +230,28 @@ def test_the_download_window_and_the_maintenance_window_are_apart() -> None:
     assert set(holds(decided).values()) == {
         f"maintenance window closed, opens {format_rfc3339(OPENS)}"
     }
+
+
+def test_status_names_the_download_window_max_pulling_and_max_hold_and_who_waits_for_it() -> None:
+    annotations = {
+        **FIRST,
+        PREPULL_WINDOW_ANNOTATION: CLOSED,
+        MAX_PULLING_ANNOTATION: "2",
+        MAX_HOLD_ANNOTATION: "8h",
+    }
+    status = rollout_status(
+        daemonset=daemonset(annotations),
+        revisions=REVISIONS,
+        pods=outdated(web_1=READY, web_2=PULLING),
+        nodes=NODES,
+        now=NOW,
+    )
+    assert status.staging == (f"download window {CLOSED}", "max pulling 2", "max hold 8h")
+    unasked = f"held: {WAITING}, download window opens {format_rfc3339(OPENS)}"
+    assert [(row.node, row.state_text) for row in status.rows] == [
+        ("edge-1", "old"),
+        ("edge-2", f"held: {WAITING}"),
+        ("edge-3", unasked),
+        ("edge-4", unasked),
+        ("edge-5", unasked),
+    ]
