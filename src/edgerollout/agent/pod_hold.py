@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from edgerollout.agent.pod_read import read_pod
 from edgerollout.agent.refused import Refused
 from edgerollout.domain.model import Condition, DaemonSetView, PodUID
 from edgerollout.domain.planning.conditions import ConditionWrite
@@ -37,14 +38,7 @@ async def opted_in_pod(
     api: Api, *, node_name: str, namespace: str, name: str
 ) -> tuple[JSON, PodFacts, DaemonSetView]:
     """The pod, read fresh, checked to be this node's and of an opted-in DaemonSet."""
-    try:
-        pod = await api.get(PODS, name, namespace=namespace)
-    except ApiError as error:
-        if error.not_found:
-            raise Refused(
-                Refusal(404, "PodNotFound", f"pod {namespace}/{name} does not exist")
-            ) from None
-        raise
+    pod = await read_pod(api, namespace=namespace, name=name)
     facts = pod_facts_from_api(pod)
     refusal = judge_placement(facts, node_name=node_name)
     if refusal is not None:

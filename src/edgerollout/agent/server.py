@@ -50,6 +50,7 @@ from edgerollout.agent.node_pods import NodePods
 from edgerollout.agent.openapi import openapi_document
 from edgerollout.agent.pause_refusal import judge_pause
 from edgerollout.agent.pod_hold import opted_in_pod, write_hold
+from edgerollout.agent.pod_read import read_pod
 from edgerollout.agent.refused import Refused
 from edgerollout.agent.scoping import NodeScoping, ScopingProbe
 from edgerollout.domain.model import ConditionStatus, PodUID, PodView
@@ -326,14 +327,7 @@ class Agent:
         refusal = check_names(namespace, name)
         if refusal is not None:
             raise Refused(refusal)
-        try:
-            pod = await self.api.get(PODS, name, namespace=namespace)
-        except ApiError as error:
-            if error.not_found:
-                raise Refused(
-                    Refusal(404, "PodNotFound", f"pod {namespace}/{name} does not exist")
-                ) from None
-            raise
+        pod = await read_pod(self.api, namespace=namespace, name=name)
         facts = pod_facts_from_api(pod)
         refusal = judge_pod(facts, node_name=self.settings.node_name)
         if refusal is not None:
