@@ -24,7 +24,6 @@ from edgerollout.domain.vocabulary import (
     ROLLOUT_FAILED,
 )
 
-# Kubernetes' int32 fields end here; a count beyond it is a typo, not a fleet.
 # An Event's message is meant for a person; past this many nodes it says how many more.
 NAMED_NODES = 10
 
