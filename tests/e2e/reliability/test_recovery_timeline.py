@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from edgerollout_lab.control_plane import CONTROLLER_MANAGER_USER, LAB_CONTROLLER_USER
-from tests.e2e.support.chaos.recovery import Outage, converged_since, recovery
+from tests.e2e.support.chaos.recovery import Outage, Recovery, converged_since, recovery
 from tests.e2e.support.invariants import AuditedDeletion, InvariantWatcher, PodLife
 from tests.e2e.support.invariants.history import AuditedRequest
 
@@ -61,6 +61,25 @@ def request(
     history.requests.append(AuditedRequest(at, user, verb, kind, code))
 
 
+def recovered(
+    history: InvariantWatcher,
+    *,
+    budget: int,
+    until: float = T0 + 40,
+    native: InvariantWatcher | None = None,
+) -> Recovery:
+    """The recovery after `OUTAGE` of a rollout to `NEW` with this budget, as of `until`."""
+    return recovery(
+        history,
+        OUTAGE,
+        image=NEW,
+        budget=budget,
+        min_ready_seconds=MIN_READY,
+        until=until,
+        native=native,
+    )
+
+
 def test_each_milestone_is_read_from_the_record(tmp_path: Path) -> None:
     history = watcher(tmp_path)
     for kind in ("pods", "daemonsets", "nodes"):
@@ -82,9 +101,7 @@ def test_each_milestone_is_read_from_the_record(tmp_path: Path) -> None:
     replace(history, "edge-2", T0 + 25.8, ready=T0 + 28)
     replace(history, "edge-3", T0 + 31, ready=T0 + 33)
 
-    found = recovery(
-        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
-    )
+    found = recovered(history, budget=1)
 
     assert found.as_json() == {
         "outage": "kube-apiserver restart",
@@ -112,9 +129,7 @@ def test_a_deletion_that_waits_for_the_budget_is_not_edgerollouts_part(tmp_path:
     replace(history, "edge-2", T0 + 5, ready=T0 + 19)
     replace(history, "edge-3", T0 + 21.5, ready=T0 + 24)
 
-    found = recovery(
-        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
-    )
+    found = recovered(history, budget=1)
 
     assert (found.deletion_allowed, found.first_deletion, found.own_part) == (1.0, 1.5, 0.5)
     assert found.converged == 4.0
@@ -125,9 +140,7 @@ def test_no_deletion_needed_after_the_outage_has_no_own_part(tmp_path: Path) -> 
     replace(history, "edge-2", T0 + 2, ready=T0 + 4)
     replace(history, "edge-3", T0 + 2, ready=T0 + 4)
 
-    found = recovery(
-        history, OUTAGE, image=NEW, budget=2, min_ready_seconds=MIN_READY, until=T0 + 40
-    )
+    found = recovered(history, budget=2)
 
     assert (found.deletion_allowed, found.first_deletion, found.own_part) == (None, None, None)
     assert found.converged == 0.0  # converged before the outage ended, and stayed so
@@ -141,15 +154,7 @@ def test_the_native_reference_is_timed_the_same_way(tmp_path: Path) -> None:
     replace(native, "edge-2", T0 + 21, ready=T0 + 23)
     replace(native, "edge-3", T0 + 27, ready=T0 + 29.5)
 
-    found = recovery(
-        history,
-        OUTAGE,
-        image=NEW,
-        budget=2,
-        min_ready_seconds=MIN_READY,
-        until=T0 + 40,
-        native=native,
-    )
+    found = recovered(history, budget=2, native=native)
 
     assert (found.converged, found.native_converged) == (6.0, 9.5)
 
@@ -163,9 +168,7 @@ def test_a_deletion_the_watcher_saw_allowed_only_after_it_is_no_time_of_edgeroll
     replace(history, "edge-2", T0 + 5, ready=T0 + 19)
     replace(history, "edge-3", T0 + 20.9, ready=T0 + 24)
 
-    found = recovery(
-        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 40
-    )
+    found = recovered(history, budget=1)
 
     assert (found.deletion_allowed, found.first_deletion, found.own_part) == (None, 0.9, 0.0)
 
@@ -179,9 +182,7 @@ def test_a_deletion_made_before_the_probe_saw_the_server_back_is_the_first(
     replace(history, "edge-2", T0 + 19.9, ready=T0 + 70)
     replace(history, "edge-3", T0 + 80, ready=T0 + 82)
 
-    found = recovery(
-        history, OUTAGE, image=NEW, budget=1, min_ready_seconds=MIN_READY, until=T0 + 90
-    )
+    found = recovered(history, budget=1, until=T0 + 90)
 
     assert (found.first_deletion, found.own_part) == (0.0, 0.0)
 
