@@ -174,6 +174,22 @@ async def converged(
     return True
 
 
+def watcher_of(
+    kube: LabHandle, namespace: str, *, daemonset: str, selector: str, nodes: list[str]
+) -> InvariantWatcher:
+    """An invariant watcher of one DaemonSet of the run, judging the lab controller's deletions."""
+    return InvariantWatcher(
+        kube.core,
+        kube.apps,
+        namespace,
+        daemonset=daemonset,
+        selector=selector,
+        nodes=nodes,
+        audit_log=audit_log_path(kube.lab.folder),
+        controller_user=LAB_CONTROLLER_USER,
+    )
+
+
 async def run_scenario(
     kube: LabHandle, scenario: Scenario, *, seed: int, long: bool, folder: Path
 ) -> RunResult:
@@ -196,27 +212,9 @@ async def run_scenario(
             replicas=scenario.replicas,
             extra=scenario.controller_args,
         )
-        watcher = InvariantWatcher(
-            kube.core,
-            kube.apps,
-            namespace,
-            daemonset=NAME,
-            selector=SELECTOR,
-            nodes=nodes,
-            audit_log=audit_log_path(kube.lab.folder),
-            controller_user=LAB_CONTROLLER_USER,
-        )
+        watcher = watcher_of(kube, namespace, daemonset=NAME, selector=SELECTOR, nodes=nodes)
         native = (
-            InvariantWatcher(
-                kube.core,
-                kube.apps,
-                namespace,
-                daemonset=NATIVE,
-                selector=NATIVE_SELECTOR,
-                nodes=nodes,
-                audit_log=audit_log_path(kube.lab.folder),
-                controller_user=LAB_CONTROLLER_USER,
-            )
+            watcher_of(kube, namespace, daemonset=NATIVE, selector=NATIVE_SELECTOR, nodes=nodes)
             if scenario.reference
             else None
         )
