@@ -16,7 +16,12 @@ promises of an AdvancedRollingUpdate:
    (`edgerollout.io/paused`), none on a node its partition holds (`edgerollout.io/partition`:
    the last N of its nodes in name order) — the annotations read as `holds` restates them, a hold
    counting only when the watcher saw it throughout `grace` seconds before the deletion request
-   and `grace` seconds after (the race with an annotation write: `judge`'s docstring).
+   and `grace` seconds after (the race with an annotation write: `judge`'s docstring);
+5. `node-hold`: no pod is deleted while its node's own hold on it is in force (the condition
+   `edgerollout.io/UpgradeHeld`, before its end and within `edgerollout.io/max-hold`);
+6. `batches`: no pod is deleted on a node of a batch not started (`edgerollout.io/batches`):
+   every Ready node of the earlier batches, but those holding their own upgrade, runs the
+   template and is available, for `edgerollout.io/batch-soak` at least (`judge_holds`).
 
 The controller's view of the cluster lags or leads the watcher's by a moment, so a state counts
 against a deletion only when it held from `grace` seconds before it to `grace` seconds after it —
@@ -29,8 +34,9 @@ when a watch was interrupted, and the audit log's request times for deletions.
 
 By concern: `timeline` (values over time), `history` (what was recorded: pod lives, node
 readiness, the DaemonSet's template and annotations, deletions), `recorder` (the watches and the
-audit log that fill a history), `holds` (the nodes a staged DaemonSet holds, restated from the
-specification), `judge` (the promises, checked against a history), `report` (peak
+audit log that fill a history), `holds` and `batches` (what a staged DaemonSet and a node's own
+hold hold back, restated from the specification), `judge` and `judge_holds` (the promises,
+checked against a history), `report` (peak
 unavailability and the printed timeline), and `watcher` (`InvariantWatcher`, the others
 together).
 """

@@ -1,7 +1,7 @@
-"""What the invariant watcher recorded of a run: each pod's life, each node's readiness, the
-DaemonSet's template, strategy and staging annotations, the audited deletions and the controller's
-SuccessfulDelete Events — and when a node was available, by Kubernetes' own definition, at any
-moment of it."""
+"""What the invariant watcher recorded of a run: each pod's life (and the hold its node asked for
+on it), each node's readiness, the DaemonSet's template, strategy and staging annotations, the
+audited deletions and the controller's SuccessfulDelete Events — and when a node was available,
+by Kubernetes' own definition, at any moment of it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.e2e.support.invariants.timeline import Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class HeldCondition:
+    """A pod's `edgerollout.io/UpgradeHeld` condition as written (`holds` reads it)."""
+
+    status: str
+    message: str
+    since: str | None
+    """Its lastTransitionTime as written (RFC 3339), None when it has none."""
 
 
 @dataclass
@@ -23,6 +33,8 @@ class PodLife:
     deleting_at: float | None = None
     deletion_seen: float | None = None
     """When the pod watch delivered the deletion (`deleting_at` may be the audit log's earlier time)."""
+    held: Timeline = field(default_factory=Timeline)
+    """Its `UpgradeHeld` condition (a `HeldCondition`; None while it has none)."""
 
     def live_at(self, at: float) -> bool:
         return self.seen <= at and (self.deleting_at is None or at < self.deleting_at)
@@ -112,6 +124,12 @@ class History:
         """`edgerollout.io/paused` as written (None: not set)."""
         self.ds_partition: Timeline = Timeline()
         """`edgerollout.io/partition` as written (None: not set)."""
+        self.ds_batches: Timeline = Timeline()
+        """`edgerollout.io/batches` as written (None: not set)."""
+        self.ds_batch_soak: Timeline = Timeline()
+        """`edgerollout.io/batch-soak` as written (None: not set)."""
+        self.ds_max_hold: Timeline = Timeline()
+        """`edgerollout.io/max-hold` as written (None: not set)."""
         self.ds_unseen: list[tuple[float, float]] = []
         """(from, to): spells when the DaemonSet's watch was down, from the moment it was found
         interrupted until it was listed again; what changed meanwhile is dated at the listing."""

@@ -15,7 +15,6 @@ Nothing is held against a deletion within `grace` of a spell when the DaemonSet'
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from functools import partial
 
 from edgerollout.domain.vocabulary import (
@@ -27,23 +26,14 @@ from edgerollout.domain.vocabulary import (
 )
 from tests.e2e.support.invariants.history import AuditedDeletion, History, PodLife
 from tests.e2e.support.invariants.holds import is_paused, partition_holds
+from tests.e2e.support.invariants.judge_holds import batch_violations, node_hold_violations
 from tests.e2e.support.invariants.timeline import clock
+from tests.e2e.support.invariants.violation import Violation
+
+__all__ = ["Violation", "violations"]
 
 # The recorder keeps the strategy annotation stripped and lower-cased, as the controller reads it.
 DECIDED_STRATEGIES = (ADVANCED_ROLLING_UPDATE.lower(), LEGACY_AUTO.lower())
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A broken promise: when, which invariant, what happened, and the objects involved."""
-
-    at: float
-    invariant: str
-    message: str
-    objects: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return f"{clock(self.at)} [{self.invariant}] {self.message} ({', '.join(self.objects)})"
 
 
 def violations(
@@ -133,6 +123,8 @@ def violations(
                 )
             )
         found += _staging_violations(history, deletion, life, objects, grace)
+        found += node_hold_violations(history, deletion, life, objects, grace)
+        found += batch_violations(history, deletion, life, objects, grace, min_ready_seconds)
         # Available through the moment before it (at the deletion it stops being live).
         if life.available_before_deletion(at - grace, at, grace, min_ready_seconds):
             others = [

@@ -24,13 +24,23 @@ from typing import Any
 from kubernetes_asyncio import client, watch
 
 from edgerollout.domain.vocabulary import (
+    BATCH_SOAK_ANNOTATION,
+    BATCHES_ANNOTATION,
+    MAX_HOLD_ANNOTATION,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
     SUCCESSFUL_DELETE,
     UPDATE_STRATEGY_ANNOTATION,
+    UPGRADE_HELD,
 )
 from edgerollout.kube.recorder import COMPONENT as CONTROLLER_COMPONENT
-from tests.e2e.support.invariants.history import AuditedDeletion, AuditedRequest, History, PodLife
+from tests.e2e.support.invariants.history import (
+    AuditedDeletion,
+    AuditedRequest,
+    HeldCondition,
+    History,
+    PodLife,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +63,15 @@ def _transition(observed: float, condition: Any, *, late: bool, late_after: floa
     # Transition times have whole seconds: the change happened within the second after it.
     upper = float(since.timestamp()) + 1.0
     return upper if observed - upper > late_after else observed
+
+
+def _held(condition: Any) -> HeldCondition:
+    since = condition.last_transition_time
+    return HeldCondition(
+        status=str(condition.status),
+        message=str(condition.message or ""),
+        since=None if since is None else since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
 
 
 def _parse_time(text: str) -> float:
@@ -221,6 +240,9 @@ class Recorder:
             history.ds_strategy,
             history.ds_paused,
             history.ds_partition,
+            history.ds_batches,
+            history.ds_batch_soak,
+            history.ds_max_hold,
         ):
             timeline.set(now, None)
 
@@ -248,6 +270,9 @@ class Recorder:
             history.ds_strategy.set(now, None if strategy is None else strategy.strip().lower())
             history.ds_paused.set(now, annotations.get(PAUSED_ANNOTATION))
             history.ds_partition.set(now, annotations.get(PARTITION_ANNOTATION))
+            history.ds_batches.set(now, annotations.get(BATCHES_ANNOTATION))
+            history.ds_batch_soak.set(now, annotations.get(BATCH_SOAK_ANNOTATION))
+            history.ds_max_hold.set(now, annotations.get(MAX_HOLD_ANNOTATION))
         elif (
             kind == "events"
             and event != "DELETED"
@@ -278,6 +303,8 @@ class Recorder:
                 seen=now,
             )
             self.history.pods[uid] = life
+        held = _condition(pod, UPGRADE_HELD)
+        life.held.set(now, None if held is None else _held(held))
         if pod.metadata.deletion_timestamp is not None or event == "DELETED":
             if life.deleting_at is None:
                 life.deleting_at = now

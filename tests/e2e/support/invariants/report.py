@@ -50,7 +50,13 @@ def timeline_text(history: History) -> str:
         f"  {clock(t)} strategy {v}"
         for t, v in zip(history.ds_strategy.times, history.ds_strategy.values, strict=True)
     ]
-    for label, timeline in (("paused", history.ds_paused), ("partition", history.ds_partition)):
+    for label, timeline in (
+        ("paused", history.ds_paused),
+        ("partition", history.ds_partition),
+        ("batches", history.ds_batches),
+        ("batch-soak", history.ds_batch_soak),
+        ("max-hold", history.ds_max_hold),
+    ):
         lines += [
             f"  {clock(t)} {label} {v!r}"
             for t, v in zip(timeline.times, timeline.values, strict=True)
@@ -73,8 +79,12 @@ def timeline_text(history: History) -> str:
             for t, v in zip(life.ready.times, life.ready.values, strict=True)
         )
         gone = clock(life.deleting_at) if life.deleting_at else "-"
+        held = "".join(
+            f"; {clock(t)} held {v.status} {v.message!r}" if v is not None else f"; {clock(t)} -"
+            for t, v in zip(life.held.times, life.held.values, strict=True)
+        )
         lines.append(
             f"  {life.node} {life.name} {','.join(life.images)} seen {clock(life.seen)}; "
-            f"{ready}; deleting {gone}"
+            f"{ready}; deleting {gone}{held}"
         )
     return "\n".join(lines)
