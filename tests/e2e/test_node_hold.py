@@ -30,7 +30,6 @@ from edgerollout_lab import processes
 from edgerollout_lab.cluster import Lab
 from tests.e2e.support.agents import (
     AgentClient,
-    Answer,
     agent_of,
     assert_refused,
     listed_condition,
@@ -69,19 +68,6 @@ MESSAGE = re.compile(r"until (\S+), asked at (\S+): (.*)")
 def edge2(lab: Lab) -> AgentClient:
     """edge-2's agent, as a program on edge-2 calls it."""
     return agent_of(lab, "edge-2")
-
-
-def hold_path(namespace: str, pod: str) -> str:
-    return f"/edgerollout.io/v1/namespaces/{namespace}/pods/{pod}/hold"
-
-
-async def hold(agent: AgentClient, namespace: str, pod: str, **body: str) -> Answer:
-    return await agent.request(
-        "POST",
-        hold_path(namespace, pod),
-        data=orjson.dumps(body),
-        headers={"Content-Type": "application/json"},
-    )
 
 
 def utc(text: str) -> datetime:
@@ -130,7 +116,7 @@ async def test_a_held_pod_is_not_replaced_until_its_node_lifts_the_hold(
     await seed_daemonset(kube, namespace, annotations=ARU)
     pod, uid = await edge2_pod(kube, namespace)
 
-    answer = await hold(edge2, namespace, pod, reason="a car driving", **{"for": "1h"})
+    answer = await edge2.hold(namespace, pod, reason="a car driving", **{"for": "1h"})
     assert answer.status == 200, answer.text
     until, asked = await held_until(kube, namespace, pod, "a car driving")
     assert answer.text == f"Upgrade of pod {namespace}/{pod} held until {until}"
@@ -169,7 +155,7 @@ async def test_a_held_pod_is_not_replaced_until_its_node_lifts_the_hold(
     (row,) = listed["items"]
     assert (row["updated"], row["held"], row["state"]["reason"]) == (2, 1, "Rolling")
 
-    lifted = await edge2.request("DELETE", hold_path(namespace, pod))
+    lifted = await edge2.lift(namespace, pod)
     assert (lifted.status, lifted.text) == (200, f"Hold on pod {namespace}/{pod} lifted")
     await running_on(kube, namespace, NEW, ["edge-1", "edge-2", "edge-3"], timeout=60)
     assert await deleted_on(kube, namespace) == ["edge-1", "edge-2", "edge-3"]
@@ -180,7 +166,7 @@ async def test_ota_deadline_waits_for_the_hold_until_max_hold_ends_it_with_a_war
 ) -> None:
     await seed_daemonset(kube, namespace, annotations=OTA)
     pod, uid = await edge2_pod(kube, namespace)
-    answer = await hold(edge2, namespace, pod, until=_in(hours=2), reason="shop open")
+    answer = await edge2.hold(namespace, pod, until=_in(hours=2), reason="shop open")
     assert answer.status == 200, answer.text
     until, asked = await held_until(kube, namespace, pod, "shop open")
 
@@ -216,7 +202,7 @@ async def test_ota_deadline_waits_for_the_hold_until_max_hold_ends_it_with_a_war
 
     # The new pod: a hold longer than max-hold is refused by the agent.
     new_pod, _ = await edge2_pod(kube, namespace)
-    refusal = await hold(edge2, namespace, new_pod, reason="x", **{"for": "1m"})
+    refusal = await edge2.hold(namespace, new_pod, reason="x", **{"for": "1m"})
     assert refused_with(refusal, 400, "HoldTooLong").endswith("(max-hold counted from now)")
 
 
@@ -249,7 +235,7 @@ async def test_an_unreadable_max_hold_warns_once_and_deletes_nothing(
         "upgraded until it is fixed",
     )
     assert_refused(
-        await hold(edge2, namespace, pod, reason="x", **{"for": "1h"}),
+        await edge2.hold(namespace, pod, reason="x", **{"for": "1h"}),
         409,
         "InvalidMaxHold",
         f"the DaemonSet {namespace}/{NAME} of pod {namespace}/{pod} sets {MAX_HOLD_ANNOTATION} to "

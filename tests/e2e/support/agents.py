@@ -113,12 +113,30 @@ class AgentClient:
             headers=headers,
         )
 
+    async def hold(self, namespace: str, pod: str, **body: str) -> Answer:
+        """Ask the agent to hold the pod's upgrade (`body`: `until` or `for`, and `reason`)."""
+        return await self.request(
+            "POST",
+            hold_path(namespace, pod),
+            data=orjson.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
+
+    async def lift(self, namespace: str, pod: str) -> Answer:
+        """Ask the agent to lift its hold on the pod's upgrade."""
+        return await self.request("DELETE", hold_path(namespace, pod))
+
     async def listed(self, namespace: str) -> list[JSON]:
         """The pods of `namespace` in this agent's GET /pods, in the order served."""
         answer = await self.pods()
         assert answer.status == 200, answer.text
         items: list[JSON] = answer.json()["items"]
         return [pod for pod in items if pod["metadata"]["namespace"] == namespace]
+
+
+def hold_path(namespace: str, pod: str) -> str:
+    """The agent's route that takes (POST) and lifts (DELETE) a hold on the pod's upgrade."""
+    return f"/edgerollout.io/v1/namespaces/{namespace}/pods/{pod}/hold"
 
 
 def agent_of(lab: Lab, node: str) -> AgentClient:
