@@ -30,6 +30,7 @@ from edgerollout.domain.vocabulary import (
     PREPULL_ANNOTATION,
     PREPULL_WINDOW_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
+    UPGRADE_HELD,
 )
 from edgerollout_lab import cluster, link, real_nodes
 from edgerollout_lab.cluster import Lab
@@ -43,6 +44,7 @@ from tests.e2e.support.lab import (
     closed_window,
     condition,
     daemonset,
+    deleted_on,
     hold_for,
     images,
     pod_ready,
@@ -378,18 +380,18 @@ async def test_pulls_go_through_the_nodes_link_at_its_rate_and_stop_when_it_is_c
 # --- the seed's scenarios with a real node among the edge nodes ------------------------------
 
 NODES = ["edge-1", REAL]
+ADVANCED = {
+    "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+    "apps.openyurt.io/max-unavailable": "1",
+}
 
 
 async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgrades_it_back(
     lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
     old, new = lab.images[0], lab.images[1]
-    annotations = {
-        "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
-        "apps.openyurt.io/max-unavailable": "1",
-    }
     await kube.apps.create_namespaced_daemon_set(
-        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=ADVANCED)
     )
     before = await running_everywhere(kube, namespace, old, NODES)
     (kept,) = _on_real(lab, old)
@@ -426,6 +428,68 @@ async def test_advanced_rolling_update_keeps_a_cut_real_nodes_container_and_upgr
     (status,) = pod.status.container_statuses
     assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(lab, new)}"
     assert running.container == status.container_id.removeprefix("containerd://")
+
+
+async def test_a_hold_taken_by_the_real_nodes_agent_keeps_its_container_until_it_is_lifted(
+    lab: Lab, kube: LabHandle, namespace: str, controller: ControllerProcess
+) -> None:
+    old, new = lab.images[0], lab.images[1]
+    agent = agent_of(lab, REAL)
+    await kube.apps.create_namespaced_daemon_set(
+        namespace, daemonset(NAME, image=old, strategy=ON_DELETE, annotations=ADVANCED)
+    )
+    before = await running_everywhere(kube, namespace, old, NODES)
+    (held,) = by_node(await kube.pods(namespace, SELECTOR))[REAL]
+    pod = held.metadata.name
+    (kept,) = _on_real(lab, old)
+
+    # The real node's agent, with its token, holds its pod: the condition is in the cluster.
+    answer = await agent.hold(namespace, pod, reason="a car driving", **{"for": "1h"})
+    taken = condition(await kube.core.read_namespaced_pod(pod, namespace), UPGRADE_HELD)
+    assert taken is not None
+    assert (taken.status, taken.reason) == ("True", "NodeAsked")
+    until = taken.message.split(",", 1)[0].removeprefix("until ")
+    assert (answer.status, answer.text) == (
+        200,
+        f"Upgrade of pod {namespace}/{pod} held until {until}",
+    )
+    assert taken.message.endswith(": a car driving")
+
+    await set_image(kube, namespace, NAME, new)
+
+    async def edge1_updated() -> bool:
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get("edge-1", [])
+        return len(pods) == 1 and images(pods[0]) == [new] and pod_ready(pods[0])
+
+    await wait_for(edge1_updated, timeout=30, what="edge-1 on the new image")
+
+    async def real_held() -> bool:
+        pods = by_node(await kube.pods(namespace, SELECTOR)).get(REAL, [])
+        return (
+            [p.metadata.uid for p in pods] == [before[REAL]]
+            and pods[0].metadata.deletion_timestamp is None
+            and _on_real(lab, old) == [kept]
+        )
+
+    # Held, the real node's pod keeps its UID and its container keeps running the old image,
+    # though the budget (1) is free again once edge-1 is done.
+    await hold_for(real_held, seconds=8, what="real-1's held pod and container untouched")
+    assert served_version(held.status.pod_ip) == "1.19.4\n"
+    assert await deleted_on(kube, namespace) == ["edge-1"]
+
+    lifted = await agent.lift(namespace, pod)
+    assert (lifted.status, lifted.text) == (200, f"Hold on pod {namespace}/{pod} lifted")
+    after = await running_everywhere(kube, namespace, new, NODES, timeout=90)
+
+    assert after[REAL] != before[REAL]
+    assert await deleted_on(kube, namespace) == ["edge-1", REAL]
+    assert _on_real(lab, old) == []
+    (running,) = _on_real(lab, new)
+    (upgraded,) = by_node(await kube.pods(namespace, SELECTOR))[REAL]
+    (status,) = upgraded.status.container_statuses
+    assert status.image_id == f"{new.rsplit(':', 1)[0]}@{image_digest(lab, new)}"
+    assert running.container == status.container_id.removeprefix("containerd://")
+    assert served_version(upgraded.status.pod_ip) == "1.19.5\n"
 
 
 async def test_native_rolling_update_stalls_on_a_cut_real_node_until_its_kubelet_is_back(
