@@ -2,7 +2,8 @@
 
 Each run is judged by `InvariantWatcher`, which shares no code with the controller: no deletion
 beyond max-unavailable, none on a NotReady node, none without a UID precondition, none twice and
-none the rules do not pick, none while the DaemonSet is paused or on a node its partition holds;
+none the rules do not pick, none while the DaemonSet is paused or on a node its partition holds,
+none of a pod its node holds, none of a batch before the earlier ones are done;
 no controller exit it was not asked for; and once the faults stop, the rollout finishes (one Ready
 pod of the newest template on every node).
 """

@@ -30,6 +30,7 @@ from edgerollout_lab.control_plane import (
     controller_kubeconfig_path,
 )
 from tests.e2e.support.chaos.fleet import Fleet, Relay
+from tests.e2e.support.chaos.node_holds import NodeHolds
 from tests.e2e.support.chaos.recovery import Outage, recovery
 from tests.e2e.support.invariants import InvariantWatcher, clock
 from tests.e2e.support.lab import (
@@ -92,6 +93,8 @@ class Chaos:
     flappers: list[str] = field(default_factory=list)
     outages: list[Outage] = field(default_factory=list)
     """Control-plane outages the faults caused (wall-clock), for the recovery's timeline."""
+    holds: NodeHolds = field(default_factory=NodeHolds)
+    """The holds the nodes took and have not lifted."""
     started: float = field(default_factory=time.monotonic)
 
     def remaining(self) -> float:

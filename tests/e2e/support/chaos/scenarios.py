@@ -14,6 +14,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    BATCH_SOAK_ANNOTATION,
+    BATCHES_ANNOTATION,
+    MAX_HOLD_ANNOTATION,
     OTA,
     PARTITION_ANNOTATION,
     PAUSED_ANNOTATION,
@@ -25,6 +28,7 @@ from tests.e2e.support.chaos.harness import (
     NAME,
     NEW,
     NEWER,
+    OLD,
     SELECTOR,
     Chaos,
     Scenario,
@@ -32,7 +36,7 @@ from tests.e2e.support.chaos.harness import (
     opt_in,
 )
 from tests.e2e.support.chaos.recovery import Outage
-from tests.e2e.support.lab import set_image, wait_for
+from tests.e2e.support.lab import by_node, images, set_image, wait_for
 
 
 async def controller_sigkill(chaos: Chaos) -> None:
@@ -288,6 +292,74 @@ async def staging_toggled(chaos: Chaos) -> None:
     chaos.notes.append(f"{len(changes)} changes: {', '.join(changes)}")
 
 
+BATCHINGS: list[tuple[str | None, str | None]] = [
+    ("1, 25%, 100%", "2s"),
+    ("2, 50%", None),
+    ("1, 3", "1s"),
+    ("34%", "3s"),
+    (None, None),
+]
+"""(edgerollout.io/batches, edgerollout.io/batch-soak) a run switches between; the first holds
+from before the image changes."""
+MAX_HOLDS = ("12s", "4s")
+"""edgerollout.io/max-hold: a run lowers it at times, ending the holds that outlast it."""
+
+
+async def _old_pods(chaos: Chaos) -> dict[str, Any]:
+    """The node -> its one running pod of the old image, for the nodes that have one."""
+    grouped = by_node(await chaos.kube.pods(chaos.namespace, SELECTOR))
+    return {
+        node: pods[0]
+        for node, pods in grouped.items()
+        if len(pods) == 1
+        and pods[0].metadata.deletion_timestamp is None
+        and images(pods[0]) == [OLD]
+    }
+
+
+async def batches_and_a_hold(chaos: Chaos) -> None:
+    """Before the rollout: batches with a soak, a max-hold, and one node holding its pod."""
+    batches, soak = BATCHINGS[0]
+    await _annotate(
+        chaos,
+        {
+            BATCHES_ANNOTATION: batches,
+            BATCH_SOAK_ANNOTATION: soak,
+            MAX_HOLD_ANNOTATION: MAX_HOLDS[0],
+        },
+    )
+    await chaos.holds.take(chaos.kube, await _old_pods(chaos), chaos.rng, longest=10.0)
+
+
+async def batches_and_holds_toggled(chaos: Chaos) -> None:
+    """At random moments the batches change (another slow start, another soak, or none), a node
+    on the old image holds its pod for a few seconds or lifts its hold, or max-hold is lowered
+    below the holds standing (they end then) and raised again; at the end every hold standing is
+    lifted and max-hold restored, and the rollout goes on to every node, in batches or not."""
+    holds = chaos.holds
+    changes = holds.changes
+    max_hold = MAX_HOLDS[0]
+    while chaos.remaining() > 1:
+        draw = chaos.rng.random()
+        if draw < 0.35:
+            batches, soak = chaos.rng.choice(BATCHINGS)
+            await _annotate(chaos, {BATCHES_ANNOTATION: batches, BATCH_SOAK_ANNOTATION: soak})
+            changes.append(f"batches {batches or 'removed'}" + (f", soak {soak}" if soak else ""))
+        elif draw < 0.7:
+            longest = 10.0 if max_hold == MAX_HOLDS[0] else 3.0
+            await holds.take(chaos.kube, await _old_pods(chaos), chaos.rng, longest=longest)
+        elif draw < 0.9 and holds.standing:
+            await holds.lift(chaos.kube, chaos.rng.choice(sorted(holds.standing)))
+        else:
+            max_hold = MAX_HOLDS[1] if max_hold == MAX_HOLDS[0] else MAX_HOLDS[0]
+            await _annotate(chaos, {MAX_HOLD_ANNOTATION: max_hold})
+            changes.append(f"max-hold {max_hold}")
+        await chaos.pause(0.3, 2.5)
+    await holds.lift_all(chaos.kube)
+    await _annotate(chaos, {MAX_HOLD_ANNOTATION: MAX_HOLDS[0]})
+    chaos.notes.append(f"{len(changes)} changes: {', '.join(changes)}")
+
+
 SCENARIOS = [
     Scenario("controller-sigkill", "controller SIGKILLed at random moments", controller_sigkill),
     Scenario(
@@ -354,5 +426,14 @@ SCENARIOS = [
         window=20.0,
         long_window=30.0,
         min_ready_seconds=5,  # a rollout of about 15 s: the toggles find nodes waiting for budget
+    ),
+    Scenario(
+        "batches-and-holds-toggled",
+        "batches switched, node holds taken and lifted, max-hold lowered, at random moments",
+        batches_and_holds_toggled,
+        window=20.0,
+        long_window=30.0,
+        prepare=batches_and_a_hold,
+        min_ready_seconds=5,
     ),
 ]
