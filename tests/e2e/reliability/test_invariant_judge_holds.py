@@ -191,3 +191,16 @@ def test_soak_and_max_hold_read_go_durations(
         3600.0,
         86400.0,
     )
+
+
+def test_held_pods_and_their_wait_after_the_hold_are_counted(tmp_path: Path) -> None:
+    watcher = history(tmp_path)
+    watcher.ds_max_hold.set(T0, "12s")
+    hold(watcher, "edge-1", at=T0 + 11, until=T0 + 40, asked=T0 + 11)  # max-hold ends it at +23
+    hold(watcher, "edge-2", at=T0 + 11, until=T0 + 15, asked=T0 + 11)
+    lift(watcher, "edge-2", at=T0 + 13)
+    hold(watcher, "edge-3", at=T0 + 12, until=T0 + 20, asked=T0 + 12)  # never deleted
+    delete(watcher, "edge-1", T0 + 23.4)
+    delete(watcher, "edge-2", T0 + 13.2)
+    delete(watcher, "edge-4", T0 + 11)
+    assert watcher.held_then_replaced() == (3, [0.4, 0.2])

@@ -317,6 +317,12 @@ async def run_scenario(
         )
         if expired:
             notes.append(f"{expired} watch(es) expired (410 Gone), listed again")
+        held, waits = watcher.held_then_replaced()
+        if held:
+            notes.append(
+                f"{held} pod(s) held, {len(waits)} of them replaced after their hold ended, "
+                f"after {', '.join(f'{wait:g}' for wait in waits) or '-'} s"
+            )
         recovered = None
         if chaos.outages:
             recovered = recovery(

@@ -1,9 +1,14 @@
-"""What a recorded run looked like, for people: the peak of unavailable nodes, and the whole
-timeline (deletions, template, node readiness, pod lives) printed when a run failed."""
+"""What a recorded run looked like, for people: the peak of unavailable nodes, how long held pods
+stayed after their holds ended, and the whole timeline (deletions, template, node readiness, pod
+lives) printed when a run failed."""
 
 from __future__ import annotations
 
-from tests.e2e.support.invariants.history import History
+import itertools
+import math
+
+from tests.e2e.support.invariants.history import History, PodLife
+from tests.e2e.support.invariants.holds import hold_ends, max_hold_seconds
 from tests.e2e.support.invariants.timeline import clock
 
 
@@ -31,6 +36,37 @@ def peak_unavailable(
         if len(nodes) > peak[0]:
             peak = (len(nodes), point, nodes)
     return peak
+
+
+def _hold_ended(history: History, life: PodLife, stop: float) -> float | None:
+    """When the hold on `life` was last in force before `stop` (None: never before it). Between
+    two changes of its condition or of max-hold, a hold is in force until a fixed moment."""
+    cuts = sorted({*life.held.times, *history.ds_max_hold.times, stop})
+    ended = None
+    for start, end in itertools.pairwise(cuts):
+        if start >= stop:
+            break
+        max_hold = max_hold_seconds(history.ds_max_hold.at(start))
+        ends = None if max_hold is None else hold_ends(life.held.at(start), max_hold)
+        if ends is not None and start < ends:
+            ended = min(end, ends)
+    return ended
+
+
+def held_then_replaced(history: History) -> tuple[int, list[float]]:
+    """How many pods carried a hold in force, and for each of them the controller deleted, the
+    seconds from the end of its hold to its deletion, in order."""
+    held = 0
+    waits: list[float] = []
+    for life in sorted(history.pods.values(), key=lambda p: p.seen):
+        stop = life.deleting_at if life.deleting_at is not None else math.inf
+        ended = _hold_ended(history, life, stop)
+        if ended is None:
+            continue
+        held += 1
+        if life.deleting_at is not None:
+            waits.append(round(life.deleting_at - ended, 1))
+    return held, waits
 
 
 def timeline_text(history: History) -> str:

@@ -51,6 +51,11 @@ class InvariantWatcher(History):
         how many, from when, which."""
         return report.peak_unavailable(self, min_ready_seconds)
 
+    def held_then_replaced(self) -> tuple[int, list[float]]:
+        """How many pods carried a hold in force, and for each the controller deleted, the
+        seconds from the end of its hold to its deletion."""
+        return report.held_then_replaced(self)
+
     def timeline(self) -> str:
         """Deletions, node readiness and pod lives, for a failure message."""
         return report.timeline_text(self)
