@@ -72,11 +72,18 @@ class NodeHolds:
     changes: list[str] = field(default_factory=list)
 
     async def take(
-        self, kube: LabHandle, pods: dict[str, Any], rng: random.Random, *, longest: float
+        self,
+        kube: LabHandle,
+        pods: dict[str, Any],
+        rng: random.Random,
+        *,
+        longest: float,
+        first: int = 2,
     ) -> None:
-        """One of the nodes of `pods` (node -> its pod) not holding already holds its pod for
-        2 s to `longest`."""
-        free = sorted(node for node in pods if node not in self.standing)
+        """One of the first `first` nodes of `pods` (node -> its pod) in name order, the next
+        ones a rollout without waves takes, not holding already, holds its pod for 2 s to
+        `longest`."""
+        free = sorted(node for node in pods if node not in self.standing)[:first]
         if not free:
             return
         node = rng.choice(free)

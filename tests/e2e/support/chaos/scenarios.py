@@ -318,7 +318,8 @@ async def _old_pods(chaos: Chaos) -> dict[str, Any]:
 
 
 async def batches_and_a_hold(chaos: Chaos) -> None:
-    """Before the rollout: batches with a soak, a max-hold, and one node holding its pod."""
+    """Before the rollout: batches with a soak, a max-hold, and one of the first two nodes
+    holding its pod."""
     batches, soak = BATCHINGS[0]
     await _annotate(
         chaos,
@@ -332,13 +333,15 @@ async def batches_and_a_hold(chaos: Chaos) -> None:
 
 
 async def batches_and_holds_toggled(chaos: Chaos) -> None:
-    """At random moments the batches change (another slow start, another soak, or none), a node
-    on the old image holds its pod for a few seconds or lifts its hold, or max-hold is lowered
-    below the holds standing (they end then) and raised again; at the end every hold standing is
-    lifted and max-hold restored, and the rollout goes on to every node, in batches or not."""
+    """At random moments the batches change (another slow start, another soak, or none), one of
+    the next two nodes on the old image holds its pod for a few seconds or a node lifts its hold,
+    or max-hold is lowered below the holds standing (they end then) and raised again; at the end
+    every hold standing is lifted and max-hold restored, and the rollout goes on to every node,
+    in batches or not."""
     holds = chaos.holds
     changes = holds.changes
     max_hold = MAX_HOLDS[0]
+    await chaos.pause(0.5, 2.0)
     while chaos.remaining() > 1:
         draw = chaos.rng.random()
         if draw < 0.35:
