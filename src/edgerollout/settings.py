@@ -296,6 +296,11 @@ class ControllerSettings:
     log_format: LogFormat = DEFAULT_LOG_FORMAT
     log_level: LogLevel = DEFAULT_LOG_LEVEL
     prepull: PrepullSettings = field(default_factory=PrepullSettings)
+    # The namespaces whose opted-in DaemonSets the controller may roll back on failure (design
+    # §13.4.1; `--rollback-namespace`, the chart's controller.rollback.namespaces): none by
+    # default, since the rollback writes a pod template, the one power the controller otherwise
+    # lacks. Elsewhere `edgerollout.io/on-failure: rollback` pauses, with a Warning.
+    rollback_namespaces: frozenset[str] = frozenset()
     # On shutdown, the Events of deletions already made are sent before the Lease is released;
     # each is one request, so 5 s is ample and a stuck API server cannot hold the exit.
     shutdown_report_grace: float = 5.0

@@ -183,6 +183,20 @@ INVALID_MAX_FAILED: Final = "InvalidMaxFailed"
 MIN_SAMPLE_ANNOTATION: Final = "edgerollout.io/min-sample"
 MAX_FAILED_BEFORE_SAMPLE_ANNOTATION: Final = "edgerollout.io/max-failed-before-sample"
 INVALID_MIN_SAMPLE: Final = "InvalidMinSample"
+# Roll back on failure (design §13.4.1): past the failure budget, an opted-in DaemonSet's template
+# goes back to the previous revision's instead of the rollout pausing; the controller records the
+# rollback on the DaemonSet, and says it with a Warning.
+ON_FAILURE_ANNOTATION: Final = "edgerollout.io/on-failure"
+ON_FAILURE_PAUSE: Final = "pause"
+ON_FAILURE_ROLLBACK: Final = "rollback"
+ROLLED_BACK_ANNOTATION: Final = "edgerollout.io/rolled-back"
+ROLLOUT_ROLLED_BACK: Final = "RolloutRolledBack"
+# Warnings of a rollback asked for and not made: the namespace is not switched on at install
+# (or the API server refused it), or there is nothing to roll back to; the rollout pauses instead.
+ROLLBACK_NOT_ALLOWED: Final = "RollbackNotAllowed"
+ROLLBACK_NOT_POSSIBLE: Final = "RollbackNotPossible"
+INVALID_ON_FAILURE: Final = "InvalidOnFailure"
+INVALID_ROLLED_BACK: Final = "InvalidRolledBack"
 
 # A node's hold on its upgrade (design §8.4, §13.6): its agent writes this pod condition, True
 # while the node asks the controller not to replace the pod (reason NodeAsked, the message saying

@@ -5,7 +5,9 @@ Steps 4 and 5 of `reconcile` for this strategy: the budget is resolved over the 
 the deletions: held nodes never (`holds`, a closed maintenance window holding all of them);
 with pre-pull before delete, a node whose images are not there is held and the next nodes'
 pulls are asked for (`prepull_first`). More broken nodes than the failure budget tolerates
-(`failure_budget`): nothing is deleted, and the rollout is paused.
+(`failure_budget`): nothing is deleted, and the rollout is paused or, when the DaemonSet asks
+for it, rolled back (`rollback`); after a rollback, the nodes broken on the revision it left go
+first.
 """
 
 from dataclasses import replace
@@ -13,6 +15,7 @@ from dataclasses import replace
 from edgerollout.domain.planning.decision import Plan, Recheck, RolloutReading, Snapshot
 from edgerollout.domain.planning.holds import batch_started_notice, wave_started_notice
 from edgerollout.domain.planning.prepull_first import PrepullSteps, prepull_first
+from edgerollout.domain.planning.rollback import broken_first
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import CLOCK_DEPENDENT, DeletionPlan, NodeVerdict
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
@@ -43,14 +46,32 @@ def plan_advanced_rolling_update(
         settings=settings.prepull,
     )
     deleting = pulls_first.gate(staging.for_deletions(snapshot.now))
+    pending = reading.rollback_pending(snapshot)
+    if pending:
+        # A rollback's template is written and its echo not here yet (design §13.4.1): the
+        # failed revision still looks newest, and nothing of it is to go on.
+        deleting = replace(deleting, paused=True)
+    first = broken_first(
+        reading.rolled_back,
+        target=target,
+        pods_by_node=snapshot.pods_by_node,
+        readiness=snapshot.readiness,
+        min_ready_seconds=snapshot.daemonset.min_ready_seconds,
+        progress_deadline=reading.progress_deadline,
+        now=snapshot.now,
+    )
+    if first:
+        deleting = replace(deleting, first=first)
 
     rollout = _deletions(snapshot, book, budget, deleting)
     notices = list(reading.notices)
-    failed = reading.failure_stop(rollout.broken, snapshot, nodes=budget.base, tried=book.tried())
-    if failed is not None:
+    stop = reading.failure_stop(
+        rollout.broken, snapshot, nodes=budget.base, tried=book.tried(), pending=pending
+    )
+    if stop.stops:
         # Too many broken nodes (design §13.4): planned as the pause it asks for, so nothing is
-        # deleted even before the pause is written, or if it cannot be.
-        notices.append(failed)
+        # deleted even before the pause (or the rollback) is written, or if it cannot be.
+        notices.extend(stop.notices)
         rollout = _deletions(snapshot, book, budget, replace(deleting, paused=True))
     started = (
         wave_started_notice(rollout.holds, revision=target.hash),
@@ -67,7 +88,8 @@ def plan_advanced_rolling_update(
         prepulls=pulls.prepulls,
         recheck=_recheck(snapshot, reading, rollout, pulls, settings),
         paused=staging.paused,
-        pause_rollout=failed is not None,
+        pause_rollout=stop.pause_rollout,
+        rollback=stop.rollback,
         broken=rollout.broken,
         window_opens=reading.window_opens,
         holds=rollout.holds,

@@ -21,16 +21,23 @@ from edgerollout.domain.model import (
     RevisionView,
 )
 from edgerollout.domain.planning.conditions import ConditionWrite
-from edgerollout.domain.planning.failure_stop import failure_stop
+from edgerollout.domain.planning.failure_stop import failure_account
 from edgerollout.domain.planning.health import Broken
 from edgerollout.domain.planning.holds import NOTHING_HELD, Holds
 from edgerollout.domain.planning.prepull import JobView, PrepullStep, PullTemplate
 from edgerollout.domain.planning.revisions import TargetRevision
+from edgerollout.domain.planning.rollback import (
+    FailureOutcome,
+    Rollback,
+    on_failure,
+    rollback_pending,
+)
 from edgerollout.domain.planning.rollout_book import Tally
 from edgerollout.domain.planning.verdicts import Deletion, DeletionPlan
 from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.max_failed import MinSample
 from edgerollout.domain.spec.max_unavailable import MaxUnavailable
+from edgerollout.domain.spec.on_failure import OnFailure, RolledBack
 from edgerollout.domain.spec.rollout_spec import RolloutSpec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.settings import CONTROLLER, ControllerSettings
@@ -212,6 +219,8 @@ class Plan:
       remembers it for the next plan's `Snapshot.paused_before`.
     - `pause_rollout`: more nodes are broken than the failure budget tolerates: the shell pauses
       the rollout (`edgerollout.io/paused: "true"` on the DaemonSet; design §13.4).
+    - `rollback`: the same, on a DaemonSet that asks to roll back on failure: the shell puts its
+      template back to the previous revision's instead (design §13.4.1).
     - `broken`: the Ready nodes whose pod of the newest revision is failing, and why (both
       strategies; design §13.1).
     - `window_opens`: when the maintenance window, closed now, opens (None: open, or none).
@@ -231,6 +240,7 @@ class Plan:
     keep_notices: bool = False
     paused: bool | None = None
     pause_rollout: bool = False
+    rollback: Rollback | None = None
     broken: Mapping[NodeName, Broken] = field(default_factory=dict)
     window_opens: datetime | None = None
     holds: Holds = NOTHING_HELD
@@ -266,21 +276,45 @@ class RolloutReading:
     """When the maintenance window, closed now, opens (None: open, or none)."""
     min_sample: MinSample | None = None
 
+    on_failure: OnFailure = OnFailure.PAUSE
+    rolled_back: RolledBack | None = None
+    may_roll_back: bool = False
+    """Whether the controller may roll this DaemonSet back (its namespace is switched on)."""
+
+    def rollback_pending(self, snapshot: Snapshot) -> bool:
+        """Whether a rollback was written and its echo has not come yet (see `rollback`)."""
+        return rollback_pending(self.rolled_back, target=self.target, revisions=snapshot.revisions)
+
     def failure_stop(
-        self, broken: Mapping[NodeName, Broken], snapshot: Snapshot, *, nodes: int, tried: int
-    ) -> Notice | None:
-        """The Warning `RolloutFailed` when `broken` holds more nodes than the failure budget
-        tolerates out of `nodes`, or of the `tried` ones with a sample (None: within it, no
-        budget, or paused already)."""
-        return failure_stop(
+        self,
+        broken: Mapping[NodeName, Broken],
+        snapshot: Snapshot,
+        *,
+        nodes: int,
+        tried: int,
+        pending: bool = False,
+    ) -> FailureOutcome:
+        """What the failure budget does when `broken` holds more nodes than it tolerates out of
+        `nodes`, or of the `tried` ones with a sample: the Warning `RolloutFailed` and the pause,
+        or a rollback (nothing: within it, no budget, paused already, or a rollback `pending`)."""
+        account = failure_account(
             broken,
             limit=self.max_failed,
-            paused=self.spec.staging.paused,
+            paused=self.spec.staging.paused or pending,
             revision=self.target.hash,
             nodes=nodes,
             pause_changes=snapshot.pause_changes,
             sample=self.min_sample,
             tried=tried,
+        )
+        return on_failure(
+            account,
+            asked=self.on_failure,
+            record=self.rolled_back,
+            target=self.target,
+            revisions=snapshot.revisions,
+            namespace=snapshot.daemonset.namespace,
+            allowed=self.may_roll_back,
         )
 
     def stopped(self, *unreadable: Notice, settings: ControllerSettings) -> Plan:

@@ -9,6 +9,7 @@ own count of broken nodes is tolerated (the arithmetic is in `spec.max_failed`'s
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import NodeName
@@ -26,6 +27,38 @@ from edgerollout.domain.vocabulary import (
 
 # An Event's message is meant for a person; past this many nodes it says how many more.
 NAMED_NODES = 10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureAccount:
+    """Why a rollout stops: `broken` says how many nodes are broken on `revision` and which (ten
+    at most by name, with their reason and since when), `budget` the limit that tolerates
+    `tolerated` of them; `subject` keys its Event (the revision and the pause changes seen)."""
+
+    revision: str
+    broken: str
+    named: str
+    budget: str
+    tolerated: int
+    subject: str
+
+    def told(self, *, reason: str, then: str) -> Notice:
+        """The Warning `reason` of this stop, saying what is done about it (`then`)."""
+        return Notice(
+            type=EventType.WARNING,
+            reason=reason,
+            message=(
+                f"{self.broken} broken on revision {self.revision}, more than "
+                f"{self.budget} tolerates ({self.tolerated}): {self.named}. {then}"
+            ),
+            subject=self.subject,
+        )
+
+
+PAUSED_THEN = (
+    f'The rollout is paused ({PAUSED_ANNOTATION}: "true") and deletes nothing more; '
+    "fix the revision, then resume it (edgerollout resume)"
+)
 
 
 def failure_stop(
@@ -46,6 +79,31 @@ def failure_stop(
 
     The Event is told once per stop: its subject is the revision and how many changes of the
     pause were seen before it, so a resume that is stopped again is told again."""
+    account = failure_account(
+        broken,
+        limit=limit,
+        nodes=nodes,
+        revision=revision,
+        pause_changes=pause_changes,
+        paused=paused,
+        sample=sample,
+        tried=tried,
+    )
+    return None if account is None else account.told(reason=ROLLOUT_FAILED, then=PAUSED_THEN)
+
+
+def failure_account(
+    broken: Mapping[NodeName, Broken],
+    *,
+    limit: Count | None,
+    nodes: int,
+    revision: str | None,
+    pause_changes: int,
+    paused: bool = False,
+    sample: MinSample | None = None,
+    tried: int = 0,
+) -> FailureAccount | None:
+    """Why the rollout stops, as `failure_stop` judges it (None: it does not)."""
     if limit is None or paused or revision is None:
         return None
     tolerated, budget = _tolerated(limit, nodes=nodes, sample=sample, tried=tried)
@@ -59,15 +117,12 @@ def failure_stop(
     more = len(names) - NAMED_NODES
     if more > 0:
         named += f"; and {more} more"
-    return Notice(
-        type=EventType.WARNING,
-        reason=ROLLOUT_FAILED,
-        message=(
-            f"{_nodes(len(names))} broken on revision {revision}, more than "
-            f"{budget} tolerates ({tolerated}): {named}. "
-            f'The rollout is paused ({PAUSED_ANNOTATION}: "true") and deletes nothing more; '
-            "fix the revision, then resume it (edgerollout resume)"
-        ),
+    return FailureAccount(
+        revision=revision,
+        broken=_nodes(len(names)),
+        named=named,
+        budget=budget,
+        tolerated=tolerated,
         subject=f"{revision}/{pause_changes}",
     )
 

@@ -246,12 +246,16 @@ def hold_nodes(
             if name not in staging.only and name not in held:
                 held[name] = _HOLDS[HoldReason.NODE_DECIDES]
     held = _overriding_holds(staging, ordered, held)
+    first = staging.first
+    if first:
+        # After a rollback its broken nodes go first (a stable sort: the rest keep their order).
+        ordered = sorted(ordered, key=lambda name: name not in first)
     return Holds(
         held=held,
         rank={name: place for place, name in enumerate(ordered)},
         wave=progress,
         batch=batch,
-        by_name=waves is None,
+        by_name=waves is None and not first,
         paused=staging.paused,
         window_opens=staging.window_opens,
     )

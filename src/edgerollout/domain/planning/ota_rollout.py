@@ -48,11 +48,14 @@ def plan_ota(
     target, staging = reading.target, reading.spec.staging
     notices = list(reading.notices)
     base = snapshot.budget_base()
-    failed = reading.failure_stop(book.broken, snapshot, nodes=base, tried=book.tried())
-    if failed is not None:
+    pending = reading.rollback_pending(snapshot)
+    stop = reading.failure_stop(
+        book.broken, snapshot, nodes=base, tried=book.tried(), pending=pending
+    )
+    if stop.stops or pending:
         # Too many nodes upgraded themselves into a failing revision (design §13.4): offer it to
-        # no one more, as a pause would.
-        notices.append(failed)
+        # no one more, as a pause would; or a rollback's echo is on its way (§13.4.1).
+        notices.extend(stop.notices)
         staging = replace(staging, paused=True)
     holds = (
         book.holds(staging, snapshot.labels_of, now=snapshot.now)
@@ -80,7 +83,8 @@ def plan_ota(
             holds, snapshot.now
         ),
         paused=reading.spec.staging.paused,
-        pause_rollout=failed is not None,
+        pause_rollout=stop.pause_rollout,
+        rollback=stop.rollback,
         broken=book.broken,
         window_opens=reading.window_opens,
         holds=holds,

@@ -43,7 +43,9 @@ The order of the steps is the order of the questions a user would ask:
 5. Which pods go now? (`rollout_book`, `verdicts`; held nodes never; with pre-pull before
    delete, a node whose images are not there is held, and the next nodes' pulls are asked for:
    `prepull_first`) Unless more nodes are broken than the failure budget tolerates: then none,
-   and the rollout is paused (`failure_stop`; for OTA, nothing more is offered).
+   and the rollout is paused (`failure_stop`; for OTA, nothing more is offered), or rolled back
+   to the previous revision when the DaemonSet asks for it and its namespace is switched on
+   (`rollback`, design §13.4.1).
 6. When to look again without an event (`Recheck`).
 7. Where do its nodes stand? (`RolloutBook.tally`, once its nodes are judged) What `status`,
    `list`, the DaemonSet's condition and the metrics report.
@@ -109,8 +111,16 @@ def _decide(
         notices.append(paused)
     target = target_revision(annotations=daemonset.annotations, revisions=snapshot.revisions)
     deadline, max_failed, sample = spec.progress_deadline, spec.max_failed, spec.min_sample
-    if isinstance(deadline, Notice) or isinstance(max_failed, Notice) or isinstance(sample, Notice):
-        unreadable = (v for v in (deadline, max_failed, sample) if isinstance(v, Notice))
+    on_failure, rolled_back = spec.on_failure, spec.rolled_back
+    unreadable = spec.unreadable_failure_settings()
+    if (
+        unreadable
+        or isinstance(deadline, Notice)
+        or isinstance(max_failed, Notice)
+        or isinstance(sample, Notice)
+        or isinstance(on_failure, Notice)
+        or isinstance(rolled_back, Notice)
+    ):
         stopped = stopped_plan(
             choice.strategy,
             target=target,
@@ -145,6 +155,9 @@ def _decide(
         max_failed=max_failed,
         min_sample=sample,
         window_opens=spec.staging.for_deletions(snapshot.now).window_opens,
+        on_failure=on_failure,
+        rolled_back=rolled_back,
+        may_roll_back=daemonset.namespace in settings.rollback_namespaces,
     )
     if choice.strategy is UpdateStrategy.OTA:
         decided = plan_ota(snapshot, reading, book, settings)

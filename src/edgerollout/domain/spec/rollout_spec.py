@@ -15,6 +15,8 @@ does is the planner's business (`reconcile`): most hold the rollout (design §12
 | `min_sample`        | `edgerollout.io/min-sample`, `.../max-failed-before-sample` | `max_failed.read_min_sample` |
 | `ota_deadline`      | `edgerollout.io/ota-deadline`                | `deadlines.read_ota_deadline` |
 | `prepull`           | `edgerollout.io/prepull`, `.../prepull-window`, `.../max-pulling` | `prepull.read_prepull` |
+| `on_failure`        | `edgerollout.io/on-failure`                  | `on_failure.read_on_failure` |
+| `rolled_back`       | `edgerollout.io/rolled-back`                 | `on_failure.read_rolled_back` |
 
 The update strategy itself is chosen before (`strategy.choose_strategy`): a DaemonSet that is not
 ours has no rollout spec.
@@ -31,6 +33,12 @@ from edgerollout.domain.spec.count import Count
 from edgerollout.domain.spec.deadlines import read_ota_deadline, read_progress_deadline
 from edgerollout.domain.spec.max_failed import MinSample, read_max_failed, read_min_sample
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, read_max_unavailable
+from edgerollout.domain.spec.on_failure import (
+    OnFailure,
+    RolledBack,
+    read_on_failure,
+    read_rolled_back,
+)
 from edgerollout.domain.spec.prepull import Prepull, read_prepull
 from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
@@ -39,10 +47,12 @@ from edgerollout.domain.vocabulary import (
     MAX_PULLING_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     MIN_SAMPLE_ANNOTATION,
+    ON_FAILURE_ANNOTATION,
     OTA_DEADLINE_ANNOTATION,
     PREPULL_ANNOTATION,
     PREPULL_WINDOW_ANNOTATION,
     PROGRESS_DEADLINE_ANNOTATION,
+    ROLLED_BACK_ANNOTATION,
 )
 
 
@@ -57,6 +67,21 @@ class RolloutSpec:
     min_sample: MinSample | Notice | None = None
     ota_deadline: timedelta | Notice | None
     prepull: Prepull | Notice | None
+    on_failure: OnFailure | Notice = OnFailure.PAUSE
+    rolled_back: RolledBack | Notice | None = None
+
+    def unreadable_failure_settings(self) -> tuple[Notice, ...]:
+        """The Warnings of the values that say what a failure does, which cannot be read: the
+        progress deadline, the failure budget, its sample, on-failure and the rollback's record.
+        Any of them stops the plan of either strategy (nothing deleted or offered)."""
+        values = (
+            self.progress_deadline,
+            self.max_failed,
+            self.min_sample,
+            self.on_failure,
+            self.rolled_back,
+        )
+        return tuple(value for value in values if isinstance(value, Notice))
 
 
 def read_rollout_spec(annotations: Mapping[str, str]) -> RolloutSpec:
@@ -99,4 +124,6 @@ def _read(items: tuple[tuple[str, str], ...]) -> RolloutSpec:
             window=annotations.get(PREPULL_WINDOW_ANNOTATION),
             max_pulling=annotations.get(MAX_PULLING_ANNOTATION),
         ),
+        on_failure=read_on_failure(annotations.get(ON_FAILURE_ANNOTATION)),
+        rolled_back=read_rolled_back(annotations.get(ROLLED_BACK_ANNOTATION)),
     )

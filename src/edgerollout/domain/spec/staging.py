@@ -159,6 +159,10 @@ class Staging:
     """The longest a node's hold lasts from when it was asked (`edgerollout.io/max-hold`)."""
     asked: Mapping[NodeName, HoldRequest] = field(default_factory=dict)
     """The nodes whose own hold is in force at this plan (`planning.node_holds`)."""
+    first: frozenset[NodeName] = frozenset()
+    """After a rollback, the nodes broken on the revision it left (`planning.rollback`): the
+    rollout's order takes them before the others. Holds are decided on the order without them,
+    so a partition or a wave stays the same nodes."""
 
     @property
     def active(self) -> bool:
@@ -174,6 +178,7 @@ class Staging:
             or self.only is not None
             or bool(self.pulling)
             or bool(self.asked)
+            or bool(self.first)
         )
 
     def for_deletions(self, now: datetime) -> "Staging":
