@@ -91,6 +91,17 @@ from edgerollout.settings import (
     help="Seconds an image pre-pull may take before it is reported failed.",
 )
 @click.option(
+    "--rollback-namespace",
+    "rollback_namespaces",
+    multiple=True,
+    default=tuple(sorted(CONTROLLER.rollback_namespaces)),
+    help=(
+        "Roll back on failure (edgerollout.io/on-failure: rollback) in this namespace; "
+        "repeatable. Elsewhere such a DaemonSet pauses with a Warning. The install's admission "
+        "policy must admit it too (the chart's controller.rollback.namespaces)."
+    ),
+)
+@click.option(
     "--log-format",
     type=click.Choice(LOG_FORMATS),
     default=CONTROLLER.log_format,
@@ -118,6 +129,7 @@ def controller(
     identity: str,
     prepull_toolbox_image: str,
     prepull_deadline: int,
+    rollback_namespaces: tuple[str, ...],
     log_format: LogFormat,
     log_level: LogLevel,
 ) -> None:
@@ -138,6 +150,7 @@ def controller(
         identity=identity,
         log_format=log_format,
         log_level=log_level,
+        rollback_namespaces=frozenset(rollback_namespaces),
         prepull=dataclasses.replace(
             CONTROLLER.prepull,
             toolbox_image=prepull_toolbox_image,

@@ -25,6 +25,7 @@ from edgerollout.controller.writes.events import EventWriter
 from edgerollout.controller.writes.guard import NotLeader, WriteGuard
 from edgerollout.controller.writes.pause import RolloutPauser
 from edgerollout.controller.writes.pull_jobs import PullJobRunner
+from edgerollout.controller.writes.rollback import RolloutRollbacker
 from edgerollout.controller.writes.rollout_condition import RolloutConditionWriter
 from edgerollout.domain.model import Condition, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
@@ -90,6 +91,7 @@ class Reconciler:
         at_once = settings.reconcile.write_concurrency
         self.events = EventWriter(recorder, guard)
         self.pauser = RolloutPauser(api, guard)
+        self.rollbacker = RolloutRollbacker(api, guard, self.events, self.pauser)
         self.deleter = PodDeleter(api, guard, self.events, at_once=at_once)
         self.conditions = ConditionWriter(api, guard, at_once=at_once)
         self.pull_jobs = PullJobRunner(api, guard, self.conditions)
@@ -151,6 +153,8 @@ class Reconciler:
             await self.events.emit(ds, notice)
         if decided.pause_rollout:
             await self.pauser.pause(ds)
+        if decided.rollback is not None:
+            await self.rollbacker.roll_back(ds, decided.rollback)
         rollout = decided.rollout
         if not decided.ends_rollout:
             state.holds = decided.holds

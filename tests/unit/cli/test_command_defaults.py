@@ -43,6 +43,7 @@ def test_each_controller_flag_defaults_to_its_settings_field() -> None:
         "identity": "",
         "prepull_toolbox_image": CONTROLLER.prepull.toolbox_image,
         "prepull_deadline": CONTROLLER.prepull.deadline_seconds,
+        "rollback_namespaces": (),
         "log_format": CONTROLLER.log_format,
         "log_level": CONTROLLER.log_level,
     }
@@ -142,6 +143,8 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
             "--lease-duration=30",
             "--workers=8",
             "--prepull-deadline=120",
+            "--rollback-namespace=shop-17",
+            "--rollback-namespace=shop-18",
             "--log-format=json",
             "--log-level=debug",
         ],
@@ -157,6 +160,7 @@ def test_controller_flags_change_only_their_settings_fields(ran: list[object]) -
             leader_election_namespace="edge-ops",
             lease_duration=30.0,
             prepull=PrepullSettings(deadline_seconds=120),
+            rollback_namespaces=frozenset({"shop-17", "shop-18"}),
         ),
     ]
 
