@@ -5,7 +5,7 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
 ```
 {"daemonset": str, "namespace": str, "strategy": "AdvancedRollingUpdate" | "OTA" | null,
  "newestRevision": str | null, "maxUnavailable": int | null, "unavailable": int | null,
- "paused": bool, "pausesRollout": bool, "windowOpens": str | null,
+ "paused": bool, "pausesRollout": bool, "rollsBackTo": str | null, "windowOpens": str | null,
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
  "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
            "soakingUntil": str | null} | null,
@@ -15,7 +15,8 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
 ```
 `events` are the Events the plan asks for (a controller that sent one already does not repeat it);
 `pausesRollout`: more nodes are broken than `edgerollout.io/max-failed` tolerates, so the
-controller pauses the rollout; `windowOpens`: when a closed maintenance window opens (RFC 3339).
+controller pauses the rollout; `rollsBackTo`: the same, on a DaemonSet that asks to roll back
+on failure, and the revision it goes back to (design §13.4.1); `windowOpens`: when a closed maintenance window opens (RFC 3339).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import orjson
 
 from edgerollout.cli.status_render import align, batch_document, describe_batch
+from edgerollout.domain.events import Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.reporting.node_plans import NodePlan
@@ -65,9 +67,21 @@ def render_plan_table(result: DryRun) -> str:
     lines.append(f"{deletions} {'pod' if deletions == 1 else 'pods'} to delete now.")
     if decided.pause_rollout:
         lines.append("The rollout would be paused: more nodes are broken than max-failed allows.")
-    for notice in decided.notices:
+    rollback = decided.rollback
+    if rollback is not None:
+        lines.append(
+            f"The rollout would be rolled back to revision {rollback.record.restored}: more nodes "
+            "are broken than max-failed allows."
+        )
+    for notice in _told(decided):
         lines.append(f"Event: {notice.type} {notice.reason}: {notice.message}")
     return "\n".join(lines) + "\n"
+
+
+def _told(decided: Plan) -> tuple[Notice, ...]:
+    """The Events the plan asks for, a rollback's once its template is written included."""
+    rollback = decided.rollback
+    return (*decided.notices, *(() if rollback is None else (rollback.notice,)))
 
 
 def _strategy(decided: Plan) -> str:
@@ -96,6 +110,7 @@ def plan_document(result: DryRun) -> dict[str, Any]:
         "unavailable": None if rollout is None else rollout.unavailable,
         "paused": bool(decided.paused),
         "pausesRollout": decided.pause_rollout,
+        "rollsBackTo": None if decided.rollback is None else decided.rollback.record.restored,
         "windowOpens": None
         if decided.window_opens is None
         else format_rfc3339(decided.window_opens),
@@ -105,7 +120,7 @@ def plan_document(result: DryRun) -> dict[str, Any]:
         "batch": batch_document(decided.holds.batch),
         "events": [
             {"type": str(notice.type), "reason": notice.reason, "message": notice.message}
-            for notice in decided.notices
+            for notice in _told(decided)
         ],
         "nodes": [
             {

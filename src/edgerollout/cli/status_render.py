@@ -15,8 +15,11 @@ terminal. The JSON shape is a public contract, documented in the README:
  "paused": bool, "staging": [str], "windowOpens": str | null,
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
  "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
-           "soakingUntil": str | null} | null}
+           "soakingUntil": str | null} | null,
+ "rolledBack": str | null}
 ```
+`rolledBack` is the record of the rollback that made the newest revision the newest
+(`from HASH (revision N) to HASH`, design §13.4.1), else null.
 `broken` is why a current pod on a Ready node is failing (`CrashLoopBackOff`, ...); `held` is the
 hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
 `staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`);
@@ -46,6 +49,8 @@ def render_table(status: RolloutStatus, *, wide: bool = False) -> str:
     staging = describe_staging(status)
     if staging:
         lines.append(f"Staging: {staging}")
+    if status.rolled_back is not None:
+        lines.append(f"Rolled back: {status.rolled_back}")
     if rows:
         lines += align([header, *rows])
     else:
@@ -155,6 +160,7 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
         "staging": list(status.staging),
         "windowOpens": None if status.window_opens is None else format_rfc3339(status.window_opens),
         "batch": batch_document(status.batch),
+        "rolledBack": status.rolled_back,
         "wave": None
         if status.wave is None
         else {

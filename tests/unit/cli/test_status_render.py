@@ -150,6 +150,7 @@ def test_json_document_has_the_documented_shape() -> None:
         "windowOpens": None,
         "wave": None,
         "batch": None,
+        "rolledBack": None,
     }
 
 

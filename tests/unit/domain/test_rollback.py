@@ -2,12 +2,15 @@
 to its previous revision, under the same budgets, broken nodes first; it fails closed."""
 
 import dataclasses
+import json
 from datetime import timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
+from edgerollout.cli.status_render import render_table
 from edgerollout.domain.events import EventType
 from edgerollout.domain.model import ContainerFailure, PodView
 from edgerollout.domain.planning.decision import Plan
@@ -15,6 +18,8 @@ from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollback import previous_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionReason
+from edgerollout.domain.reporting.node_plans import node_plans
+from edgerollout.domain.reporting.rollout_status import rollout_status
 from edgerollout.domain.spec.on_failure import (
     OnFailure,
     RolledBack,
@@ -339,3 +344,40 @@ def test_a_rollback_never_exceeds_the_budget_and_takes_broken_nodes_first(
     assert decided.rollback is None
     assert decided.pause_rollout is False
     assert decided.broken == {}  # the restored revision's pods are all healthy
+
+
+def test_status_says_which_rollback_made_the_newest_revision() -> None:
+    annotations = aru(**{ROLLED_BACK_ANNOTATION: RECORD})
+    pods = [restarting("web-1", "edge-1"), old_pod("web-2", "edge-2")]
+    status = rollout_status(
+        daemonset=daemonset(annotations),
+        revisions=ECHOED,
+        pods=pods,
+        nodes=[node("edge-1"), node("edge-2")],
+        now=NOW,
+    )
+    assert status.rolled_back == "from hash-new (revision 2) to hash-old"
+    assert "\nRolled back: from hash-new (revision 2) to hash-old\n" in render_table(status)
+    # Before the echo the failed revision is still the newest: no rollback in force yet.
+    before = rollout_status(
+        daemonset=daemonset(annotations), revisions=REVISIONS, pods=pods, nodes=[], now=NOW
+    )
+    assert before.rolled_back is None
+
+
+def test_plan_says_the_rollout_would_be_rolled_back_and_the_event_it_would_tell() -> None:
+    decided = planned(aru(), BROKEN_TWO)
+    taken = snapshot(daemonset(aru()), revisions=REVISIONS, pods=BROKEN_TWO)
+    dry_run = DryRun(
+        daemonset=daemonset(aru()),
+        plan=decided,
+        nodes=tuple(node_plans(decided, pods_by_node=taken.pods_by_node, readiness={})),
+    )
+    table = render_plan_table(dry_run)
+    assert (
+        "The rollout would be rolled back to revision hash-old: more nodes are broken than "
+        "max-failed allows.\nEvent: Warning RolloutRolledBack: 2 nodes are broken" in table
+    )
+    document = json.loads(render_plan_json(dry_run))
+    assert (document["rollsBackTo"], document["pausesRollout"]) == ("hash-old", False)
+    assert [event["reason"] for event in document["events"]] == ["RolloutRolledBack"]

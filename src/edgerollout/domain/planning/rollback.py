@@ -159,6 +159,14 @@ def rollback_pending(
     return newest is not None and newest.revision == record.failed_number
 
 
+def rollback_in_force(record: RolledBack | None, *, target: TargetRevision) -> RolledBack | None:
+    """The rollback that made the newest revision the newest (None: it is not one a rollback
+    restored), for `status` to say so."""
+    if record is None or record.restored != target.hash or record.failed == target.hash:
+        return None
+    return record
+
+
 def broken_first(
     record: RolledBack | None,
     *,
@@ -172,14 +180,15 @@ def broken_first(
     """The Ready nodes whose pod of the revision a rollback left is broken, by the rules of
     design §13.1: the rollback's order takes them first (empty: no rollback restored the newest
     revision). Reads every node's pods, while the record stands and names the newest revision."""
-    if record is None or record.restored != target.hash or record.failed == target.hash:
+    in_force = rollback_in_force(record, target=target)
+    if in_force is None:
         return frozenset()
     first: set[NodeName] = set()
     for node, pods in pods_by_node.items():
         if readiness.get(node) is not NodeReadiness.READY:
             continue
         for pod in pods:
-            if pod.deleting or pod.revision_hash != record.failed:
+            if pod.deleting or pod.revision_hash != in_force.failed:
                 continue
             judged = judge_health(
                 pod,

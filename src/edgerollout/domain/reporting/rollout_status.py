@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from edgerollout.domain.events import shown
+from edgerollout.domain.events import Notice, shown
 from edgerollout.domain.model import (
     ConditionStatus,
     DaemonSetView,
@@ -58,6 +58,7 @@ from edgerollout.domain.planning.decision import Plan, Snapshot
 from edgerollout.domain.planning.holds import BatchProgress, WaveProgress
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.revisions import TargetRevision, is_current, target_revision
+from edgerollout.domain.planning.rollback import rollback_in_force
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
@@ -65,6 +66,7 @@ from edgerollout.domain.reporting.rollout_phase import (
     rollout_standing,
     unfollowed_annotations,
 )
+from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
     BATCHES_ANNOTATION,
@@ -177,6 +179,9 @@ class RolloutStatus:
     phase: RolloutPhase | None = None
     unfollowed: tuple[str, ...] = ()
     look_again_after: float | None = None
+    rolled_back: str | None = None
+    """The rollback that made the newest revision the newest, as its record says it (design
+    §13.4.1; None: no rollback did)."""
 
 
 def rollout_status(
@@ -219,6 +224,8 @@ def rollout_status(
     counts, phase = rollout_standing(
         decided, daemonset=daemonset, spec_observed=spec_observed, nodes=snapshot.budget_base()
     )
+    record = read_rollout_spec(daemonset.annotations).rolled_back
+    in_force = rollback_in_force(None if isinstance(record, Notice) else record, target=target)
     return RolloutStatus(
         daemonset=daemonset.name,
         namespace=daemonset.namespace,
@@ -247,6 +254,7 @@ def rollout_status(
         look_again_after=None
         if decided.recheck is None
         else decided.recheck.after(deletions_in_flight=0, unechoed_seconds=None),
+        rolled_back=None if in_force is None else in_force.annotation(),
     )
 
 
