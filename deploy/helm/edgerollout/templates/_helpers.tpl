@@ -240,3 +240,14 @@ only one the pull-Job policy admits.
 {{- define "edgerollout.toolboxImage" -}}
 {{- required "controller.prepull.toolboxImage must name an image" .Values.controller.prepull.toolboxImage -}}
 {{- end }}
+
+{{/*
+controller.rollback.namespaces as a CEL list of strings (each a DNS label, by the schema).
+*/}}
+{{- define "edgerollout.rollbackNamespaces" -}}
+{{- $quoted := list -}}
+{{- range .Values.controller.rollback.namespaces -}}
+{{- $quoted = append $quoted (printf "'%s'" .) -}}
+{{- end -}}
+[{{ join ", " $quoted }}]
+{{- end }}
