@@ -79,9 +79,18 @@ class RolloutRollbacker:
                 )
             raise
         meta = current.get("metadata") or {}
-        if meta.get("uid") != ds.uid or not _asks_rollback(meta):
-            return RollbackResult.CHANGED
-        if (current.get("spec") or {}).get("template") != failed:
+        if (
+            meta.get("uid") != ds.uid
+            or not _asks_rollback(meta)
+            or (current.get("spec") or {}).get("template") != failed
+        ):
+            # Its change brings a new plan; said, since until then nothing is deleted.
+            log.info(
+                "rollback not written: the daemonset changed since the plan",
+                extra=LogFields(
+                    daemonset=object_key(ds.namespace, ds.name), revision=rollback.record.failed
+                ),
+            )
             return RollbackResult.CHANGED
         patch = _patch(restored)
         if patch is None:
