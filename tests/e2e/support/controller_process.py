@@ -28,13 +28,16 @@ class ControllerProcess(controller_process.ControllerProcess):
 
 @contextlib.asynccontextmanager
 async def controller_for(
-    lab: Lab, namespace: str, log: Path, request: pytest.FixtureRequest
+    lab: Lab, namespace: str, log: Path, request: pytest.FixtureRequest, *flags: str
 ) -> AsyncIterator[ControllerProcess]:
     """The controller scoped to one namespace for one test, started and ready (with the lab's
-    pre-pull toolbox where the lab has one: real nodes pull it from the lab's registry); its log
-    is printed if the test failed, and it must stop cleanly (exit 0) when asked."""
+    pre-pull toolbox where the lab has one: real nodes pull it from the lab's registry, and any
+    more `flags`); its log is printed if the test failed, and it must stop cleanly (exit 0) when
+    asked."""
     toolbox = [f"--prepull-toolbox-image={lab.toolbox_image}"] if lab.toolbox_image else []
-    handle = ControllerProcess.launch(lab.kubeconfig, log, f"--namespace={namespace}", *toolbox)
+    handle = ControllerProcess.launch(
+        lab.kubeconfig, log, f"--namespace={namespace}", *toolbox, *flags
+    )
     await handle.wait_ready()
     with stopped_cleanly(handle, request, "controller", handle.log_text):
         yield handle
