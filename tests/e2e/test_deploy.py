@@ -1700,3 +1700,161 @@ def test_helm_install_watching_one_namespace_grants_the_controller_that_namespac
 
 
 NAMESPACES = ("shop-17", "default", "kube-system")
+
+
+# Roll back on failure (design §13.4.1): with controller.rollback.namespaces, the controller's
+# identity may write a DaemonSet's template back there, on a DaemonSet that asks for it, and
+# nothing more; elsewhere the pause policy still refuses any spec change.
+
+ROLLBACK_POLICY = "edgerollout-controller-daemonset-rollback"
+ROLLBACK_NAMESPACE = "shop-rollback"
+RECORD = "from 6d4f9c7b8 (revision 2) to 5b8c7d6f4"
+
+
+def _rollback_daemonset(lab: Lab, name: str, namespace: str, *, opted_in: bool) -> None:
+    annotations = {UPDATE_STRATEGY_ANNOTATION: "AdvancedRollingUpdate"}
+    if opted_in:
+        annotations["edgerollout.io/on-failure"] = "rollback"
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": {"type": "OnDelete"},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+    created = _kubectl(lab.kubeconfig, "create", "-f", "-", stdin=json.dumps(daemonset))
+    assert created.returncode == 0, created.stderr
+
+
+def _template_back(**annotations: str | None) -> dict[str, Any]:
+    """A rollback's write: the previous template, and the annotations given."""
+    return {
+        "metadata": {"annotations": annotations},
+        "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.26"}]}}},
+    }
+
+
+def _rollback_denied(name: str, rule: int, message: str, policy: str = ROLLBACK_POLICY) -> str:
+    return (
+        f"daemonsets.apps \"{name}\" is forbidden: ValidatingAdmissionPolicy '{policy}' with "
+        f"binding '{policy}' denied request: {message}"
+    )
+
+
+def test_helm_install_with_rollback_admits_only_the_rollback_in_its_namespaces(
+    bare_lab: Lab,
+) -> None:
+    made = _kubectl(bare_lab.kubeconfig, "create", "namespace", ROLLBACK_NAMESPACE)
+    assert made.returncode == 0, made.stderr
+    installed = _helm_install(
+        bare_lab.kubeconfig, "--set", f"controller.rollback.namespaces={{{ROLLBACK_NAMESPACE}}}"
+    )
+    assert installed.returncode == 0, installed.stderr
+    try:
+        _rollback_daemonset(bare_lab, "asks", ROLLBACK_NAMESPACE, opted_in=True)
+        _rollback_daemonset(bare_lab, "does-not-ask", ROLLBACK_NAMESPACE, opted_in=False)
+        _rollback_daemonset(bare_lab, "elsewhere", "default", opted_in=True)
+        release = Installed(bare_lab.kubeconfig, [], subprocess.CompletedProcess([], 0))
+
+        def as_controller(patch: dict[str, Any], name: str, namespace: str) -> tuple[int, str]:
+            return asyncio.run(
+                _patch_daemonset_as_controller(
+                    release, patch, name=name, namespace=namespace, dry_run=True
+                )
+            )
+
+        recorded = _template_back(**{"edgerollout.io/rolled-back": RECORD})
+        deadline = time.monotonic() + 60
+        while as_controller(recorded, "does-not-ask", ROLLBACK_NAMESPACE)[0] != 403:
+            assert time.monotonic() < deadline, "the rollback policy not in force after 60 s"
+            time.sleep(0.5)
+
+        answers = {
+            "the rollback": as_controller(recorded, "asks", ROLLBACK_NAMESPACE),
+            "the pause": as_controller(PAUSE, "asks", ROLLBACK_NAMESPACE),
+            "not asked for": as_controller(recorded, "does-not-ask", ROLLBACK_NAMESPACE),
+            "unrecorded": as_controller(_template_back(), "asks", ROLLBACK_NAMESPACE),
+            "with a label": as_controller(
+                {**recorded, "metadata": {**recorded["metadata"], "labels": {"tier": "x"}}},
+                "asks",
+                ROLLBACK_NAMESPACE,
+            ),
+            "with the pause": as_controller(
+                _template_back(**{"edgerollout.io/rolled-back": RECORD, PAUSED_ANNOTATION: "true"}),
+                "asks",
+                ROLLBACK_NAMESPACE,
+            ),
+            "another namespace": as_controller(recorded, "elsewhere", "default"),
+        }
+        assert answers == {
+            "the rollback": (200, ""),
+            "the pause": (200, ""),
+            "not asked for": (
+                403,
+                _rollback_denied(
+                    "does-not-ask",
+                    0,
+                    "the edgerollout controller may write a DaemonSet's template back only "
+                    "where the DaemonSet asks for it (edgerollout.io/on-failure: rollback)",
+                ),
+            ),
+            "unrecorded": (
+                403,
+                _rollback_denied(
+                    "asks",
+                    4,
+                    "the edgerollout controller's rollback records itself in a new "
+                    'edgerollout.io/rolled-back: "from HASH (revision N) to HASH"',
+                ),
+            ),
+            "with a label": (
+                403,
+                _rollback_denied(
+                    "asks",
+                    2,
+                    "the edgerollout controller may not change a DaemonSet's labels, owner "
+                    "references, finalizers or generateName",
+                ),
+            ),
+            "with the pause": (
+                403,
+                _rollback_denied(
+                    "asks",
+                    3,
+                    "the edgerollout controller's rollback may change no DaemonSet annotation "
+                    "but edgerollout.io/rolled-back",
+                ),
+            ),
+            "another namespace": (
+                403,
+                _rollback_denied(
+                    "elsewhere",
+                    0,
+                    "the edgerollout controller may not change a DaemonSet's spec",
+                    PAUSE_POLICY,
+                ),
+            ),
+        }
+    finally:
+        for name, namespace in [
+            ("asks", ROLLBACK_NAMESPACE),
+            ("does-not-ask", ROLLBACK_NAMESPACE),
+            ("elsewhere", "default"),
+        ]:
+            _kubectl(
+                bare_lab.kubeconfig,
+                "delete",
+                "daemonset",
+                name,
+                "-n",
+                namespace,
+                "--ignore-not-found",
+            )
+        removed = _helm_release("uninstall", bare_lab.kubeconfig, "--wait", "--timeout=90s")
+        assert removed.returncode == 0, removed.stderr
