@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
 from edgerollout.cli.status_render import render_table
 from edgerollout.domain.events import EventType
-from edgerollout.domain.model import ContainerFailure, PodView
+from edgerollout.domain.model import ContainerFailure, NodeName, PodView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollback import previous_revision
@@ -381,3 +381,45 @@ def test_plan_says_the_rollout_would_be_rolled_back_and_the_event_it_would_tell(
     document = json.loads(render_plan_json(dry_run))
     assert (document["rollsBackTo"], document["pausesRollout"]) == ("hash-old", False)
     assert [event["reason"] for event in document["events"]] == ["RolloutRolledBack"]
+
+
+def test_broken_first_leaves_a_partition_the_same_nodes() -> None:
+    # The partition holds the last node by name, edge-3, broken or not; the budget of 1 then
+    # takes the first of the others.
+    pods = [pod("web-1", "edge-1"), pod("web-2", "edge-2"), restarting("web-3", "edge-3")]
+    annotations = aru(
+        max_unavailable="1", **{ROLLED_BACK_ANNOTATION: RECORD, "edgerollout.io/partition": "1"}
+    )
+    decided = planned(annotations, pods, revisions=ECHOED)
+    assert [d.node_name for d in decided.deletions] == ["edge-1"]
+    assert [str(node) for node in decided.holds.held] == ["edge-3"]
+
+
+def test_broken_nodes_wait_for_no_wave_after_a_rollback() -> None:
+    # edge-3 (pool b) broke; pool a still holds pods of the failed revision. Without the
+    # rollback its wave would wait for pool a; broken, it goes at once, and pool a within budget.
+    pods = [pod("web-1", "edge-1"), pod("web-2", "edge-2"), crash_looping("web-3", "edge-3")]
+    labels = {"edge-1": "a", "edge-2": "a", "edge-3": "b"}
+    taken = snapshot(
+        daemonset(
+            aru(
+                max_unavailable="2",
+                **{ROLLED_BACK_ANNOTATION: RECORD, "edgerollout.io/waves": "a, b"},
+            )
+        ),
+        revisions=ECHOED,
+        pods=pods,
+        nodes=[node(name) for name in labels],
+    )
+    taken = dataclasses.replace(
+        taken,
+        node_labels={
+            NodeName(name): {"apps.openyurt.io/nodepool": pool} for name, pool in labels.items()
+        },
+    )
+    decided = plan(taken, RolloutBook(), SWITCHED_ON)
+    assert [(d.node_name, d.reason) for d in decided.deletions] == [
+        ("edge-1", DeletionReason.OUTDATED_WITHIN_BUDGET),
+        ("edge-3", DeletionReason.OUTDATED_UNAVAILABLE),
+    ]
+    assert decided.holds.held == {}

@@ -233,6 +233,11 @@ def hold_nodes(
             done_since=done_since,
             now=now,
         )
+    for name in staging.first:
+        # After a rollback its broken nodes wait for no wave or batch: they go first.
+        hold = held.get(name)
+        if hold is not None and hold.reason in (HoldReason.WAVE, HoldReason.BATCH):
+            del held[name]
     for name in ordered if asked else ():
         request = asked.get(name)
         if request is not None and name not in held:

@@ -161,8 +161,8 @@ class Staging:
     """The nodes whose own hold is in force at this plan (`planning.node_holds`)."""
     first: frozenset[NodeName] = frozenset()
     """After a rollback, the nodes broken on the revision it left (`planning.rollback`): the
-    rollout's order takes them before the others. Holds are decided on the order without them,
-    so a partition or a wave stays the same nodes."""
+    rollout's order takes them before the others, and no wave or batch holds them back. The
+    other holds are decided on the order without them, so a partition stays the same nodes."""
 
     @property
     def active(self) -> bool:
