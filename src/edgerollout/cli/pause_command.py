@@ -43,7 +43,7 @@ from edgerollout.cli.daemonset_command import (
 )
 from edgerollout.domain.spec.pause import read_pause
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
-from edgerollout.kube.api import DAEMONSETS, JSON, MERGE, ApiError
+from edgerollout.kube.api import DAEMONSETS, JSON, MERGE, Api, ApiError
 
 EXIT_UNCHANGED = 1
 PAUSED_VALUE = "true"
@@ -91,25 +91,44 @@ def replaced_message(value: str, *, pause: bool) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PauseOutcome:
+    """What `change_pause` did: `changed` False when the DaemonSet already was as asked (nothing
+    written); `replaced` the invalid value it overwrote or removed, if any."""
+
+    changed: bool
+    replaced: str | None = None
+
+
+async def change_pause(api: Api, *, name: str, namespace: str, pause: bool) -> PauseOutcome:
+    """Pause (`pause`) or resume the DaemonSet `namespace/name`: read it, then patch its pause
+    annotation unless it is already as asked. `pause`, `resume` and the dashboard's buttons all
+    go through here. Raises `DaemonSetNotFound`, or the `ApiError` of a refused read or patch."""
+    raw = await read_daemonset(api, name=name, namespace=namespace)
+    annotations = (raw.get("metadata") or {}).get("annotations") or {}
+    change = plan_pause_change(annotations, pause=pause)
+    if change.patch is None:
+        return PauseOutcome(changed=False)
+    try:
+        await api.patch(DAEMONSETS, name, change.patch, namespace=namespace, content_type=MERGE)
+    except ApiError as error:
+        if error.not_found:  # deleted since it was read
+            raise DaemonSetNotFound from None
+        raise
+    return PauseOutcome(changed=True, replaced=change.replaced)
+
+
 async def _change(*, name: str, namespace: str, kubeconfig: str | None, pause: bool) -> int:
     api = await connect(kubeconfig)
     try:
-        raw = await read_daemonset(api, name=name, namespace=namespace)
-        annotations = (raw.get("metadata") or {}).get("annotations") or {}
-        change = plan_pause_change(annotations, pause=pause)
-        if change.patch is None:
-            click.echo(unchanged_message(name, pause=pause), err=True)
-            return EXIT_UNCHANGED
-        try:
-            await api.patch(DAEMONSETS, name, change.patch, namespace=namespace, content_type=MERGE)
-        except ApiError as error:
-            if error.not_found:  # deleted since it was read
-                raise DaemonSetNotFound from None
-            raise
+        outcome = await change_pause(api, name=name, namespace=namespace, pause=pause)
     finally:
         await api.close()
-    if change.replaced is not None:
-        click.echo(replaced_message(change.replaced, pause=pause), err=True)
+    if not outcome.changed:
+        click.echo(unchanged_message(name, pause=pause), err=True)
+        return EXIT_UNCHANGED
+    if outcome.replaced is not None:
+        click.echo(replaced_message(outcome.replaced, pause=pause), err=True)
     click.echo(done_message(name, pause=pause))
     return 0
 

@@ -18,7 +18,7 @@ import click
 
 from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
-from edgerollout.cli.rollout_read import read_rollout
+from edgerollout.cli.rollout_read import RolloutViews, read_rollout
 from edgerollout.domain.planning.decision import Snapshot
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollout_book import RolloutBook
@@ -29,12 +29,18 @@ from edgerollout.kube.api import Api
 async def dry_run(api: Api, *, name: str, namespace: str) -> DryRun:
     """Read the DaemonSet `namespace/name` once and plan it as the controller would now."""
     views = await read_rollout(api, name=name, namespace=namespace)
+    return dry_run_of(views, now=datetime.now(UTC))
+
+
+def dry_run_of(views: RolloutViews, *, now: datetime) -> DryRun:
+    """The controller's plan of views read once, at `now`, with its reading node by node: what
+    `plan` prints, and the dashboard's plan table."""
     snapshot = Snapshot.of_views(
         daemonset=views.daemonset,
         revisions=views.revisions,
         pods=views.pods,
         nodes=views.nodes,
-        now=datetime.now(UTC),
+        now=now,
     )
     decided = plan(snapshot, RolloutBook())
     return DryRun(
