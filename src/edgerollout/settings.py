@@ -402,9 +402,31 @@ class ListSettings:
     settle_seconds: float = 0.1
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardSettings:
+    """The `dashboard` command (`cli/dashboard_command.py`); `--address` sets `address`."""
+
+    # Loopback, and a port the kernel picks: the server acts with the operator's own
+    # credentials, so nothing else on the network may reach it, and two operators (or two
+    # dashboards) on one machine never collide on a port.
+    address: Address = Address("127.0.0.1", 0)
+    # After a list or a watch fails (the API server unreachable, or refusing), start the watches
+    # again after this long, doubling up to the ceiling: the page shows the failure meanwhile,
+    # and a dashboard left open over a network outage comes back on its own.
+    reconnect_seconds: float = 1.0
+    reconnect_ceiling_seconds: float = 30.0
+    # A rollout's page is sent again at most this often while its rollout changes: a document of
+    # 10,000 nodes is about a megabyte, and a person reading a grid sees no difference at 1 s.
+    push_interval_seconds: float = 1.0
+    # The newest Events of a rollout shown on its page: a fleet's rollout writes one per wave,
+    # batch or broken node, and the oldest of a long one tell nothing about now.
+    events_shown: int = 50
+
+
 CONTROLLER: Final = ControllerSettings()
 AGENT: Final = AgentSettings()
 KUBE_CLIENT: Final = KubeClientSettings()
 PULL_JOB: Final = PullJobSettings()
 STATUS: Final = StatusSettings()
 LIST: Final = ListSettings()
+DASHBOARD: Final = DashboardSettings()

@@ -7,6 +7,7 @@ import click
 from edgerollout.cli.agent_command import agent
 from edgerollout.cli.agent_token_command import init_agent_token
 from edgerollout.cli.controller_command import controller
+from edgerollout.cli.dashboard_command import dashboard
 from edgerollout.cli.list_command import list_command
 from edgerollout.cli.pause_command import pause, resume
 from edgerollout.cli.plan_command import plan_command
@@ -29,6 +30,7 @@ cli.add_command(plan_command)
 cli.add_command(pause)
 cli.add_command(resume)
 cli.add_command(simulate_command)
+cli.add_command(dashboard)
 
 
 def main() -> None:

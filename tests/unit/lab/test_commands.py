@@ -27,6 +27,7 @@ def test_product_command_line_has_no_lab_or_demo() -> None:
     assert sorted(cli.commands) == [
         "agent",
         "controller",
+        "dashboard",
         "init-agent-token",
         "list",
         "pause",

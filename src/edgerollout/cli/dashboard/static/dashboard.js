@@ -1,0 +1,444 @@
+// The edgerollout dashboard's page: draws what the server sends and decides nothing itself.
+// The server's documents are described in edgerollout/cli/dashboard/documents.py.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="edgerollout-token"]').content;
+const q = (selector) => document.querySelector(selector);
+
+// Each cell state: a colour (Okabe-Ito, told apart with most colour vision deficiencies), a
+// letter drawn in large cells, and a mark drawn in small ones, so no state is told by colour
+// alone. The order is the server's (documents.STATES).
+const STYLE = {
+  updated: { colour: "#009e73", letter: "U", mark: "solid", text: "updated" },
+  upgrading: { colour: "#56b4e9", letter: "G", mark: "half", text: "upgrading" },
+  pulling: { colour: "#0072b2", letter: "P", mark: "dot", text: "pulling its image" },
+  outdated: { colour: "#bbbbbb", letter: "O", mark: "hollow", text: "outdated" },
+  held: { colour: "#e69f00", letter: "H", mark: "bar", text: "held" },
+  waiting: { colour: "#f0e442", letter: "W", mark: "ring", text: "waiting: node offline" },
+  broken: { colour: "#d55e00", letter: "B", mark: "cross", text: "broken" },
+};
+const CURVE = [
+  ["updated", "#009e73"],
+  ["upgrading", "#56b4e9"],
+  ["waiting", "#b8a800"],
+  ["broken", "#d55e00"],
+];
+const PLAN_EVERY_MS = 5000;
+const CURVE_POINTS = 2000; // the curve keeps this many readings, the oldest dropped
+
+let stream = null;
+let current = null; // the rollout's page: {key, doc, layout, curve, selected, lastPlan}
+
+function api(path) {
+  return `${path}${path.includes("?") ? "&" : "?"}token=${encodeURIComponent(TOKEN)}`;
+}
+
+function banner(message) {
+  const box = q("#banner");
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+function text(element, value) {
+  element.textContent = value == null ? "" : String(value);
+}
+
+function cell(row, value) {
+  const td = document.createElement("td");
+  text(td, value);
+  row.appendChild(td);
+  return td;
+}
+
+function open(path, handlers) {
+  if (stream) stream.close();
+  stream = new EventSource(api(path));
+  stream.addEventListener("connection", (event) => {
+    const connection = JSON.parse(event.data);
+    banner(connection.ok ? "" : `The API server cannot be read: ${connection.message}`);
+  });
+  for (const [name, handler] of Object.entries(handlers)) {
+    stream.addEventListener(name, (event) => handler(JSON.parse(event.data)));
+  }
+  stream.onerror = () => banner("The connection to the dashboard's server is lost; reconnecting…");
+  stream.onopen = () => banner("");
+}
+
+// --- home -------------------------------------------------------------------------------
+
+function showHome() {
+  current = null;
+  q("#home").hidden = false;
+  q("#rollout").hidden = true;
+  text(q("#where"), "");
+  open("/api/home/stream", { home: drawHome });
+}
+
+function counted(value) {
+  return value == null ? "-" : value;
+}
+
+function drawHome(doc) {
+  const body = q("#rollouts tbody");
+  body.replaceChildren();
+  q("#home-empty").hidden = doc.items.length > 0;
+  for (const item of doc.items) {
+    const row = document.createElement("tr");
+    row.dataset.key = `${item.namespace}/${item.name}`;
+    cell(row, item.namespace);
+    const link = document.createElement("a");
+    link.href = `#/rollouts/${encodeURIComponent(item.namespace)}/${encodeURIComponent(item.name)}`;
+    text(link, item.name);
+    cell(row, "").appendChild(link);
+    cell(row, item.strategy || "<none>");
+    cell(row, item.total == null ? "-" : `${item.updated}/${item.total}`);
+    cell(row, counted(item.offline));
+    cell(row, counted(item.broken));
+    cell(row, counted(item.held));
+    cell(row, item.wave ? `${item.wave.name} (${item.wave.index + 1} of ${item.wave.count})` : "<none>");
+    cell(row, item.state.text);
+    body.appendChild(row);
+  }
+}
+
+// --- one rollout --------------------------------------------------------------------------
+
+function showRollout(namespace, name) {
+  const key = `${namespace}/${name}`;
+  current = { key, namespace, name, doc: null, layout: null, curve: [], selected: null, lastPlan: 0 };
+  q("#home").hidden = true;
+  q("#rollout").hidden = false;
+  q("#rollout").classList.remove("gone");
+  text(q("#where"), key);
+  text(q("#rollout-name"), key);
+  for (const id of ["#rollout-summary", "#rollout-strategy", "#rollout-staging", "#action-message", "#plan-summary"]) {
+    text(q(id), "");
+  }
+  q("#plan tbody").replaceChildren();
+  q("#events tbody").replaceChildren();
+  q("#curve").replaceChildren();
+  const base = `/api/rollouts/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+  current.base = base;
+  open(`${base}/stream`, {
+    rollout: (doc) => drawRollout(doc),
+    gone: (gone) => {
+      q("#rollout").classList.add("gone");
+      text(q("#rollout-summary"), gone.message);
+    },
+  });
+  readEvents();
+}
+
+function drawRollout(doc) {
+  const started = performance.now();
+  current.doc = doc;
+  q("#rollout").classList.remove("gone");
+  text(q("#rollout-summary"), doc.summary);
+  text(q("#rollout-strategy"), `Strategy: ${doc.strategy}`);
+  text(q("#rollout-staging"), doc.staging ? `Staging: ${doc.staging}` : "");
+  text(q("#pool-label"), `grouped by ${doc.poolLabel}`);
+  drawLegend(doc);
+  drawGrid(doc);
+  recordCurve(doc);
+  if (current.selected) describe(current.selected);
+  const now = Date.now();
+  if (now - current.lastPlan > PLAN_EVERY_MS) readPlan();
+  current.drawnMs = performance.now() - started;
+}
+
+function drawLegend(doc) {
+  const legend = q("#legend");
+  legend.replaceChildren();
+  for (const state of doc.states) {
+    const item = document.createElement("li");
+    item.dataset.state = state;
+    const swatch = document.createElement("canvas");
+    swatch.width = swatch.height = 16;
+    paint(swatch.getContext("2d"), state, 0, 0, 16);
+    item.appendChild(swatch);
+    const label = document.createElement("span");
+    text(label, `${STYLE[state].text} (${STYLE[state].letter}): ${doc.counts[state]}`);
+    item.appendChild(label);
+    legend.appendChild(item);
+  }
+}
+
+// A cell of `size` pixels at (x, y): its colour, and its letter or mark.
+function paint(context, state, x, y, size) {
+  const style = STYLE[state];
+  const c = context;
+  c.fillStyle = style.colour;
+  if (style.mark === "hollow") {
+    c.fillStyle = "#ffffff";
+  }
+  c.fillRect(x, y, size, size);
+  c.strokeStyle = "#1b1b1b";
+  c.fillStyle = "#1b1b1b";
+  c.lineWidth = Math.max(1, size / 8);
+  if (size >= 14) {
+    c.font = `${Math.floor(size * 0.7)}px system-ui, sans-serif`;
+    c.textAlign = "center";
+    c.textBaseline = "middle";
+    c.fillText(style.letter, x + size / 2, y + size / 2 + 1);
+    if (style.mark === "hollow") c.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
+    return;
+  }
+  const m = size / 2;
+  switch (style.mark) {
+    case "half":
+      c.beginPath(); c.moveTo(x, y + size); c.lineTo(x + size, y); c.lineTo(x + size, y + size); c.fill();
+      break;
+    case "dot":
+      c.fillStyle = "#ffffff"; c.fillRect(x + m - size / 6, y + m - size / 6, size / 3, size / 3);
+      break;
+    case "hollow":
+      c.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
+      break;
+    case "bar":
+      c.fillRect(x, y + m - size / 8, size, size / 4);
+      break;
+    case "ring":
+      c.fillStyle = "#1b1b1b"; c.fillRect(x + m - size / 6, y + m - size / 6, size / 3, size / 3);
+      break;
+    case "cross":
+      c.beginPath(); c.moveTo(x, y); c.lineTo(x + size, y + size); c.moveTo(x + size, y); c.lineTo(x, y + size); c.stroke();
+      break;
+    default:
+      break;
+  }
+}
+
+const LABEL_HEIGHT = 20;
+
+// Where each pool and cell goes: a label line per pool, then its cells row by row.
+function layoutOf(doc, width) {
+  const total = doc.pools.reduce((sum, pool) => sum + pool.cells.length, 0);
+  const size = total > 2000 ? 8 : total > 300 ? 12 : 18;
+  const step = size + 2;
+  const columns = Math.max(1, Math.floor(width / step));
+  const blocks = [];
+  let y = 0;
+  for (const pool of doc.pools) {
+    const rows = Math.ceil(pool.cells.length / columns);
+    blocks.push({ pool, top: y, cellsTop: y + LABEL_HEIGHT, rows });
+    y += LABEL_HEIGHT + rows * step + 6;
+  }
+  return { size, step, columns, blocks, height: y, width };
+}
+
+function drawGrid(doc) {
+  const canvas = q("#grid");
+  const width = Math.max(200, q("#grid-box").clientWidth - 12);
+  const layout = layoutOf(doc, width);
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.floor(width * ratio);
+  canvas.height = Math.floor(layout.height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${layout.height}px`;
+  const c = canvas.getContext("2d");
+  c.setTransform(ratio, 0, 0, ratio, 0, 0);
+  c.clearRect(0, 0, width, layout.height);
+  for (const block of layout.blocks) {
+    const pool = block.pool;
+    c.fillStyle = "#1b1b1b";
+    c.font = "13px system-ui, sans-serif";
+    c.textAlign = "left";
+    c.textBaseline = "alphabetic";
+    const counts = doc.states.filter((s) => pool.counts[s] > 0).map((s) => `${pool.counts[s]} ${s}`).join(", ");
+    c.fillText(`${pool.name || "(no pool)"} — ${pool.cells.length} nodes: ${counts}`, 0, block.top + 14);
+    pool.cells.forEach((node, index) => {
+      const x = (index % layout.columns) * layout.step;
+      const y = block.cellsTop + Math.floor(index / layout.columns) * layout.step;
+      paint(c, doc.states[node[1]], x, y, layout.size);
+    });
+  }
+  canvas.setAttribute("aria-label", `${doc.key}: ${doc.states.map((s) => `${doc.counts[s]} ${s}`).join(", ")}`);
+  current.layout = layout;
+}
+
+function cellAt(x, y) {
+  const layout = current && current.layout;
+  if (!layout) return null;
+  const column = Math.floor(x / layout.step);
+  if (column >= layout.columns || x % layout.step > layout.size) return null;
+  for (const block of layout.blocks) {
+    const top = y - block.cellsTop;
+    if (top < 0 || top >= block.rows * layout.step) continue;
+    if (top % layout.step > layout.size) return null;
+    const index = Math.floor(top / layout.step) * layout.columns + column;
+    const node = block.pool.cells[index];
+    return node ? { pool: block.pool.name, node } : null;
+  }
+  return null;
+}
+
+// The selected cell as it stands in the newest document (it may have changed since selected).
+function describe(found) {
+  const doc = current.doc;
+  const [node, , pod] = found.node;
+  const pool = doc.pools.find((p) => p.name === found.pool);
+  const latest = (pool && pool.cells.find((c) => c[0] === node && c[2] === pod)) || found.node;
+  const [, state, , revision, isCurrent, readiness, detail, since] = latest;
+  text(q("#detail"), [
+    `node      ${node || "<none>"}   (pool ${found.pool || "(no pool)"}, ${readiness || "unknown"})`,
+    `pod       ${pod}`,
+    `revision  ${revision || "<none>"} (${isCurrent ? "current" : "old"})`,
+    `state     ${doc.states[state]}${detail === doc.states[state] ? "" : ` (${detail})`}`,
+    `since     ${since || "before this dashboard started"}`,
+  ].join("\n"));
+}
+
+function recordCurve(doc) {
+  current.curve.push({ at: Date.now(), counts: doc.counts });
+  if (current.curve.length > CURVE_POINTS) current.curve.shift();
+  const svg = q("#curve");
+  // One reading is drawn as a level line across the chart, until the next comes.
+  const points = current.curve.length > 1 ? current.curve : [current.curve[0], { ...current.curve[0], at: current.curve[0].at + 1 }];
+  const total = Math.max(1, ...points.map((p) => Object.values(p.counts).reduce((a, b) => a + b, 0)));
+  const first = points[0].at;
+  const span = Math.max(1, points[points.length - 1].at - first);
+  const ns = "http://www.w3.org/2000/svg";
+  svg.replaceChildren();
+  for (const [state, colour] of CURVE) {
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("fill", "none");
+    line.setAttribute("stroke", colour);
+    line.setAttribute("stroke-width", "2");
+    if (state === "waiting") line.setAttribute("stroke-dasharray", "6 3");
+    if (state === "broken") line.setAttribute("stroke-dasharray", "2 2");
+    line.setAttribute("points", points.map((p) => `${(5 + (590 * (p.at - first)) / span).toFixed(1)},${(155 - (150 * p.counts[state]) / total).toFixed(1)}`).join(" "));
+    svg.appendChild(line);
+  }
+  for (const [y, label] of [[14, `${total} nodes`], [152, "0"]]) {
+    const mark = document.createElementNS(ns, "text");
+    mark.setAttribute("x", "8");
+    mark.setAttribute("y", String(y));
+    mark.setAttribute("font-size", "11");
+    mark.textContent = label;
+    svg.appendChild(mark);
+  }
+  const legend = q("#curve-legend");
+  legend.replaceChildren();
+  const latest = points[points.length - 1].counts;
+  for (const [state, colour] of CURVE) {
+    const item = document.createElement("li");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch-line";
+    swatch.style.borderTopStyle = state === "waiting" ? "dashed" : state === "broken" ? "dotted" : "solid";
+    swatch.style.borderTopColor = colour;
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(`${state}: ${latest[state]}`));
+    legend.appendChild(item);
+  }
+}
+
+async function readPlan() {
+  current.lastPlan = Date.now();
+  const response = await fetch(api(`${current.base}/plan`));
+  const body = await response.json();
+  if (!response.ok) {
+    text(q("#plan-summary"), body.message);
+    return;
+  }
+  const tbody = q("#plan tbody");
+  tbody.replaceChildren();
+  let updated = 0;
+  for (const node of body.nodes) {
+    if (node.action === "updated") {
+      updated += 1;
+      continue;
+    }
+    const row = document.createElement("tr");
+    for (const value of [node.node, node.nodeReady, node.action, node.why]) cell(row, value);
+    tbody.appendChild(row);
+  }
+  const deletions = body.nodes.filter((n) => n.action === "delete now").length;
+  text(q("#plan-summary"), `${deletions} to delete now; ${updated} updated nodes not listed.` +
+    (body.pausesRollout ? " The rollout would be paused: more nodes are broken than max-failed allows." : ""));
+}
+
+async function readEvents() {
+  const response = await fetch(api(`${current.base}/events`));
+  const body = await response.json();
+  const tbody = q("#events tbody");
+  tbody.replaceChildren();
+  if (!response.ok) {
+    const row = document.createElement("tr");
+    cell(row, body.message).colSpan = 5;
+    tbody.appendChild(row);
+    return;
+  }
+  for (const event of body.events) {
+    const row = document.createElement("tr");
+    for (const value of [event.last, event.type, event.reason, event.count, event.message]) cell(row, value);
+    tbody.appendChild(row);
+  }
+}
+
+async function change(verb) {
+  const message = q("#action-message");
+  message.classList.remove("refused");
+  text(message, `${verb}…`);
+  let body = { message: "no answer" };
+  let ok = false;
+  try {
+    const response = await fetch(`${current.base}/${verb}`, {
+      method: "POST",
+      headers: { "X-Edgerollout-Token": TOKEN },
+    });
+    ok = response.ok;
+    body = await response.json();
+  } catch (error) {
+    body = { message: `the dashboard's server cannot be reached: ${error}` };
+  }
+  text(message, body.message);
+  message.classList.toggle("refused", !ok);
+  readEvents();
+}
+
+// --- wiring -------------------------------------------------------------------------------
+
+function route() {
+  const match = location.hash.match(/^#\/rollouts\/([^/]+)\/([^/]+)$/);
+  if (match) showRollout(decodeURIComponent(match[1]), decodeURIComponent(match[2]));
+  else showHome();
+}
+
+function select(event) {
+  const box = q("#grid").getBoundingClientRect();
+  const found = cellAt(event.clientX - box.left, event.clientY - box.top);
+  if (found) {
+    if (event.type === "click") current.selected = found;
+    describe(found);
+  }
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("DOMContentLoaded", () => {
+  q("#grid").addEventListener("mousemove", select);
+  q("#grid").addEventListener("click", select);
+  q("#pause").addEventListener("click", () => change("pause"));
+  q("#resume").addEventListener("click", () => change("resume"));
+  q("#plan-refresh").addEventListener("click", () => readPlan());
+  q("#events-refresh").addEventListener("click", () => readEvents());
+  route();
+});
+
+// What a test reads of the page: the state each cell was drawn in, and how long drawing took.
+window.edgerolloutDashboard = {
+  cells() {
+    const doc = current && current.doc;
+    if (!doc) return null;
+    const drawn = {};
+    for (const pool of current.layout.blocks) {
+      for (const node of pool.pool.cells) drawn[node[0]] = doc.states[node[1]];
+    }
+    return drawn;
+  },
+  drawnMs: () => current && current.drawnMs,
+  describeAt: (x, y) => {
+    const found = cellAt(x, y);
+    if (found) describe(found);
+    return q("#detail").textContent;
+  },
+};

@@ -1,0 +1,134 @@
+"""`edgerollout dashboard`: a live map of every rollout, served to the operator's browser (also
+`kubectl edgerollout dashboard`).
+
+The operator runs it with their own kubeconfig: nothing is installed in the cluster, and the page
+can see and do exactly what `list`, `status`, `plan`, `pause` and `resume` can with the same
+credentials. It listens on loopback, on a port the kernel picks (`--address` says otherwise, with
+a warning when not loopback), prints its URL, which carries the session's token
+(`dashboard.guard`), and opens it in the browser unless `--no-browser`. It runs until
+interrupted; a failure of the API server is shown on the page, never the end of the command.
+
+Exit codes: 0 never (it runs until stopped); 1 no kubeconfig is usable, or the address cannot
+be listened on; 2 usage error; 130 interrupted (Ctrl-C), the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import secrets
+import webbrowser
+
+import click
+from aiohttp import web
+
+from edgerollout.cli.daemonset_command import connect, run_command
+from edgerollout.cli.dashboard.fleet import Fleet
+from edgerollout.cli.dashboard.guard import Gate
+from edgerollout.cli.dashboard.server import Dashboard
+from edgerollout.cli.list_command import DEFAULT_NAMESPACE
+from edgerollout.cli.param_types import ADDRESS
+from edgerollout.settings import DASHBOARD, Address
+
+EXIT_ERROR = 1
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback only."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def dashboard_url(*, host: str, port: int, token: str) -> str:
+    """The URL the operator opens: the page, with the session's token."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/?token={token}"
+
+
+async def _serve(
+    *, namespace: str | None, kubeconfig: str | None, address: Address, browser: bool
+) -> int:
+    api = await connect(kubeconfig)
+    fleet = Fleet(api, namespace=namespace)
+    gate = Gate.for_address(token=secrets.token_urlsafe(32), host=address.host)
+    runner = web.AppRunner(Dashboard(fleet, gate=gate).app(), access_log=None)
+    await runner.setup()
+    watching = asyncio.create_task(fleet.run())
+    try:
+        site = web.TCPSite(runner, address.host, address.port)
+        try:
+            await site.start()
+        except OSError as error:
+            click.echo(f"error: cannot listen on {address}: {error}", err=True)
+            return EXIT_ERROR
+        port = runner.addresses[0][1]
+        url = dashboard_url(host=address.host, port=port, token=gate.token)
+        if not is_loopback(address.host):
+            click.echo(
+                f"warning: listening on {address.host}, not loopback: anyone who can reach it "
+                "and learns the URL acts with your credentials",
+                err=True,
+            )
+        click.echo(f"Dashboard: {url}")
+        click.echo("Press Ctrl-C to stop.")
+        if browser:
+            await asyncio.to_thread(webbrowser.open, url)
+        await watching
+        return 0
+    finally:
+        watching.cancel()
+        await runner.cleanup()
+        await api.close()
+
+
+@click.command(name="dashboard")
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    help=f'The namespace to show (default "{DEFAULT_NAMESPACE}").',
+)
+@click.option(
+    "-A", "--all-namespaces", is_flag=True, help="Show the DaemonSets of every namespace."
+)
+@click.option(
+    "--address",
+    type=ADDRESS,
+    default=DASHBOARD.address,
+    show_default=True,
+    help="HOST:PORT to listen on (port 0: any free port). Not loopback: a warning, since the "
+    "page acts with your credentials.",
+)
+@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
+)
+def dashboard(
+    namespace: str | None,
+    all_namespaces: bool,
+    address: Address,
+    no_browser: bool,
+    kubeconfig: str | None,
+) -> None:
+    """Serve a live map of the opted-in DaemonSets' rollouts, node by node and pool by pool,
+    to your browser, with your own credentials.
+
+    Runs until interrupted (exit 130); exits 1 when no kubeconfig is usable or the address
+    cannot be listened on, 2 on a usage error.
+    """
+    if all_namespaces and namespace is not None:
+        raise click.UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
+    scope = None if all_namespaces else namespace or DEFAULT_NAMESPACE
+    run_command(
+        lambda: _serve(
+            namespace=scope, kubeconfig=kubeconfig, address=address, browser=not no_browser
+        ),
+        api_exit=EXIT_ERROR,
+    )

@@ -1,0 +1,241 @@
+"""What the dashboard's pages receive (`dashboard.documents`): each cell's state from `status`'s
+row of its pod, cells grouped by node pool and counted, `list`'s item for the header, and when
+each cell entered its state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from edgerollout.cli.dashboard.documents import (
+    CellState,
+    SeenSince,
+    cell_state,
+    events_document,
+    home_document,
+    node_cells,
+    rollout_document,
+)
+from edgerollout.cli.list_command import listed_status
+from edgerollout.cli.list_render import item_document
+from edgerollout.cli.rollout_read import ListedRollout, read_rollouts
+from edgerollout.domain.model import NodeName, NodeReadiness
+from edgerollout.domain.reporting.rollout_status import NodeRow, PodState, PrepullState
+from edgerollout.domain.vocabulary import NODEPOOL_LABEL
+from edgerollout.kube.api import NODES
+from tests.unit.cli.list_cluster import NOW, ClosingApi, shop
+
+READY = NodeReadiness.READY
+
+
+def row(
+    state: PodState,
+    *,
+    readiness: NodeReadiness = READY,
+    hold: str | None = None,
+    broken: str | None = None,
+    prepull: PrepullState | None = None,
+    current: bool = False,
+) -> NodeRow:
+    return NodeRow(
+        node=NodeName("edge-1"),
+        node_readiness=readiness,
+        pod="web-1",
+        revision="hash-old",
+        current=current,
+        state=state,
+        hold=hold,
+        broken=broken,
+        prepull=prepull,
+    )
+
+
+@pytest.mark.parametrize(
+    ("reading", "cell"),
+    [
+        (row(PodState.UPDATED, current=True), CellState.UPDATED),
+        (row(PodState.UPDATED, current=True, readiness=NodeReadiness.NOT_READY), CellState.UPDATED),
+        (row(PodState.UPGRADING, current=True), CellState.UPGRADING),
+        (row(PodState.TERMINATING), CellState.UPGRADING),
+        (row(PodState.TERMINATING, readiness=NodeReadiness.NOT_READY), CellState.WAITING),
+        (
+            row(PodState.WAITING_NODE_NOT_READY, readiness=NodeReadiness.NOT_READY),
+            CellState.WAITING,
+        ),
+        (row(PodState.OLD, readiness=NodeReadiness.MISSING), CellState.WAITING),
+        (row(PodState.BROKEN, current=True, broken="CrashLoopBackOff"), CellState.BROKEN),
+        (row(PodState.HELD, hold="partition"), CellState.HELD),
+        (row(PodState.HELD, hold="wave pool-b"), CellState.HELD),
+        (row(PodState.HELD, hold="waiting for its image pre-pull"), CellState.PULLING),
+        (
+            row(
+                PodState.HELD,
+                hold="waiting for its image pre-pull, download window opens 2025-03-01T20:00:00Z",
+            ),
+            CellState.PULLING,
+        ),
+        (row(PodState.OTA_UPGRADE_AVAILABLE, prepull=PrepullState.RUNNING), CellState.PULLING),
+        (row(PodState.OTA_UPGRADE_AVAILABLE, prepull=PrepullState.DONE), CellState.OUTDATED),
+        (row(PodState.OTA_UPGRADE_AVAILABLE), CellState.OUTDATED),
+        (row(PodState.OLD), CellState.OUTDATED),
+    ],
+)
+def test_a_cell_shows_the_state_of_its_pods_status_row(reading: NodeRow, cell: CellState) -> None:
+    assert cell_state(reading) is cell
+
+
+async def shop_rollouts(api: ClosingApi) -> dict[str, ListedRollout]:
+    return {
+        rollout.views.daemonset.name: rollout
+        for rollout in await read_rollouts(api, namespace="default")
+    }
+
+
+def put_pools(api: ClosingApi, pools: dict[str, str]) -> None:
+    for name, pool in pools.items():
+        node = api.stored(NODES, name)
+        assert node is not None
+        node["metadata"].setdefault("labels", {})[NODEPOOL_LABEL] = pool
+        api.put(NODES, node)
+
+
+async def test_a_rollouts_cells_are_grouped_by_node_pool_and_counted() -> None:
+    api = ClosingApi()
+    shop(api)  # logs: edge-1 and edge-2 new, edge-3 old and offline
+    put_pools(api, {"edge-1": "shops-north", "edge-2": "shops-south", "edge-3": "shops-south"})
+    rollout = (await shop_rollouts(api))["logs"]
+    listed = listed_status(rollout, at=NOW)
+    since = {"edge-3": NOW - timedelta(minutes=5)}
+
+    document = rollout_document(listed, views=rollout.views, since=since)
+
+    none = dict.fromkeys(
+        ["updated", "upgrading", "pulling", "outdated", "held", "waiting", "broken"], 0
+    )
+    assert document == {
+        "key": "default/logs",
+        "item": item_document(listed),
+        "summary": listed.status.summary,
+        "staging": "",
+        "strategy": "AdvancedRollingUpdate, max-unavailable 30% (1 of 3 nodes)",
+        "poolLabel": NODEPOOL_LABEL,
+        "states": ["updated", "upgrading", "pulling", "outdated", "held", "waiting", "broken"],
+        "counts": {**none, "updated": 2, "waiting": 1},
+        "pools": [
+            {
+                "name": "shops-north",
+                "counts": {**none, "updated": 1},
+                "cells": [["edge-1", 0, "logs-edge-1", "hash-new", True, "Ready", "updated", None]],
+            },
+            {
+                "name": "shops-south",
+                "counts": {**none, "updated": 1, "waiting": 1},
+                "cells": [
+                    ["edge-2", 0, "logs-edge-2", "hash-new", True, "Ready", "updated", None],
+                    [
+                        "edge-3",
+                        5,
+                        "logs-edge-3",
+                        "hash-old",
+                        False,
+                        "NotReady",
+                        "waiting: node NotReady",
+                        "2025-03-01T11:55:00Z",
+                    ],
+                ],
+            },
+        ],
+    }
+    assert node_cells(document) == {"edge-1": "updated", "edge-2": "updated", "edge-3": "waiting"}
+
+
+async def test_a_paused_rollout_shows_its_old_pods_held_by_the_pause() -> None:
+    api = ClosingApi()
+    shop(api)  # agent: paused, edge-2 old
+    rollout = (await shop_rollouts(api))["agent"]
+    document = rollout_document(listed_status(rollout, at=NOW), views=rollout.views, since={})
+    assert node_cells(document) == {"edge-1": "updated", "edge-2": "held", "edge-3": "updated"}
+    [pool] = document["pools"]
+    assert pool["name"] == ""
+    assert [cell[6] for cell in pool["cells"]] == ["updated", "held: paused", "updated"]
+    assert document["staging"] == "paused"
+
+
+async def test_home_is_lists_item_of_each_rollout_in_lists_order() -> None:
+    api = ClosingApi()
+    shop(api)
+    listed = [listed_status(rollout, at=NOW) for rollout in (await shop_rollouts(api)).values()]
+    document = home_document(listed)
+    assert document == {"items": [item_document(item) for item in listed]}
+    assert [item["name"] for item in document["items"]] == ["agent", "bad", "logs", "web"]
+
+
+def test_a_cell_is_seen_since_it_entered_its_state() -> None:
+    seen = SeenSince()
+    later = NOW + timedelta(seconds=30)
+    assert seen.update([row(PodState.OLD)], now=NOW) == {"edge-1": NOW}
+    assert seen.update([row(PodState.OLD)], now=later) == {"edge-1": NOW}
+    held = row(PodState.HELD, hold="partition")
+    assert seen.update([held], now=later) == {"edge-1": later}
+    assert seen.update([], now=later + timedelta(seconds=1)) == {}
+    assert seen.update([held], now=later + timedelta(seconds=2)) == {
+        "edge-1": later + timedelta(seconds=2)
+    }
+
+
+def test_events_are_the_newest_first_up_to_the_limit() -> None:
+    events: list[dict[str, Any]] = [
+        {
+            "type": "Normal",
+            "reason": "WaveStarted",
+            "message": "wave a",
+            "count": 1,
+            "lastTimestamp": "2025-03-01T11:00:00Z",
+        },
+        {
+            "type": "Warning",
+            "reason": "NodeBroken",
+            "message": "edge-2",
+            "count": 3,
+            "lastTimestamp": "2025-03-01T11:30:00Z",
+        },
+        {
+            "type": "Normal",
+            "reason": "Paused",
+            "message": "by max-failed",
+            "eventTime": "2025-03-01T11:45:00.123456Z",
+        },
+        {
+            "type": "Normal",
+            "reason": "Old",
+            "message": "the oldest",
+            "metadata": {"creationTimestamp": "2025-03-01T10:00:00Z"},
+        },
+    ]
+    assert events_document(events, limit=3) == {
+        "events": [
+            {
+                "type": "Normal",
+                "reason": "Paused",
+                "message": "by max-failed",
+                "count": 1,
+                "last": "2025-03-01T11:45:00Z",
+            },
+            {
+                "type": "Warning",
+                "reason": "NodeBroken",
+                "message": "edge-2",
+                "count": 3,
+                "last": "2025-03-01T11:30:00Z",
+            },
+            {
+                "type": "Normal",
+                "reason": "WaveStarted",
+                "message": "wave a",
+                "count": 1,
+                "last": "2025-03-01T11:00:00Z",
+            },
+        ]
+    }
