@@ -74,3 +74,13 @@ def test_wheel_installs_only_the_product_commands(wheel: zipfile.ZipFile) -> Non
         "=",
         "edgerollout.cli.main:main",
     ]
+
+
+def test_wheel_ships_the_dashboards_page(wheel: zipfile.ZipFile) -> None:
+    """`edgerollout dashboard` serves its page from the installed package, fetching nothing."""
+    static = "edgerollout/cli/dashboard/static/"
+    assert sorted(name for name in wheel.namelist() if name.startswith(static)) == [
+        f"{static}dashboard.css",
+        f"{static}dashboard.js",
+        f"{static}index.html",
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from edgerollout.cli.dashboard import fleet as fleet_module
 from edgerollout.cli.dashboard.documents import node_cells
 from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
-from edgerollout.cli.dashboard.server import SECURITY_HEADERS, Dashboard
+from edgerollout.cli.dashboard.server import SECURITY_HEADERS, Dashboard, static_assets
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, EVENTS, NODES, PODS, ApiError
 from edgerollout.settings import DASHBOARD
@@ -315,3 +316,17 @@ async def test_a_kubeconfig_without_list_rights_is_told_on_the_page(
         }
         page = await served.client.get(f"/?token={TOKEN}")
         assert page.status == 200
+
+
+def test_the_page_loads_nothing_from_elsewhere() -> None:
+    """Every asset is the package's own: no URL of another origin in any of them (the SVG
+    namespace is a name, never fetched)."""
+    urls = {
+        name: re.findall(rb"(?:https?:)?//[\w.-]+\.[a-z]{2,}[^\s\"'`]*", body)
+        for name, (body, _) in static_assets().items()
+    }
+    assert urls == {
+        "index.html": [],
+        "dashboard.css": [],
+        "dashboard.js": [b"http://www.w3.org/2000/svg"],
+    }
