@@ -82,5 +82,6 @@ def test_wheel_ships_the_dashboards_page(wheel: zipfile.ZipFile) -> None:
     assert sorted(name for name in wheel.namelist() if name.startswith(static)) == [
         f"{static}dashboard.css",
         f"{static}dashboard.js",
+        f"{static}favicon.svg",
         f"{static}index.html",
     ]

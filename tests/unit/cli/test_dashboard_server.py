@@ -329,4 +329,5 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
         "index.html": [],
         "dashboard.css": [],
         "dashboard.js": [b"http://www.w3.org/2000/svg"],
+        "favicon.svg": [b"http://www.w3.org/2000/svg"],
     }

@@ -24,9 +24,13 @@ const CURVE = [
   ["broken", "#d55e00"],
 ];
 const PLAN_EVERY_MS = 5000;
+// A table of thousands of rows would slow the page for what no one reads; the plan command has them.
+const PLAN_ROWS = 200;
 const CURVE_POINTS = 2000; // the curve keeps this many readings, the oldest dropped
 
 let stream = null;
+// When the last document arrived (ms since the page opened), how long it took to parse and draw.
+const timing = { receivedAt: null, parsedMs: null, drawnMs: null };
 let current = null; // the rollout's page: {key, doc, layout, curve, selected, lastPlan}
 
 function api(path) {
@@ -58,7 +62,12 @@ function open(path, handlers) {
     banner(connection.ok ? "" : `The API server cannot be read: ${connection.message}`);
   });
   for (const [name, handler] of Object.entries(handlers)) {
-    stream.addEventListener(name, (event) => handler(JSON.parse(event.data)));
+    stream.addEventListener(name, (event) => {
+      timing.receivedAt = performance.now();
+      const document = JSON.parse(event.data);
+      timing.parsedMs = performance.now() - timing.receivedAt;
+      handler(document);
+    });
   }
   stream.onerror = () => banner("The connection to the dashboard's server is lost; reconnecting…");
   stream.onopen = () => banner("");
@@ -143,7 +152,7 @@ function drawRollout(doc) {
   if (current.selected) describe(current.selected);
   const now = Date.now();
   if (now - current.lastPlan > PLAN_EVERY_MS) readPlan();
-  current.drawnMs = performance.now() - started;
+  timing.drawnMs = performance.now() - started;
 }
 
 function drawLegend(doc) {
@@ -342,18 +351,16 @@ async function readPlan() {
   }
   const tbody = q("#plan tbody");
   tbody.replaceChildren();
-  let updated = 0;
-  for (const node of body.nodes) {
-    if (node.action === "updated") {
-      updated += 1;
-      continue;
-    }
+  const listed = body.nodes.filter((node) => node.action !== "updated");
+  for (const node of listed.slice(0, PLAN_ROWS)) {
     const row = document.createElement("tr");
     for (const value of [node.node, node.nodeReady, node.action, node.why]) cell(row, value);
     tbody.appendChild(row);
   }
+  const updated = body.nodes.length - listed.length;
+  const more = listed.length > PLAN_ROWS ? ` The first ${PLAN_ROWS} of ${listed.length} other nodes are listed (\`edgerollout plan\` lists all).` : "";
   const deletions = body.nodes.filter((n) => n.action === "delete now").length;
-  text(q("#plan-summary"), `${deletions} to delete now; ${updated} updated nodes not listed.` +
+  text(q("#plan-summary"), `${deletions} to delete now; ${updated} updated nodes not listed.${more}` +
     (body.pausesRollout ? " The rollout would be paused: more nodes are broken than max-failed allows." : ""));
 }
 
@@ -435,7 +442,7 @@ window.edgerolloutDashboard = {
     }
     return drawn;
   },
-  drawnMs: () => current && current.drawnMs,
+  timing: () => ({ ...timing }),
   describeAt: (x, y) => {
     const found = cellAt(x, y);
     if (found) describe(found);
