@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import re
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -16,11 +17,14 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from edgerollout.cli import list_command
 from edgerollout.cli.dashboard import fleet as fleet_module
 from edgerollout.cli.dashboard.documents import node_cells
 from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
 from edgerollout.cli.dashboard.server import SECURITY_HEADERS, Dashboard, static_assets
+from edgerollout.cli.list_render import ListedStatus
+from edgerollout.cli.rollout_read import ListedRollout
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, EVENTS, NODES, PODS, ApiError
 from edgerollout.settings import DASHBOARD
@@ -66,7 +70,9 @@ async def serving(api: ClosingApi) -> AsyncIterator[Served]:
 
 @pytest.fixture
 async def served(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Served]:
-    quick = dataclasses.replace(DASHBOARD, reconnect_seconds=0.05, push_interval_seconds=0.0)
+    quick = dataclasses.replace(
+        DASHBOARD, reconnect_seconds=0.05, push_interval_seconds=0.0, read_interval_seconds=0.0
+    )
     monkeypatch.setattr(fleet_module, "DASHBOARD", quick)
     api = ClosingApi()
     shop(api)
@@ -331,3 +337,40 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
         "dashboard.js": [b"http://www.w3.org/2000/svg"],
         "favicon.svg": [b"http://www.w3.org/2000/svg"],
     }
+
+
+async def test_a_daemonset_changing_often_is_read_once_an_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    interval = 0.5
+    settings = dataclasses.replace(DASHBOARD, read_interval_seconds=interval)
+    monkeypatch.setattr(fleet_module, "DASHBOARD", settings)
+    readings: list[float] = []
+    read = list_command.listed_status
+
+    def counted(rollout: ListedRollout, *, at: datetime) -> ListedStatus:
+        readings.append(asyncio.get_running_loop().time())
+        return read(rollout, at=at)
+
+    monkeypatch.setattr(fleet_module, "listed_status", counted)
+    api = ClosingApi()
+    shop(api)
+    fleet = Fleet(api, namespace="default")
+    page = fleet.subscribe("default/logs")
+    watching = asyncio.create_task(fleet.run())
+    try:
+        await asyncio.wait_for(page.woken.wait(), 2)
+        page.take()
+        assert len(readings) == 4  # each opted-in DaemonSet, once
+        for ready in ("False", "True", "False"):  # edge-1 flaps three times at once
+            api.publish(NODES, "MODIFIED", node_json("edge-1", ready=ready))
+        await asyncio.wait_for(page.woken.wait(), 2)
+        assert page.take() == ({"default/logs"}, False)
+        # Each of the four has a pod on edge-1: each is read once more, for the three changes,
+        # when the interval since its first reading has passed.
+        assert len(readings) == 8
+        assert min(readings[4:]) - readings[0] >= interval
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching

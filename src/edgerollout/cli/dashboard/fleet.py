@@ -3,9 +3,11 @@
 One `RolloutWatch` (the informers of `list --watch`: DaemonSets, pods, ControllerRevisions and
 Nodes, watched, never polled) keeps the index; each batch of changes it hands out is read once
 into each changed DaemonSet's `ListedStatus` (what `list` and `status` read), and every page
-that shows one of those DaemonSets is woken (`Subscription`). A page takes the newest reading
-when it is ready for it, so a slow page skips readings instead of queueing them: the server's
-memory is one reading per DaemonSet, and one set of pending names per page.
+that shows one of those DaemonSets is woken (`Subscription`). A DaemonSet is read at most once a
+`DASHBOARD.read_interval_seconds`: a change sooner is read when that time has passed. A page
+takes the newest reading when it is ready for it, so a slow page skips readings instead of
+queueing them: the server's memory is one reading per DaemonSet, and one set of pending names
+per page.
 
 When a list or a watch fails (the API server unreachable, a kubeconfig without the rights to
 list), the readings stay as they were, every page is told (`connection`), and the watches start
@@ -82,6 +84,7 @@ class Fleet:
         self.namespace = namespace
         self.connection = Connection(ok=False, message="connecting to the API server")
         self._readings: dict[str, Reading] = {}
+        self._read_at: dict[str, float] = {}
         self._seen: dict[str, SeenSince] = {}
         self._subscriptions: set[Subscription] = set()
 
@@ -107,6 +110,7 @@ class Fleet:
             watch = RolloutWatch(self.api, namespace=self.namespace)
             try:
                 await watch.start()
+                self._read_at.clear()  # everything is read again at once
                 self._connected(True, "")
                 delay = DASHBOARD.reconnect_seconds
                 changed = set(watch.index.daemonsets()) | set(self._readings)
@@ -130,17 +134,27 @@ class Fleet:
 
     def _read(self, watch: RolloutWatch, keys: set[str]) -> None:
         now = datetime.now(UTC)
+        clock = asyncio.get_running_loop().time()
+        read = set()
         for key in keys:
             rollout = watch.index.rollout(key)
             if rollout is None:  # deleted, or no longer opted in
                 self._readings.pop(key, None)
+                self._read_at.pop(key, None)
                 self._seen.pop(key, None)
                 watch.look_again(key, None)
+                read.add(key)
                 continue
+            last = self._read_at.get(key)
+            if last is not None and clock - last < DASHBOARD.read_interval_seconds:
+                watch.look_again(key, last + DASHBOARD.read_interval_seconds - clock)
+                continue
+            self._read_at[key] = clock
+            read.add(key)
             listed = listed_status(rollout, at=now)
             seen = self._seen.setdefault(key, SeenSince())
             since = dict(seen.update(listed.status.rows, now=now))
             self._readings[key] = Reading(listed=listed, views=rollout.views, since=since)
             watch.look_again(key, listed.status.look_again_after)
         for subscription in self._subscriptions:
-            subscription.tell(keys)
+            subscription.tell(read)
