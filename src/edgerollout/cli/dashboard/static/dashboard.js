@@ -69,7 +69,13 @@ function open(path, handlers) {
       handler(document);
     });
   }
-  stream.onerror = () => banner("The connection to the dashboard's server is lost; reconnecting…");
+  stream.onerror = () => {
+    // EventSource tries again by itself, unless the server refused it (a restarted dashboard
+    // has a new token, so its new URL must be opened).
+    banner(stream.readyState === EventSource.CLOSED
+      ? "The dashboard's server refused this page: open the URL the command printed."
+      : "The connection to the dashboard's server is lost; reconnecting…");
+  };
   stream.onopen = () => banner("");
 }
 
@@ -261,8 +267,42 @@ function drawGrid(doc) {
       paint(c, doc.states[node[1]], x, y, layout.size);
     });
   }
+  outlineSelected(c, layout);
   canvas.setAttribute("aria-label", `${doc.key}: ${doc.states.map((s) => `${doc.counts[s]} ${s}`).join(", ")}`);
   current.layout = layout;
+}
+
+// The selected cell (kept by node and pod across documents) framed, so the keyboard's moves show.
+function outlineSelected(c, layout) {
+  const selected = current.selected;
+  if (!selected) return;
+  for (const block of layout.blocks) {
+    if (block.pool.name !== selected.pool) continue;
+    const index = block.pool.cells.findIndex((cell) => cell[0] === selected.node[0] && cell[2] === selected.node[2]);
+    if (index < 0) return;
+    const x = (index % layout.columns) * layout.step;
+    const y = block.cellsTop + Math.floor(index / layout.columns) * layout.step;
+    c.strokeStyle = "#000000";
+    c.lineWidth = 2;
+    c.strokeRect(x - 1, y - 1, layout.size + 2, layout.size + 2);
+  }
+}
+
+// Arrow keys move the selection through the cells, pool after pool, as they are drawn.
+function moveSelection(event) {
+  const layout = current && current.layout;
+  if (!layout) return;
+  const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: layout.columns, ArrowUp: -layout.columns };
+  if (!(event.key in moves)) return;
+  event.preventDefault();
+  const flat = layout.blocks.flatMap((block) => block.pool.cells.map((node) => ({ pool: block.pool.name, node })));
+  const selected = current.selected;
+  const at = selected ? flat.findIndex((cell) => cell.pool === selected.pool && cell.node[0] === selected.node[0] && cell.node[2] === selected.node[2]) : -1;
+  const next = flat[Math.min(flat.length - 1, Math.max(0, at < 0 ? 0 : at + moves[event.key]))];
+  if (!next) return;
+  current.selected = next;
+  drawGrid(current.doc);
+  describe(next);
 }
 
 function cellAt(x, y) {
@@ -415,15 +455,22 @@ function select(event) {
   const box = q("#grid").getBoundingClientRect();
   const found = cellAt(event.clientX - box.left, event.clientY - box.top);
   if (found) {
-    if (event.type === "click") current.selected = found;
+    if (event.type === "click") {
+      current.selected = found;
+      drawGrid(current.doc);
+    }
     describe(found);
   }
 }
 
 window.addEventListener("hashchange", route);
+window.addEventListener("resize", () => {
+  if (current && current.doc) drawGrid(current.doc);
+});
 window.addEventListener("DOMContentLoaded", () => {
   q("#grid").addEventListener("mousemove", select);
   q("#grid").addEventListener("click", select);
+  q("#grid").addEventListener("keydown", moveSelection);
   q("#pause").addEventListener("click", () => change("pause"));
   q("#resume").addEventListener("click", () => change("resume"));
   q("#plan-refresh").addEventListener("click", () => readPlan());
