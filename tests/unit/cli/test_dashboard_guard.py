@@ -31,8 +31,9 @@ def test_a_read_without_the_token_is_refused_401(query: dict[str, str]) -> None:
     )
 
 
-def test_the_static_assets_need_no_token() -> None:
+def test_the_static_assets_and_the_icon_need_no_token() -> None:
     assert refused("GET", "/static/dashboard.js", OWN) is None
+    assert refused("GET", "/favicon.ico", OWN) is None
 
 
 @pytest.mark.parametrize("host", ["localhost:1234", "[::1]:80", "LocalHost.", "127.0.0.1"])

@@ -134,6 +134,8 @@ async def test_the_assets_are_served_from_the_package(served: Served) -> None:
     assert (style.status, style.headers["Content-Type"]) == (200, "text/css; charset=utf-8")
     missing = await served.client.get("/static/server.py")
     assert missing.status == 404
+    icon = await served.client.get("/favicon.ico")
+    assert (icon.status, icon.headers["Content-Type"]) == (200, "image/svg+xml; charset=utf-8")
     # The page itself only with the token: never as an asset.
     assert (await served.client.get("/static/index.html")).status == 404
 

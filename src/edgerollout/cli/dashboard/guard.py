@@ -7,7 +7,7 @@ operator made. Three checks, each failing closed (a missing header is a refusal)
   site that rebinds its DNS name to 127.0.0.1 keeps its own name in `Host` (as the agent checks,
   `agent.server.host_name`).
 - The session token, made when the command starts and printed in its URL, must come with every
-  request but the static assets (which hold no data): in the `token` query parameter for reads
+  request but the static assets and the icon (which hold no data): in the `token` query parameter for reads
   (an `EventSource` cannot send headers), in the `X-Edgerollout-Token` header for writes (a form
   of another site cannot send headers, and never learns the token: the same-origin policy keeps
   the page's content from it). Another user of the same machine, who can reach loopback, does not
@@ -29,6 +29,8 @@ from edgerollout.agent.server import LOOPBACK_HOSTS, host_name
 TOKEN_HEADER = "X-Edgerollout-Token"  # noqa: S105 (a header name, not a secret)
 TOKEN_PARAMETER = "token"  # noqa: S105 (a parameter name)
 STATIC_PREFIX = "/static/"
+# Where a browser looks for a page's icon when the page names none (a JSON answer, say).
+FAVICON = "/favicon.ico"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,7 +72,7 @@ def refusal(
         )
     if method not in ("GET", "HEAD"):
         return _write_refusal(gate, host=host, headers=headers)
-    if path.startswith(STATIC_PREFIX):
+    if path.startswith(STATIC_PREFIX) or path == FAVICON:
         return None
     if not _is_token(gate, query.get(TOKEN_PARAMETER)):
         return Refusal(

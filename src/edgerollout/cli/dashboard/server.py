@@ -39,7 +39,7 @@ from edgerollout.cli.dashboard.documents import (
     rollout_document,
 )
 from edgerollout.cli.dashboard.fleet import Fleet, Subscription
-from edgerollout.cli.dashboard.guard import Gate, refusal
+from edgerollout.cli.dashboard.guard import FAVICON, Gate, refusal
 from edgerollout.cli.pause_command import change_pause, done_message, unchanged_message
 from edgerollout.cli.plan_command import dry_run_of
 from edgerollout.kube.api import EVENTS, ApiError
@@ -92,6 +92,7 @@ class Dashboard:
         routes = "/api/rollouts/{namespace}/{name}"
         app.router.add_get("/", self.index)
         app.router.add_get("/static/{file}", self.static)
+        app.router.add_get(FAVICON, self.favicon)
         app.router.add_get("/api/home/stream", self.home_stream)
         app.router.add_get(routes + "/stream", self.rollout_stream)
         app.router.add_get(routes + "/plan", self.plan)
@@ -129,6 +130,10 @@ class Dashboard:
         if found is None or found[1] == "text/html":
             return _message(404, f"no such file: {request.path}")
         body, content_type = found
+        return web.Response(body=body, content_type=content_type, charset="utf-8")
+
+    async def favicon(self, _: web.Request) -> web.Response:
+        body, content_type = self.assets["favicon.svg"]
         return web.Response(body=body, content_type=content_type, charset="utf-8")
 
     # --- event streams --------------------------------------------------------------------
