@@ -49,9 +49,10 @@ def dashboard_url(*, host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
-async def _serve(
+async def serve(
     *, namespace: str | None, kubeconfig: str | None, address: Address, browser: bool
 ) -> int:
+    """Serve the dashboard until cancelled; 1 when the address cannot be listened on."""
     api = await connect(kubeconfig)
     fleet = Fleet(api, namespace=namespace)
     gate = Gate.for_address(token=secrets.token_urlsafe(32), host=address.host)
@@ -127,7 +128,7 @@ def dashboard(
         raise click.UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     scope = None if all_namespaces else namespace or DEFAULT_NAMESPACE
     run_command(
-        lambda: _serve(
+        lambda: serve(
             namespace=scope, kubeconfig=kubeconfig, address=address, browser=not no_browser
         ),
         api_exit=EXIT_ERROR,

@@ -3,12 +3,21 @@ default, a warning for any other address, the token in the URL."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import re
+import socket
+import webbrowser
+
 import pytest
 from click.testing import CliRunner
 
+from edgerollout.cli import dashboard_command
 from edgerollout.cli.dashboard_command import dashboard, dashboard_url, is_loopback
 from edgerollout.cli.main import cli
 from edgerollout.settings import DASHBOARD, Address
+from tests.unit.cli.list_cluster import ClosingApi, shop
+from tests.unit.kube.running import until
 
 
 def test_the_dashboard_is_a_command_of_edgerollout_and_of_the_kubectl_plugin() -> None:
@@ -59,3 +68,84 @@ def test_an_address_that_is_not_one_is_a_usage_error() -> None:
     result = CliRunner().invoke(dashboard, ["--address", "nowhere", "--no-browser"])
     assert result.exit_code == 2
     assert "--address" in result.output
+
+
+async def serving(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *, address: Address
+) -> tuple[ClosingApi, list[str], str, str]:
+    """Run the command's server until it has printed its URL; the API it used, the URLs it
+    opened in the browser, and what it printed on stdout and stderr."""
+    api = ClosingApi()
+    shop(api)
+
+    async def connect(kubeconfig: str | None) -> ClosingApi:
+        return api
+
+    opened: list[str] = []
+    monkeypatch.setattr(dashboard_command, "connect", connect)
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    serving = asyncio.create_task(
+        dashboard_command.serve(namespace="default", kubeconfig=None, address=address, browser=True)
+    )
+    out, err = "", ""
+    try:
+        while "Press Ctrl-C to stop." not in out:
+            assert not serving.done(), serving.result()
+            await asyncio.sleep(0.01)
+            captured = capsys.readouterr()
+            out, err = out + captured.out, err + captured.err
+        await until(lambda: opened != [], what="the browser opened")
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    return api, opened, out, err
+
+
+async def test_it_prints_its_url_opens_it_and_closes_the_api_when_stopped(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api, opened, out, err = await serving(monkeypatch, capsys, address=DASHBOARD.address)
+    [url] = opened
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{43}", url)
+    assert out == f"Dashboard: {url}\nPress Ctrl-C to stop.\n"
+    assert err == ""
+    assert api.closed
+
+
+async def test_an_address_that_is_not_loopback_is_warned_of(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    everywhere = Address("0.0.0.0", 0)  # noqa: S104 (what the warning is about)
+    _, [url], _, err = await serving(monkeypatch, capsys, address=everywhere)
+    assert url.startswith("http://0.0.0.0:")
+    assert err == (
+        "warning: listening on 0.0.0.0, not loopback: anyone who can reach it and learns the "
+        "URL acts with your credentials\n"
+    )
+
+
+async def test_an_address_in_use_ends_the_command_with_1_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = ClosingApi()
+    shop(api)
+
+    async def connect(kubeconfig: str | None) -> ClosingApi:
+        return api
+
+    monkeypatch.setattr(dashboard_command, "connect", connect)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = await dashboard_command.serve(
+            namespace="default",
+            kubeconfig=None,
+            address=Address("127.0.0.1", port),
+            browser=False,
+        )
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (1, "")
+    assert captured.err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+    assert api.closed
