@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -21,15 +22,17 @@ from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
 from edgerollout.cli.dashboard.server import Dashboard
 from edgerollout.domain.vocabulary import NODEPOOL_LABEL
-from edgerollout.kube.api import NODES
+from edgerollout.kube.api import NODES, PODS
 from edgerollout_lab import browser
 from edgerollout_lab.control_plane import free_port
 from tests.e2e.support.lab import wait_for
 from tests.unit.cli.list_cluster import ClosingApi, put_daemonset
-from tests.unit.kube.objects import ADVANCED, MAX_UNAVAILABLE, NEW, OLD, node_json
+from tests.unit.kube.objects import ADVANCED, MAX_UNAVAILABLE, NEW, OLD, node_json, pod_json
 
 NAME = "shop-agent"
 KEY = f"default/{NAME}"
+# The DaemonSet's UID as `list_cluster.put_daemonset` makes it: its pods' owner.
+UID = f"uid-default-{NAME}"
 POOLS = 10
 CUT_POOLS = frozenset({"shops-03", "shops-07"})
 TOKEN = "fleet-page"
@@ -50,10 +53,25 @@ def fleet_api(nodes: int) -> ClosingApi:
     return api
 
 
+@dataclass(frozen=True, slots=True)
+class FleetPage:
+    """The URL of the fleet's rollout page, and the fake API its dashboard reads."""
+
+    url: str
+    api: ClosingApi
+
+    def replace_pod(self, node: str, revision: str) -> None:
+        """The DaemonSet's pod on `node` replaced by one of `revision`, as the watches see it."""
+        pod = pod_json(f"{NAME}-{node}", node=node, revision_hash=revision, owner_uid=UID, app=NAME)
+        pod["metadata"]["namespace"] = "default"
+        self.api.publish(PODS, "MODIFIED", pod)
+
+
 @contextlib.asynccontextmanager
-async def fleet_page(nodes: int) -> AsyncIterator[str]:
-    """The dashboard serving the fleet, once it has read it: the URL of the rollout's page."""
-    fleet = Fleet(fleet_api(nodes), namespace="default")
+async def fleet_page(nodes: int) -> AsyncIterator[FleetPage]:
+    """The dashboard serving the fleet, once it has read it."""
+    api = fleet_api(nodes)
+    fleet = Fleet(api, namespace="default")
     read = fleet.subscribe(KEY)
     watching = asyncio.create_task(fleet.run())
     runner = web.AppRunner(
@@ -67,7 +85,7 @@ async def fleet_page(nodes: int) -> AsyncIterator[str]:
             await read.woken.wait()
             read.take()
         fleet.unsubscribe(read)
-        yield f"http://127.0.0.1:{port}/?token={TOKEN}#/rollouts/default/{NAME}"
+        yield FleetPage(f"http://127.0.0.1:{port}/?token={TOKEN}#/rollouts/default/{NAME}", api)
     finally:
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -85,8 +103,8 @@ async def drawn(page: browser.Page, *, timeout: float = 30) -> None:
 
 
 async def _screenshot(nodes: int, path: Path) -> None:
-    async with fleet_page(nodes) as url, browser.headless_page(width=1280, height=1000) as page:
-        await page.navigate(url)
+    async with fleet_page(nodes) as fleet, browser.headless_page(width=1280, height=1000) as page:
+        await page.navigate(fleet.url)
         await drawn(page)
         await asyncio.sleep(1)  # the plan table, fetched after the first drawing
         await page.screenshot(path, full_page=False)

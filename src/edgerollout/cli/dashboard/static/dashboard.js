@@ -30,7 +30,8 @@ const CURVE_POINTS = 2000; // the curve keeps this many readings, the oldest dro
 
 let stream = null;
 // When the last document arrived (ms since the page opened), how long it took to parse and draw.
-const timing = { receivedAt: null, parsedMs: null, drawnMs: null };
+// `documents` counts the documents received, `slowestMs` the longest parse and draw of one.
+const timing = { receivedAt: null, parsedMs: null, drawnMs: null, documents: 0, slowestMs: 0 };
 let current = null; // the rollout's page: {key, doc, layout, curve, selected, lastPlan}
 
 function api(path) {
@@ -159,6 +160,8 @@ function drawRollout(doc) {
   const now = Date.now();
   if (now - current.lastPlan > PLAN_EVERY_MS) readPlan();
   timing.drawnMs = performance.now() - started;
+  timing.documents += 1;
+  timing.slowestMs = Math.max(timing.slowestMs, timing.parsedMs + timing.drawnMs);
 }
 
 function drawLegend(doc) {
