@@ -18,7 +18,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from edgerollout.cli import list_command
+from edgerollout.cli.dashboard import documents as documents_module
 from edgerollout.cli.dashboard import fleet as fleet_module
+from edgerollout.cli.dashboard import server as server_module
 from edgerollout.cli.dashboard.documents import node_cells
 from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
@@ -376,3 +378,20 @@ async def test_a_daemonset_changing_often_is_read_once_an_interval(
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watching
+
+
+async def test_pages_of_one_rollout_share_one_document_per_reading(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    make = documents_module.rollout_document
+
+    def counted(listed: ListedStatus, **views: Any) -> dict[str, Any]:
+        made.append(listed.status.daemonset)
+        return make(listed, **views)
+
+    monkeypatch.setattr(server_module, "rollout_document", counted)
+    path = "/api/rollouts/default/logs/stream"
+    async with stream(served, path) as first, stream(served, path) as second:
+        assert await first.until("rollout") == await second.until("rollout")
+    assert made == ["logs"]
