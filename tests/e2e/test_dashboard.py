@@ -1,6 +1,7 @@
 """`edgerollout dashboard` against the lab, its page in a real browser (headless Chromium): a
 rollout with a cut node and a broken node drawn as the controller reads it, pause from the page,
-and a change from another site refused; and a rollout of 10,000 nodes (the fake API's, no lab
+and a change from another site refused; an operator without the rights to list or to patch
+told so on the page; and a rollout of 10,000 nodes (the fake API's, no lab
 holds that many here) drawn within a second."""
 
 from __future__ import annotations
@@ -8,18 +9,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, PAUSED_ANNOTATION
 from edgerollout_lab import browser
 from edgerollout_lab.control_plane import free_port
+from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
 from tests.e2e.support.cli import BIN, edgerollout
 from tests.e2e.support.controller_process import ControllerProcess
@@ -54,10 +60,15 @@ class Dashboard:
 
 
 @contextlib.asynccontextmanager
-async def dashboard_for(kube: LabHandle, namespace: str) -> AsyncIterator[Dashboard]:
+async def dashboard_for(
+    kube: LabHandle, namespace: str, *, kubeconfig: Path | None = None
+) -> AsyncIterator[Dashboard]:
+    """`edgerollout dashboard -n NAMESPACE --no-browser` with the admin's kubeconfig or
+    `kubeconfig`, stopped on exit."""
+    credentials = kube.lab.kubeconfig if kubeconfig is None else kubeconfig
     process = await asyncio.create_subprocess_exec(
         str(BIN / "edgerollout"),
-        *("dashboard", "-n", namespace, "--no-browser", "--kubeconfig", str(kube.lab.kubeconfig)),
+        *("dashboard", "-n", namespace, "--no-browser", "--kubeconfig", str(credentials)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -215,6 +226,137 @@ async def test_the_page_draws_a_cut_and_a_broken_node_and_pauses_the_rollout(
         f"refused POST /api/rollouts/{namespace}/{NAME}/resume: "
         "a change from another site (http://evil.example) is refused",
     ]
+
+
+VIEWER = "dashboard-viewer"
+# What `list` reads, and `get` of a DaemonSet (what pause reads first): every right but a write.
+READS = ["get", "list", "watch"]
+
+
+async def viewer_kubeconfig(kube: LabHandle, namespace: str, path: Path) -> tuple[Path, str]:
+    """A kubeconfig of a ServiceAccount holding no right at all yet, and its user name."""
+    # Plain manifests, as the client accepts them where it types models.
+    account: Any = {"metadata": {"name": VIEWER}}
+    await kube.core.create_namespaced_service_account(namespace, account)
+    request: Any = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    answer = await kube.core.create_namespaced_service_account_token(VIEWER, namespace, request)
+    admin = read_kubeconfig(kube.lab.kubeconfig)
+    user = f"system:serviceaccount:{namespace}:{VIEWER}"
+    written = write_kubeconfig(
+        path, server=admin.server, ca_file=admin.ca_file, user=user, token=answer.status.token
+    )
+    return written, user
+
+
+def forbidden(user: str, resource: str, group: str, scope: str) -> str:
+    """The banner of a list the API server refused to `user`."""
+    named = f"{resource}.{group}" if group else resource
+    return (
+        "The API server cannot be read: the API server answered 403 Forbidden: "
+        f'{named} is forbidden: User "{user}" cannot list resource "{resource}" in API group '
+        f'"{group}" {scope}'
+    )
+
+
+def binding(kind: str, name: str, namespace: str) -> Any:
+    """A (Cluster)RoleBinding `name` of the (Cluster)Role `name` to the viewer."""
+    return {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": VIEWER, "namespace": namespace}],
+    }
+
+
+async def grant_reads(kube: LabHandle, namespace: str) -> None:
+    """The viewer may read what the dashboard reads: in the namespace, and the Nodes (a
+    ClusterRole named after the namespace, `revoke_node_reads` deletes it)."""
+    rbac = client.RbacAuthorizationV1Api(kube.api)
+    role: Any = {
+        "metadata": {"name": VIEWER},
+        "rules": [
+            {
+                "apiGroups": ["apps"],
+                "resources": ["daemonsets", "controllerrevisions"],
+                "verbs": READS,
+            },
+            {"apiGroups": [""], "resources": ["pods", "events"], "verbs": READS},
+        ],
+    }
+    await rbac.create_namespaced_role(namespace, role)
+    await rbac.create_namespaced_role_binding(namespace, binding("Role", VIEWER, namespace))
+    nodes: Any = {
+        "metadata": {"name": namespace},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": READS}],
+    }
+    await rbac.create_cluster_role(nodes)
+    await rbac.create_cluster_role_binding(binding("ClusterRole", namespace, namespace))
+
+
+async def revoke_node_reads(kube: LabHandle, namespace: str) -> None:
+    rbac = client.RbacAuthorizationV1Api(kube.api)
+    with contextlib.suppress(ApiException):
+        await rbac.delete_cluster_role_binding(namespace)
+    with contextlib.suppress(ApiException):
+        await rbac.delete_cluster_role(namespace)
+
+
+async def test_an_operator_without_rights_is_told_on_the_page_and_not_served(
+    kube: LabHandle, namespace: str, chromium: None, tmp_path: Path
+) -> None:
+    await seed_daemonset(kube, namespace, annotations=ARU)
+    kubeconfig, user = await viewer_kubeconfig(kube, namespace, tmp_path / "viewer.kubeconfig")
+    try:
+        async with (
+            dashboard_for(kube, namespace, kubeconfig=kubeconfig) as served,
+            browser.headless_page() as page,
+        ):
+            await page.navigate(f"{served.url}#/rollouts/{namespace}/{NAME}")
+
+            async def bannered() -> str | None:
+                return await text_of(page, "#banner") or None
+
+            # Without the right to list: a banner saying which list was refused (the four
+            # informers start together, so any of them may be first), the page still served.
+            banner = await wait_for(bannered, timeout=30, what="the banner")
+            refusals = [
+                forbidden(user, "daemonsets", "apps", f'in the namespace "{namespace}"'),
+                forbidden(user, "controllerrevisions", "apps", f'in the namespace "{namespace}"'),
+                forbidden(user, "pods", "", f'in the namespace "{namespace}"'),
+                forbidden(user, "nodes", "", "at the cluster scope"),
+            ]
+            retry = r" \(trying again in \d+ s\)"
+            assert any(re.fullmatch(re.escape(one) + retry, banner) for one in refusals), banner
+
+            # Granted reads only: the watches start again, the grid is drawn, and a pause is
+            # refused with the API server's words, written nowhere.
+            await grant_reads(kube, namespace)
+
+            async def listed() -> dict[str, str] | None:
+                cells = await drawn(page)
+                return cells if cells and not await text_of(page, "#banner") else None
+
+            assert await wait_for(listed, timeout=60, what="the grid, once granted") == {
+                "edge-1": "updated",
+                "edge-2": "updated",
+                "edge-3": "updated",
+            }
+            await page.evaluate("document.querySelector('#pause').click()")
+
+            async def refused() -> str | None:
+                refusal = await page.evaluate(
+                    "document.querySelector('#action-message.refused')?.textContent ?? null"
+                )
+                return refusal or None
+
+            assert await wait_for(refused, timeout=15, what="the refusal") == (
+                "the API server answered 403 Forbidden: "
+                f'daemonsets.apps "{NAME}" is forbidden: User "{user}" cannot patch resource '
+                f'"daemonsets" in API group "apps" in the namespace "{namespace}"'
+            )
+        found = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
+        assert PAUSED_ANNOTATION not in (found.metadata.annotations or {})
+    finally:
+        await revoke_node_reads(kube, namespace)
 
 
 async def test_a_10000_node_rollout_is_drawn_within_a_second_and_followed_smoothly(
