@@ -94,6 +94,31 @@ function counted(value) {
   return value == null ? "-" : value;
 }
 
+// A DaemonSet's nodes as one bar: updated, held, offline, broken and the rest, in the cells'
+// colours, its words in its label (the row's cells say the numbers too).
+function progressBar(item) {
+  const bar = document.createElement("span");
+  bar.className = "progress";
+  const remaining = item.total - item.updated - item.held - item.offline - item.broken;
+  const parts = [
+    ["updated", item.updated],
+    ["held", item.held],
+    ["waiting", item.offline],
+    ["broken", item.broken],
+    ["outdated", remaining],
+  ];
+  for (const [state, count] of parts) {
+    if (count <= 0) continue;
+    const part = document.createElement("span");
+    part.style.width = `${(100 * count) / item.total}%`;
+    part.style.backgroundColor = STYLE[state].colour;
+    bar.appendChild(part);
+  }
+  bar.setAttribute("role", "img");
+  bar.setAttribute("aria-label", `${item.updated} updated, ${item.held} held, ${item.offline} offline, ${item.broken} broken of ${item.total}`);
+  return bar;
+}
+
 function drawHome(doc) {
   const body = q("#rollouts tbody");
   body.replaceChildren();
@@ -107,7 +132,8 @@ function drawHome(doc) {
     text(link, item.name);
     cell(row, "").appendChild(link);
     cell(row, item.strategy || "<none>");
-    cell(row, item.total == null ? "-" : `${item.updated}/${item.total}`);
+    const updated = cell(row, item.total == null ? "-" : `${item.updated}/${item.total}`);
+    if (item.total) updated.appendChild(progressBar(item));
     cell(row, counted(item.offline));
     cell(row, counted(item.broken));
     cell(row, counted(item.held));
