@@ -422,3 +422,17 @@ async def test_a_10000_node_rollout_is_drawn_within_a_second_and_followed_smooth
     assert running["slowestMs"] < 100, running
     assert drawn_cells is not None
     assert {drawn_cells[node] for node in replaced} == {"updated"}
+
+
+async def test_the_home_page_shows_lists_row_and_a_bar_of_each_rollout(chromium: None) -> None:
+    async with fleet_page(1000) as fleet, browser.headless_page() as page:
+        await page.navigate(fleet.url.split("#", 1)[0])
+
+        async def rows() -> str | None:
+            return await text_of(page, "#rollouts tbody") or None
+
+        listed = await wait_for(rows, timeout=30, what="the home page's rows")
+        bar = await page.evaluate("document.querySelector('.progress').getAttribute('aria-label')")
+    # list's row of the fleet: 334 of 1,000 updated, 133 offline (the two cut pools' outdated).
+    assert listed == "defaultshop-agentAdvancedRollingUpdate334/100013300<none>rolling"
+    assert bar == "334 updated, 0 held, 133 offline, 0 broken of 1000"
