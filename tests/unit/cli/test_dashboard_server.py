@@ -33,6 +33,7 @@ from edgerollout.settings import DASHBOARD
 from tests.unit.cli.list_cluster import ClosingApi, shop
 from tests.unit.kube.fake_api import unreachable
 from tests.unit.kube.objects import NEW, node_json, pod_json
+from tests.unit.kube.running import until
 
 Client = TestClient[web.Request, web.Application]
 TOKEN = "s3cret"
@@ -395,3 +396,8 @@ async def test_pages_of_one_rollout_share_one_document_per_reading(
     async with stream(served, path) as first, stream(served, path) as second:
         assert await first.until("rollout") == await second.until("rollout")
     assert made == ["logs"]
+    # Once no page shows it, its JSON is dropped: the next page has it made again.
+    await until(lambda: not served.fleet.on_a_page("default/logs"), what="both pages gone")
+    async with stream(served, path) as third:
+        await third.until("rollout")
+    assert made == ["logs", "logs"]

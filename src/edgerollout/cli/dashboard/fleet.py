@@ -103,6 +103,10 @@ class Fleet:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
+    def on_a_page(self, key: str) -> bool:
+        """Whether a page shows the DaemonSet `key` now."""
+        return any(subscription.key == key for subscription in self._subscriptions)
+
     async def run(self) -> None:
         """Keep the readings until cancelled, starting the watches again after each failure."""
         delay = DASHBOARD.reconnect_seconds

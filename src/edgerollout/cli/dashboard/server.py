@@ -160,7 +160,11 @@ class Dashboard:
             return [("rollout", self._rollout_json(key, reading))]
 
         interval = DASHBOARD.push_interval_seconds
-        return await self._stream(request, key=key, documents=documents, interval=interval)
+        try:
+            return await self._stream(request, key=key, documents=documents, interval=interval)
+        finally:
+            if not self.fleet.on_a_page(key):  # its JSON is kept only while shown
+                self._encoded.pop(key, None)
 
     async def _stream(
         self,
