@@ -126,7 +126,10 @@ async def drawn(page: browser.Page) -> dict[str, str] | None:
 
 
 async def text_of(page: browser.Page, selector: str) -> str:
-    found: str = await page.evaluate(f"document.querySelector({json.dumps(selector)}).textContent")
+    """The text of the element `selector` finds ("" while the page has none: not loaded yet)."""
+    found: str = await page.evaluate(
+        f"document.querySelector({json.dumps(selector)})?.textContent ?? ''"
+    )
     return found
 
 
