@@ -126,6 +126,15 @@ async def test_the_page_needs_the_token_and_carries_it(served: Served) -> None:
     assert {key: page.headers[key] for key in SECURITY_HEADERS} == SECURITY_HEADERS
 
 
+async def test_refusals_and_unknown_routes_carry_the_security_headers_too(served: Served) -> None:
+    refused = await served.client.get("/")
+    unknown = await served.client.get(f"/nothing-here?token={TOKEN}")
+    missing = await served.client.get("/static/server.py")
+    assert (refused.status, unknown.status, missing.status) == (401, 404, 404)
+    for answer in (refused, unknown, missing):
+        assert {key: answer.headers.get(key) for key in SECURITY_HEADERS} == SECURITY_HEADERS
+
+
 async def test_the_assets_are_served_from_the_package(served: Served) -> None:
     script = await served.client.get("/static/dashboard.js")
     assert (script.status, script.headers["Content-Type"]) == (

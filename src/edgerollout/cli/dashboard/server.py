@@ -114,8 +114,15 @@ class Dashboard:
         )
         if refused is not None:
             log.warning("refused %s %s: %s", request.method, request.path, refused.message)
-            return _message(refused.code, refused.message)
-        response = await handler(request)
+            response: web.StreamResponse = _message(refused.code, refused.message)
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPException as error:
+                # aiohttp's own answers (an unknown route, a method not allowed) carry the
+                # headers too.
+                error.headers.update(SECURITY_HEADERS)
+                raise
         if not response.prepared:
             response.headers.update(SECURITY_HEADERS)
         return response
