@@ -17,6 +17,7 @@ import pytest
 
 from edgerollout.domain.vocabulary import (
     ADVANCED_ROLLING_UPDATE,
+    CONTROLLER_REVISION_HASH_LABEL,
     MAX_FAILED_ANNOTATION,
     MAX_UNAVAILABLE_ANNOTATION,
     ON_FAILURE_ANNOTATION,
@@ -46,7 +47,6 @@ from tests.e2e.support.seed import (
     ON_DELETE,
     SELECTOR,
     newest_revision_hash,
-    revision_after,
     running_everywhere,
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
@@ -80,6 +80,20 @@ async def seed_six(kube: LabHandle, namespace: str) -> dict[str, str]:
     return await running_everywhere(kube, namespace, OLD, SIX)
 
 
+async def other_revision(kube: LabHandle, namespace: str, first: str) -> str:
+    """Wait for the one ControllerRevision besides the one hashed `first`; its hash. Not the
+    newest: the rollback may already have made `first` the newest again by the first look (the
+    failed revision stays in the history)."""
+
+    async def other() -> str | None:
+        listed = await kube.apps.list_namespaced_controller_revision(namespace)
+        hashes = {r.metadata.labels[CONTROLLER_REVISION_HASH_LABEL] for r in listed.items}
+        others = hashes - {first}
+        return str(others.pop()) if len(others) == 1 else None
+
+    return await wait_for(other, timeout=15, what="a second ControllerRevision")
+
+
 async def test_past_the_failure_budget_the_previous_template_rolls_out_broken_nodes_first(
     kube: LabHandle, namespace: str, rolling_back: ControllerProcess
 ) -> None:
@@ -88,7 +102,7 @@ async def test_past_the_failure_budget_the_previous_template_rolls_out_broken_no
     watcher = UnavailabilityWatcher(kube.core, namespace, selector=SELECTOR, nodes=SIX)
     async with watcher:
         await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
-        failed = await revision_after(kube, namespace, restored)
+        failed = await other_revision(kube, namespace, restored)
 
         async def rolled_back() -> list[Any] | None:
             return await events(kube, namespace, reason=ROLLOUT_ROLLED_BACK) or None
