@@ -397,11 +397,17 @@ def _kill(pids: set[int]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(
-        psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        for pid in pids
-    ):
+    while time.monotonic() < deadline and any(_running(pid) for pid in pids):
         time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is still a process that is not a zombie (one that ends while it is looked
+    at is not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _mounts_under(folder: Path) -> list[str]:
