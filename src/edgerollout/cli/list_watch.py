@@ -1,8 +1,10 @@
 """`list --watch`: the opted-in DaemonSets' rollouts kept up to date from watches, not by polling.
 
-Four informers (`kube.informer`: one list each, then a watch from the list's resourceVersion, a
+Five informers (`kube.informer`: one list each, then a watch from the list's resourceVersion, a
 new list only after `410 Gone`) feed one `RolloutIndex`, the same `list` reads once: the
-DaemonSets, pods and ControllerRevisions of the namespace (or of all), and the Nodes. Each change
+DaemonSets, pods and ControllerRevisions of the namespace (or of all), the Nodes, and the
+install's rollback switches (RoleBindings `edgerollout-controller-rollback`; a reader refused
+them gets rollouts planned as if switched off, told so, and the others go on). Each change
 names the DaemonSets whose rollout it may change; `changes` hands those out in batches, a burst
 of changes settling first (`LIST.settle_seconds`). The Nodes are watched because an edge node
 going offline changes a rollout's state before any of its pods changes, the ControllerRevisions
@@ -27,12 +29,23 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from edgerollout.cli.rollout_read import (
+    FORBIDDEN,
+    ROLLBACK_BINDING_FIELD,
     RolloutIndex,
     daemonset_pod,
     dated_revision,
     opted_in_daemonset,
+    switched_on_in,
 )
-from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS, Api, ApiError
+from edgerollout.kube.api import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    NODES,
+    PODS,
+    ROLE_BINDINGS,
+    Api,
+    ApiError,
+)
 from edgerollout.kube.informer import Informer
 from edgerollout.kube.views import node_from_api
 from edgerollout.settings import LIST
@@ -67,6 +80,21 @@ class RolloutWatch:
             ),
             self._informer(Informer(api, NODES, node_from_api), index.node_changed),
         ]
+        # The install's rollback switches (design §13.4.1): a reader who may not read them gets
+        # rollouts planned as if switched off, and the word that they could not be read.
+        self._switches = self._informer(
+            Informer(
+                api,
+                ROLE_BINDINGS,
+                switched_on_in,
+                namespace=namespace,
+                field_selector=ROLLBACK_BINDING_FIELD,
+            ),
+            index.switch_changed,
+        )
+        self._switches.on_lost = self._switches_lost
+        self._switches_forbidden = False
+        self._informers.append(self._switches)
 
     def _informer(
         self, informer: Informer[T], changed: Callable[[T | None, T | None], set[str]]
@@ -79,6 +107,18 @@ class RolloutWatch:
         informer.on_listed = self._woken.set
         informer.on_lost = self._lost
         return informer
+
+    def _switches_lost(self, error: Exception) -> None:
+        if not (isinstance(error, ApiError) and error.status == FORBIDDEN):
+            self._lost(error)
+            return
+        self._switches_forbidden = True
+        self._dirty |= self.index.switches_unknown()
+        self._woken.set()
+        # Asking again would be refused again: the informer stops here.
+        asyncio.get_running_loop().call_soon(
+            self._tasks[self._informers.index(self._switches)].cancel
+        )
 
     def _lost(self, error: Exception) -> None:
         if isinstance(error, ApiError) and error.gone:
@@ -99,7 +139,11 @@ class RolloutWatch:
         while True:
             self._woken.clear()
             self._raise_failure()
-            if all(informer.synced.is_set() for informer in self._informers):
+            if all(
+                informer.synced.is_set()
+                or (informer is self._switches and self._switches_forbidden)
+                for informer in self._informers
+            ):
                 break
             await self._woken.wait()
         self._dirty.clear()

@@ -1,7 +1,8 @@
 """`edgerollout plan DAEMONSET`: what the controller would do now, node by node, and why.
 
 A dry run: it reads the DaemonSet and the objects of its rollout once (`rollout_read`), runs the
-controller's own `domain.reconcile.plan` on them with a fresh book, and prints what
+controller's own `domain.reconcile.plan` on them with a fresh book (`dry_plan`: with a rollback
+on failure where the install switched it on), and prints what
 `domain.dry_run` reads out of that plan. Nothing is written. Deletions the controller has made
 and the API server has not carried out yet are invisible here (their pods show as terminating);
 otherwise the plan is the one the controller makes from the same objects.
@@ -18,10 +19,9 @@ import click
 
 from edgerollout.cli.daemonset_command import connect, daemonset_target, run_daemonset_command
 from edgerollout.cli.plan_render import DryRun, render_plan_json, render_plan_table
-from edgerollout.cli.rollout_read import RolloutViews, read_rollout
+from edgerollout.cli.rollout_read import RolloutViews, asks_for_rollback, read_rollout
 from edgerollout.domain.planning.decision import Snapshot
-from edgerollout.domain.planning.reconcile import plan
-from edgerollout.domain.planning.rollout_book import RolloutBook
+from edgerollout.domain.planning.reconcile import dry_plan
 from edgerollout.domain.reporting.node_plans import node_plans
 from edgerollout.kube.api import Api
 
@@ -42,10 +42,11 @@ def dry_run_of(views: RolloutViews, *, now: datetime) -> DryRun:
         nodes=views.nodes,
         now=now,
     )
-    decided = plan(snapshot, RolloutBook())
+    decided = dry_plan(snapshot, rollback=views.rollback)
     return DryRun(
         daemonset=views.daemonset,
         plan=decided,
+        rollback_switch=views.rollback if asks_for_rollback(views.daemonset) else None,
         nodes=node_plans(decided, pods_by_node=snapshot.pods_by_node, readiness=snapshot.readiness),
     )
 

@@ -6,6 +6,7 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
 {"daemonset": str, "namespace": str, "strategy": "AdvancedRollingUpdate" | "OTA" | null,
  "newestRevision": str | null, "maxUnavailable": int | null, "unavailable": int | null,
  "paused": bool, "pausesRollout": bool, "rollsBackTo": str | null, "windowOpens": str | null,
+ "rollbackSwitch": "on" | "off" | "unknown" | null,
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
  "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
            "soakingUntil": str | null} | null,
@@ -16,7 +17,9 @@ Pure (a `DryRun` in, a string out). The JSON shape is a public contract (design 
 `events` are the Events the plan asks for (a controller that sent one already does not repeat it);
 `pausesRollout`: more nodes are broken than `edgerollout.io/max-failed` tolerates, so the
 controller pauses the rollout; `rollsBackTo`: the same, on a DaemonSet that asks to roll back
-on failure, and the revision it goes back to (design §13.4.1); `windowOpens`: when a closed maintenance window opens (RFC 3339).
+on failure, and the revision it goes back to (design §13.4.1); `windowOpens`: when a closed maintenance window opens (RFC 3339);
+`rollbackSwitch`: as `status` has it (whether the install switched rollbacks on in the namespace
+of a DaemonSet that asks for one; the plan is made by it).
 """
 
 from __future__ import annotations
@@ -26,11 +29,17 @@ from typing import Any
 
 import orjson
 
-from edgerollout.cli.status_render import align, batch_document, describe_batch
+from edgerollout.cli.status_render import (
+    align,
+    batch_document,
+    describe_batch,
+    describe_rollback_switch,
+)
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.reporting.node_plans import NodePlan
+from edgerollout.domain.spec.on_failure import RollbackSwitch
 from edgerollout.domain.timestamps import format_rfc3339
 
 
@@ -41,6 +50,8 @@ class DryRun:
     daemonset: DaemonSetView
     plan: Plan
     nodes: tuple[NodePlan, ...]
+    rollback_switch: RollbackSwitch | None = None
+    """Whether the install lets the controller roll the DaemonSet back (None: not asked for)."""
 
 
 def render_plan_table(result: DryRun) -> str:
@@ -57,6 +68,8 @@ def render_plan_table(result: DryRun) -> str:
         staging.append(f"maintenance window closed, opens {format_rfc3339(decided.window_opens)}")
     if staging:
         lines.append(f"Staging: {'; '.join(staging)}")
+    if result.rollback_switch is not None:
+        lines.append(describe_rollback_switch(result.rollback_switch, result.daemonset.namespace))
     if result.nodes:
         header = ["NODE", "NODE-READY", "ACTION", "WHY"]
         rows = [[row.node, row.readiness.value, str(row.action), row.why] for row in result.nodes]
@@ -111,6 +124,7 @@ def plan_document(result: DryRun) -> dict[str, Any]:
         "paused": bool(decided.paused),
         "pausesRollout": decided.pause_rollout,
         "rollsBackTo": None if decided.rollback is None else decided.rollback.record.restored,
+        "rollbackSwitch": None if result.rollback_switch is None else result.rollback_switch.value,
         "windowOpens": None
         if decided.window_opens is None
         else format_rfc3339(decided.window_opens),

@@ -3,7 +3,11 @@ read of every opted-in DaemonSet of a namespace (or of all), for `list`.
 
 The DaemonSet, its pods (its label selector, then its UID in their owner reference), its
 ControllerRevisions and every Node, each listed once (page by page) and reduced to the views the
-domain decides with, so that both commands see what the controller's caches would show.
+domain decides with, so that both commands see what the controller's caches would show. A
+DaemonSet that asks to be rolled back on failure also has its namespace's switch read: the
+install's RoleBinding `edgerollout-controller-rollback` (design §13.4.1), so that the dry run
+rolls back where the controller would and pauses where it would not; a reader without the right
+to read it gets a plan that pauses, and the word that the switch could not be read.
 
 `list` reads many DaemonSets with one list per resource, not one per DaemonSet: the DaemonSets,
 then (if any is opted in) the pods, the ControllerRevisions and the Nodes, grouped by their
@@ -20,15 +24,23 @@ from datetime import datetime
 
 from edgerollout.cli.daemonset_command import read_daemonset
 from edgerollout.domain.model import DaemonSetView, NodeName, NodeView, PodView, RevisionView
+from edgerollout.domain.spec.on_failure import OnFailure, RollbackSwitch, read_on_failure
 from edgerollout.domain.timestamps import parse_rfc3339
-from edgerollout.domain.vocabulary import DAEMONSET_KIND, UPDATE_STRATEGY_ANNOTATION
+from edgerollout.domain.vocabulary import (
+    DAEMONSET_KIND,
+    ON_FAILURE_ANNOTATION,
+    ROLLBACK_ROLE_BINDING,
+    UPDATE_STRATEGY_ANNOTATION,
+)
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
     DAEMONSETS,
     JSON,
     NODES,
     PODS,
+    ROLE_BINDINGS,
     Api,
+    ApiError,
     Resource,
 )
 from edgerollout.kube.views import (
@@ -47,24 +59,35 @@ from edgerollout.kube.views import (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RolloutViews:
     """A DaemonSet and its objects, read once; `spec_observed` is False while the native
-    controller has not observed its latest generation."""
+    controller has not observed its latest generation; `rollback` whether the install lets the
+    controller roll it back (read only when it asks for that: `OFF` otherwise)."""
 
     daemonset: DaemonSetView
     revisions: tuple[RevisionView, ...]
     pods: tuple[PodView, ...]
     nodes: tuple[NodeView, ...]
     spec_observed: bool
+    rollback: RollbackSwitch = RollbackSwitch.OFF
 
 
 async def list_all(
-    api: Api, resource: Resource, *, namespace: str | None = None, selector: str | None = None
+    api: Api,
+    resource: Resource,
+    *,
+    namespace: str | None = None,
+    selector: str | None = None,
+    field_selector: str | None = None,
 ) -> list[JSON]:
     """Every object of `resource`, page by page."""
     items: list[JSON] = []
     token: str | None = None
     while True:
         page = await api.list(
-            resource, namespace=namespace, label_selector=selector, continue_token=token
+            resource,
+            namespace=namespace,
+            label_selector=selector,
+            field_selector=field_selector,
+            continue_token=token,
         )
         items += page.items
         token = page.continue_token
@@ -88,13 +111,72 @@ async def read_rollout(api: Api, *, name: str, namespace: str) -> RolloutViews:
         if (revision := revision_from_api(obj)).owner_uid == uid
     ]
     nodes = [node_from_api(obj) for obj in await list_all(api, NODES)]
+    rollback = RollbackSwitch.OFF
+    if asks_for_rollback(daemonset.view):
+        rollback = await read_rollback_switch(api, namespace=namespace)
     return RolloutViews(
         daemonset=daemonset.view,
         revisions=tuple(revision.view for revision in revisions),
         pods=tuple(pod.view for pod in pods if pod.owner_uid == uid),
         nodes=tuple(nodes),
         spec_observed=daemonset.observed_generation >= daemonset.generation,
+        rollback=rollback,
     )
+
+
+def asks_for_rollback(daemonset: DaemonSetView) -> bool:
+    """Whether the DaemonSet asks to be rolled back on failure (`edgerollout.io/on-failure`)."""
+    return read_on_failure(daemonset.annotations.get(ON_FAILURE_ANNOTATION)) is OnFailure.ROLLBACK
+
+
+async def read_rollback_switch(api: Api, *, namespace: str) -> RollbackSwitch:
+    """Whether the install switched rollbacks on in `namespace`: its RoleBinding there (`UNKNOWN`
+    when the reader may not read it; any other error is raised, as every read's)."""
+    try:
+        await api.get(ROLE_BINDINGS, ROLLBACK_ROLE_BINDING, namespace=namespace)
+    except ApiError as error:
+        if error.not_found:
+            return RollbackSwitch.OFF
+        if error.status == FORBIDDEN:
+            return RollbackSwitch.UNKNOWN
+        raise
+    return RollbackSwitch.ON
+
+
+async def read_rollback_switches(api: Api, *, namespace: str | None) -> RollbackSwitches:
+    """The install's switches in `namespace` (None: in all), from one list."""
+    try:
+        found = await list_all(
+            api, ROLE_BINDINGS, namespace=namespace, field_selector=ROLLBACK_BINDING_FIELD
+        )
+    except ApiError as error:
+        if error.status == FORBIDDEN:
+            return RollbackSwitches(known=False)
+        raise
+    return RollbackSwitches(switched_on=frozenset(switched_on_in(obj) for obj in found))
+
+
+FORBIDDEN = 403
+ROLLBACK_BINDING_FIELD = f"metadata.name={ROLLBACK_ROLE_BINDING}"
+"""The field selector of the install's rollback switches, for a list or a watch."""
+
+
+def switched_on_in(obj: JSON) -> str:
+    """The namespace of a rollback switch (one of the install's RoleBindings)."""
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RollbackSwitches:
+    """The namespaces where the install switched rollbacks on, as far as `known`."""
+
+    switched_on: frozenset[str] = frozenset()
+    known: bool = True
+
+    def of(self, namespace: str) -> RollbackSwitch:
+        if not self.known:
+            return RollbackSwitch.UNKNOWN
+        return RollbackSwitch.ON if namespace in self.switched_on else RollbackSwitch.OFF
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +233,7 @@ class RolloutIndex:
         self._nodes: dict[NodeName, NodeView] = {}
         # The owners of the pods on each node: which rollouts a node's readiness changes.
         self._owners_on: dict[NodeName, Counter[str]] = {}
+        self._switches = RollbackSwitches()
 
     def daemonsets(self) -> list[str]:
         """The opted-in DaemonSets, by namespace, then name (as kubectl sorts)."""
@@ -209,6 +292,25 @@ class RolloutIndex:
         names = {node.name for node in (old, new) if node is not None}
         return self._keys_of(uid for name in names for uid in self._owners_on.get(name, ()))
 
+    def any_asks_for_rollback(self) -> bool:
+        """Whether an opted-in DaemonSet asks to be rolled back on failure."""
+        return any(asks_for_rollback(cached.view) for cached in self._daemonsets.values())
+
+    def switch_changed(self, old: str | None, new: str | None) -> set[str]:
+        """A rollback switch (the namespace of the install's RoleBinding) added or removed."""
+        switched_on = set(self._switches.switched_on)
+        switched_on.discard(old or "")
+        if new is not None:
+            switched_on.add(new)
+        self._switches = RollbackSwitches(switched_on=frozenset(switched_on))
+        namespaces = {namespace for namespace in (old, new) if namespace is not None}
+        return {key for key in self._daemonsets if listing_order(key)[0] in namespaces}
+
+    def switches_unknown(self) -> set[str]:
+        """The switches cannot be read (the reader may not): every DaemonSet's rollout changes."""
+        self._switches = RollbackSwitches(known=False)
+        return set(self._daemonsets)
+
     def rollout(self, key: str) -> ListedRollout | None:
         """The DaemonSet `key`'s rollout as `read_rollout` would read it (None: not opted in).
 
@@ -228,6 +330,9 @@ class RolloutIndex:
                 pods=pods,
                 nodes=tuple(self._nodes[name] for name in sorted(on) if name in self._nodes),
                 spec_observed=cached.observed_generation >= cached.generation,
+                rollback=self._switches.of(cached.view.namespace)
+                if asks_for_rollback(cached.view)
+                else RollbackSwitch.OFF,
             ),
             revisions_created={
                 dated.revision.view.hash: dated.created
@@ -258,6 +363,12 @@ async def read_rollouts(api: Api, *, namespace: str | None) -> list[ListedRollou
         index.daemonset_changed(None, opted_in_daemonset(obj))
     if not index.daemonsets():
         return []
+    if index.any_asks_for_rollback():
+        switches = await read_rollback_switches(api, namespace=namespace)
+        if not switches.known:
+            index.switches_unknown()
+        for switched_on in switches.switched_on:
+            index.switch_changed(None, switched_on)
     for obj in await list_all(api, CONTROLLER_REVISIONS, namespace=namespace):
         dated = dated_revision(obj)
         if index.owns(dated.revision.owner_uid):

@@ -43,6 +43,7 @@ def status_of(views: RolloutViews, *, now: datetime) -> RolloutStatus:
         nodes=views.nodes,
         now=now,
         spec_observed=views.spec_observed,
+        rollback=views.rollback,
     )
 
 

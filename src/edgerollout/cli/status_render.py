@@ -16,10 +16,12 @@ terminal. The JSON shape is a public contract, documented in the README:
  "wave": {"name": str, "index": int, "count": int, "pending": int} | null,
  "batch": {"index": int, "count": int, "target": int, "nodes": int, "pending": int,
            "soakingUntil": str | null} | null,
- "rolledBack": str | null}
+ "rolledBack": str | null, "rollbackSwitch": "on" | "off" | "unknown" | null}
 ```
 `rolledBack` is the record of the rollback that made the newest revision the newest
-(`from HASH (revision N) to HASH`, design §13.4.1), else null.
+(`from HASH (revision N) to HASH`, design §13.4.1), else null. `rollbackSwitch`, for a DaemonSet
+that asks to be rolled back on failure (else null): whether the install switched rollbacks on in
+its namespace (`unknown`: the reader may not read the switch; shown as if off).
 `broken` is why a current pod on a Ready node is failing (`CrashLoopBackOff`, ...); `held` is the
 hold of an old pod on a held node (`partition`, `wave pool-b`, `paused`, ...);
 `staging` lists the staging annotations in force (`partition 2`, `node selector canary=true`);
@@ -35,8 +37,10 @@ import orjson
 
 from edgerollout.domain.planning.holds import BatchProgress
 from edgerollout.domain.reporting.rollout_status import NodeRow, RolloutStatus, StrategyStatus
+from edgerollout.domain.spec.on_failure import RollbackSwitch
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.timestamps import format_rfc3339
+from edgerollout.domain.vocabulary import ROLLBACK_NOT_ALLOWED, ROLLBACK_ROLE_BINDING
 
 COLUMN_GAP = 3  # kubectl's tabwriter padding
 
@@ -51,12 +55,30 @@ def render_table(status: RolloutStatus, *, wide: bool = False) -> str:
         lines.append(f"Staging: {staging}")
     if status.rolled_back is not None:
         lines.append(f"Rolled back: {status.rolled_back}")
+    if status.rollback_switch is not None:
+        lines.append(describe_rollback_switch(status.rollback_switch, status.namespace))
     if rows:
         lines += align([header, *rows])
     else:
         lines.append(f'No pods of daemon set "{status.daemonset}" found.')
     lines.append(status.summary)
     return "\n".join(lines) + "\n"
+
+
+def describe_rollback_switch(switch: RollbackSwitch, namespace: str) -> str:
+    """The line saying what a spent failure budget does to a DaemonSet that asks to be rolled
+    back, by the install's switch in its namespace (design §13.4.1)."""
+    if switch is RollbackSwitch.ON:
+        return f'On failure: roll back (switched on in namespace "{namespace}" at install)'
+    if switch is RollbackSwitch.OFF:
+        return (
+            f'On failure: pause (a rollback is asked for, but not switched on in namespace "{namespace}" '
+            f"at install: {ROLLBACK_NOT_ALLOWED})"
+        )
+    return (
+        f'On failure: pause, as shown (a rollback is asked for; whether namespace "{namespace}" is '
+        f'switched on cannot be read: no right to get rolebinding "{ROLLBACK_ROLE_BINDING}")'
+    )
 
 
 def describe_strategy(strategy: StrategyStatus) -> str:
@@ -161,6 +183,7 @@ def status_document(status: RolloutStatus) -> dict[str, Any]:
         "windowOpens": None if status.window_opens is None else format_rfc3339(status.window_opens),
         "batch": batch_document(status.batch),
         "rolledBack": status.rolled_back,
+        "rollbackSwitch": None if status.rollback_switch is None else status.rollback_switch.value,
         "wave": None
         if status.wave is None
         else {

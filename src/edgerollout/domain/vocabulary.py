@@ -197,6 +197,10 @@ ROLLBACK_NOT_ALLOWED: Final = "RollbackNotAllowed"
 ROLLBACK_NOT_POSSIBLE: Final = "RollbackNotPossible"
 INVALID_ON_FAILURE: Final = "InvalidOnFailure"
 INVALID_ROLLED_BACK: Final = "InvalidRolledBack"
+# The install's switch, one RoleBinding of this name in each namespace where it lets the controller
+# roll back (the chart's controller.rollback.namespaces): what `status` and `plan` read to plan as
+# the controller would.
+ROLLBACK_ROLE_BINDING: Final = "edgerollout-controller-rollback"
 
 # A node's hold on its upgrade (design §8.4, §13.6): its agent writes this pod condition, True
 # while the node asks the controller not to replace the pod (reason NodeAsked, the message saying

@@ -85,6 +85,7 @@ DAEMONSETS = Resource("apps/v1", "daemonsets")
 CONTROLLER_REVISIONS = Resource("apps/v1", "controllerrevisions")
 LEASES = Resource("coordination.k8s.io/v1", "leases")
 JOBS = Resource("batch/v1", "jobs")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io/v1", "rolebindings")
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,10 +135,12 @@ async def test_a_row_is_written_each_time_a_daemonsets_row_changes(api: ClosingA
         ("list", "daemonsets"),
         ("list", "nodes"),
         ("list", "pods"),
+        ("list", "rolebindings"),
         ("watch", "controllerrevisions"),
         ("watch", "daemonsets"),
         ("watch", "nodes"),
         ("watch", "pods"),
+        ("watch", "rolebindings"),
     ]
 
 

@@ -108,6 +108,7 @@ def test_json_document_has_the_documented_shape() -> None:
         "paused": False,
         "pausesRollout": False,
         "rollsBackTo": None,
+        "rollbackSwitch": None,
         "windowOpens": None,
         "wave": {"name": "pool-a", "index": 0, "count": 2, "pending": 1},
         "batch": None,

@@ -151,6 +151,7 @@ def test_json_document_has_the_documented_shape() -> None:
         "wave": None,
         "batch": None,
         "rolledBack": None,
+        "rollbackSwitch": None,
     }
 
 

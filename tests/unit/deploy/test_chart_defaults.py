@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from edgerollout.settings import AGENT, CONTROLLER, LOG_FORMATS, LOG_LEVELS
+from tests.unit.deploy.charted import charted
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = ROOT / "deploy" / "base"
@@ -128,30 +128,14 @@ OTHER_VALUES = {
 }
 
 
-def _rendered(helm: Path, tmp_path: Path) -> list[dict[str, Any]]:
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(OTHER_VALUES))
-    result = subprocess.run(
-        [str(helm), "template", "edgerollout", str(CHART), "--values", str(values)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
-
-
 def _pod(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     (workload,) = (doc for doc in objects if doc["kind"] == kind)
     pod: dict[str, Any] = workload["spec"]["template"]["spec"]
     return pod
 
 
-def test_chart_passes_the_same_fixed_flags_as_deploy_base_whatever_the_values(
-    helm: Path, tmp_path: Path
-) -> None:
-    objects = _rendered(helm, tmp_path)
+def test_chart_passes_the_same_fixed_flags_as_deploy_base_whatever_the_values(helm: Path) -> None:
+    objects = charted(helm, values=OTHER_VALUES)
     (controller,) = _pod(objects, "Deployment")["containers"]
     agent_pod = _pod(objects, "DaemonSet")
     (agent,) = agent_pod["containers"]

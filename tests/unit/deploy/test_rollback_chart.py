@@ -5,38 +5,21 @@ the template write, each spelled as the controller writes it."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from edgerollout.domain.spec.on_failure import RolledBack
 from edgerollout.domain.vocabulary import (
     ON_FAILURE_ANNOTATION,
+    ROLLBACK_ROLE_BINDING,
     ROLLED_BACK_ANNOTATION,
     TEMPLATE_GENERATION_ANNOTATION,
 )
+from tests.unit.deploy.charted import charted
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "deploy" / "helm" / "edgerollout"
 ROLLBACK_POLICY = "edgerollout-controller-daemonset-rollback"
 PAUSE_POLICY = "edgerollout-controller-daemonset-pause"
 SWITCHED_ON = {"controller": {"rollback": {"namespaces": ["shop-1", "shop-2"]}}}
-
-
-def _rendered(helm: Path, tmp_path: Path, values: dict[str, Any]) -> list[dict[str, Any]]:
-    path = tmp_path / "values.yaml"
-    path.write_text(yaml.safe_dump(values))
-    result = subprocess.run(
-        [str(helm), "template", "edgerollout", str(CHART), "--values", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
 def _named(objects: list[dict[str, Any]], kind: str, name: str) -> list[dict[str, Any]]:
@@ -49,22 +32,20 @@ def _args(objects: list[dict[str, Any]]) -> list[str]:
     return list(container["args"])
 
 
-def test_by_default_nothing_of_the_rollback_is_rendered(helm: Path, tmp_path: Path) -> None:
-    objects = _rendered(helm, tmp_path, {})
+def test_by_default_nothing_of_the_rollback_is_rendered(helm: Path) -> None:
+    objects = charted(helm)
     assert [a for a in _args(objects) if a.startswith("--rollback-namespace")] == []
     assert _named(objects, "ValidatingAdmissionPolicy", ROLLBACK_POLICY) == []
-    assert _named(objects, "Role", "edgerollout-controller-rollback") == []
+    assert _named(objects, "Role", ROLLBACK_ROLE_BINDING) == []
     (pause,) = _named(objects, "ValidatingAdmissionPolicy", PAUSE_POLICY)
     assert [c["name"] for c in pause["spec"]["matchConditions"]] == ["is-the-controller"]
 
 
-def test_each_namespace_listed_gets_a_flag_a_get_role_and_the_policy(
-    helm: Path, tmp_path: Path
-) -> None:
-    objects = _rendered(helm, tmp_path, SWITCHED_ON)
+def test_each_namespace_listed_gets_a_flag_a_get_role_and_the_policy(helm: Path) -> None:
+    objects = charted(helm, values=SWITCHED_ON)
     flags = [a for a in _args(objects) if a.startswith("--rollback-namespace")]
     assert flags == ["--rollback-namespace=shop-1", "--rollback-namespace=shop-2"]
-    roles = _named(objects, "Role", "edgerollout-controller-rollback")
+    roles = _named(objects, "Role", ROLLBACK_ROLE_BINDING)
     assert [(r["metadata"]["namespace"], r["rules"]) for r in roles] == [
         (
             namespace,
@@ -78,7 +59,7 @@ def test_each_namespace_listed_gets_a_flag_a_get_role_and_the_policy(
         )
         for namespace in ("shop-1", "shop-2")
     ]
-    bindings = _named(objects, "RoleBinding", "edgerollout-controller-rollback")
+    bindings = _named(objects, "RoleBinding", ROLLBACK_ROLE_BINDING)
     assert [(b["metadata"]["namespace"], b["subjects"]) for b in bindings] == [
         (
             namespace,
@@ -95,9 +76,9 @@ def test_each_namespace_listed_gets_a_flag_a_get_role_and_the_policy(
 
 
 def test_the_pause_policy_leaves_the_listed_namespaces_template_writes_to_the_rollback_policy(
-    helm: Path, tmp_path: Path
+    helm: Path,
 ) -> None:
-    objects = _rendered(helm, tmp_path, SWITCHED_ON)
+    objects = charted(helm, values=SWITCHED_ON)
     (pause,) = _named(objects, "ValidatingAdmissionPolicy", PAUSE_POLICY)
     (rollback,) = _named(objects, "ValidatingAdmissionPolicy", ROLLBACK_POLICY)
     listed = "request.namespace in ['shop-1', 'shop-2'] && "
@@ -116,9 +97,9 @@ def test_the_pause_policy_leaves_the_listed_namespaces_template_writes_to_the_ro
 
 
 def test_the_rollback_policy_spells_the_annotations_the_controller_reads_and_writes(
-    helm: Path, tmp_path: Path
+    helm: Path,
 ) -> None:
-    objects = _rendered(helm, tmp_path, SWITCHED_ON)
+    objects = charted(helm, values=SWITCHED_ON)
     (rollback,) = _named(objects, "ValidatingAdmissionPolicy", ROLLBACK_POLICY)
     variables = {v["name"]: v["expression"] for v in rollback["spec"]["variables"]}
     assert (

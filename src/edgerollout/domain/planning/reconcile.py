@@ -61,11 +61,21 @@ from edgerollout.domain.planning.ota_rollout import plan_ota
 from edgerollout.domain.planning.revisions import target_revision
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
+from edgerollout.domain.spec.on_failure import RollbackSwitch
 from edgerollout.domain.spec.pause import pause_notice
 from edgerollout.domain.spec.rollout_spec import RolloutSpec, read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy, choose_strategy
 from edgerollout.domain.vocabulary import UPDATE_STRATEGY_ANNOTATION
 from edgerollout.settings import CONTROLLER, ControllerSettings
+
+
+def dry_plan(snapshot: Snapshot, *, rollback: RollbackSwitch) -> Plan:
+    """The controller's plan of `snapshot` from a fresh book, as `status`, `plan`, `list` and the
+    dashboard show it: with rollbacks in the DaemonSet's namespace exactly where the reader found
+    the install's switch (`rollback`; design §13.4.1), the controller's settings otherwise."""
+    switched_on = rollback is RollbackSwitch.ON
+    namespaces = frozenset({snapshot.daemonset.namespace}) if switched_on else frozenset()
+    return plan(snapshot, RolloutBook(), replace(CONTROLLER, rollback_namespaces=namespaces))
 
 
 def plan(snapshot: Snapshot, book: RolloutBook, settings: ControllerSettings = CONTROLLER) -> Plan:

@@ -56,16 +56,16 @@ from edgerollout.domain.planning.availability import is_available
 from edgerollout.domain.planning.conditions import revision_in_message
 from edgerollout.domain.planning.decision import Plan, Snapshot
 from edgerollout.domain.planning.holds import BatchProgress, WaveProgress
-from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.reconcile import dry_plan
 from edgerollout.domain.planning.revisions import TargetRevision, is_current, target_revision
 from edgerollout.domain.planning.rollback import rollback_in_force
-from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.reporting.rollout_phase import (
     RolloutCounts,
     RolloutPhase,
     rollout_standing,
     unfollowed_annotations,
 )
+from edgerollout.domain.spec.on_failure import OnFailure, RollbackSwitch
 from edgerollout.domain.spec.rollout_spec import read_rollout_spec
 from edgerollout.domain.spec.strategy import UpdateStrategy
 from edgerollout.domain.vocabulary import (
@@ -182,6 +182,9 @@ class RolloutStatus:
     rolled_back: str | None = None
     """The rollback that made the newest revision the newest, as its record says it (design
     §13.4.1; None: no rollback did)."""
+    rollback_switch: RollbackSwitch | None = None
+    """Whether the install lets the controller roll this DaemonSet back, as read (None: it does
+    not ask for a rollback on failure)."""
 
 
 def rollout_status(
@@ -192,12 +195,14 @@ def rollout_status(
     nodes: Iterable[NodeView],
     now: datetime,
     spec_observed: bool = True,
+    rollback: RollbackSwitch = RollbackSwitch.OFF,
 ) -> RolloutStatus:
     """The rollout status of `daemonset` at `now`.
 
     `pods` are the pods it controls (terminating ones included), `nodes` at least the nodes they
     are on (absent ones are Missing). `spec_observed` is False while the native controller has not
-    yet observed the DaemonSet's latest generation.
+    yet observed the DaemonSet's latest generation; `rollback` whether the install lets the
+    controller roll it back (`dry_plan`).
     """
     pods = tuple(pods)
     nodes = tuple(nodes)
@@ -206,7 +211,7 @@ def rollout_status(
     snapshot = Snapshot.of_views(
         daemonset=daemonset, revisions=revisions, pods=pods, nodes=nodes, now=now
     )
-    decided = plan(snapshot, RolloutBook())  # the controller's plan, from a fresh book
+    decided = dry_plan(snapshot, rollback=rollback)
     strategy = _strategy_status(daemonset, decided)
     target = target_revision(annotations=daemonset.annotations, revisions=revisions)
     rows = [
@@ -224,7 +229,8 @@ def rollout_status(
     counts, phase = rollout_standing(
         decided, daemonset=daemonset, spec_observed=spec_observed, nodes=snapshot.budget_base()
     )
-    record = read_rollout_spec(daemonset.annotations).rolled_back
+    spec = read_rollout_spec(daemonset.annotations)
+    record = spec.rolled_back
     in_force = rollback_in_force(None if isinstance(record, Notice) else record, target=target)
     return RolloutStatus(
         daemonset=daemonset.name,
@@ -255,6 +261,7 @@ def rollout_status(
         if decided.recheck is None
         else decided.recheck.after(deletions_in_flight=0, unechoed_seconds=None),
         rolled_back=None if in_force is None else in_force.annotation(),
+        rollback_switch=rollback if spec.on_failure is OnFailure.ROLLBACK else None,
     )
 
 

@@ -37,6 +37,18 @@ class OnFailure(enum.Enum):
     ROLLBACK = ON_FAILURE_ROLLBACK
 
 
+class RollbackSwitch(enum.Enum):
+    """Whether the install lets the controller roll back in a DaemonSet's namespace, as `status`,
+    `plan`, `list` and the dashboard read it (design §13.4.1): `ON` where the install's RoleBinding
+    `edgerollout-controller-rollback` is, `OFF` where it is not, `UNKNOWN` where the reader may not
+    look (its plan is then the one of a namespace not switched on, and says so). The controller
+    itself goes by its `--rollback-namespace` flags, which the chart writes from the same list."""
+
+    ON = "on"
+    OFF = "off"
+    UNKNOWN = "unknown"
+
+
 def read_on_failure(raw: str | None) -> OnFailure | Notice:
     """What `edgerollout.io/on-failure` asks for (unset: pause), or the Warning of a value that
     is neither."""
