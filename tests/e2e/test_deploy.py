@@ -1551,14 +1551,18 @@ def test_the_status_allow_list_names_every_field_of_the_api_servers_daemonset_st
 def test_the_allow_lists_name_every_field_of_the_api_servers_types(bare_lab: Lab) -> None:
     # The pull-Job policy refuses each field files/allow-lists.yaml lists as absent and holds each
     # allowed one to its value; the status and pause policies compare each metadata field an
-    # update can change. Together, each type's lists must be every field the API server serves.
-    served = _kubectl(bare_lab.kubeconfig, "get", "--raw", "/openapi/v3/apis/batch/v1")
-    assert served.returncode == 0, served.stderr
-    schemas = json.loads(served.stdout)["components"]["schemas"]
+    # update can change; the rollback policy every DaemonSetSpec field but the template. Together,
+    # each type's lists must be every field the API server serves.
+    schemas: dict[str, Any] = {}
+    for group in ("batch/v1", "apps/v1"):
+        served = _kubectl(bare_lab.kubeconfig, "get", "--raw", f"/openapi/v3/apis/{group}")
+        assert served.returncode == 0, served.stderr
+        schemas |= json.loads(served.stdout)["components"]["schemas"]
     lists = yaml.safe_load((CHART / "files" / "allow-lists.yaml").read_text())
     prefix = {
         "ObjectMeta": "io.k8s.apimachinery.pkg.apis.meta.v1",
         "JobSpec": "io.k8s.api.batch.v1",
+        "DaemonSetSpec": "io.k8s.api.apps.v1",
     }
 
     def properties(kind: str) -> list[str]:
@@ -1572,6 +1576,7 @@ def test_the_allow_lists_name_every_field_of_the_api_servers_types(bare_lab: Lab
     assert [kind for kind, fields in named.items() if len(set(fields)) != len(fields)] == []
     assert list(lists) == [
         "ObjectMeta",
+        "DaemonSetSpec",
         "JobSpec",
         "PodSpec",
         "PodSecurityContext",

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from edgerollout.domain.spec.on_failure import RolledBack
 from edgerollout.domain.vocabulary import (
     ON_FAILURE_ANNOTATION,
@@ -15,7 +17,7 @@ from edgerollout.domain.vocabulary import (
     ROLLED_BACK_ANNOTATION,
     TEMPLATE_GENERATION_ANNOTATION,
 )
-from tests.unit.deploy.charted import charted
+from tests.unit.deploy.charted import CHART, charted
 
 ROLLBACK_POLICY = "edgerollout-controller-daemonset-rollback"
 PAUSE_POLICY = "edgerollout-controller-daemonset-pause"
@@ -114,3 +116,23 @@ def test_the_rollback_policy_spells_the_annotations_the_controller_reads_and_wri
     assert re.search(pattern, written) is not None
     assert re.search(pattern, "from 6d4f9c7b8 to 5b8c7d6f4") is None
     assert re.search(pattern, f"{written}; and more") is None
+
+
+def test_the_rollback_policy_compares_every_spec_field_but_the_template(helm: Path) -> None:
+    # files/allow-lists.yaml's DaemonSetSpec lists (held to the API server's schema by
+    # tests/e2e/test_deploy.py): each compared field is one rule, the template none.
+    lists = yaml.safe_load((CHART / "files" / "allow-lists.yaml").read_text())
+    (policy,) = _named(
+        charted(helm, values=SWITCHED_ON), "ValidatingAdmissionPolicy", ROLLBACK_POLICY
+    )
+    (spec_rule,) = (
+        v["expression"] for v in policy["spec"]["validations"] if "object.spec.?" in v["expression"]
+    )
+    assert lists["DaemonSetSpec"] == {
+        "changed": ["template"],
+        "compared": ["minReadySeconds", "revisionHistoryLimit", "selector", "updateStrategy"],
+    }
+    assert spec_rule.split(" && ") == [
+        f"oldObject.spec.?{field} == object.spec.?{field}"
+        for field in ("minReadySeconds", "revisionHistoryLimit", "selector", "updateStrategy")
+    ]

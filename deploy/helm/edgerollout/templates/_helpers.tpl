@@ -221,6 +221,17 @@ oldObject.metadata.?generateName.orValue('') == object.metadata.?generateName.or
 {{- end }}
 
 {{/*
+Every DaemonSetSpec field but the template, as it was (files/allow-lists.yaml's DaemonSetSpec
+`compared`): the rollback policy's allow-list.
+*/}}
+{{- define "edgerollout.onlyTheTemplateChanges" -}}
+{{- $fields := index (.Files.Get "files/allow-lists.yaml" | fromYaml) "DaemonSetSpec" -}}
+{{- range $index, $field := $fields.compared }}
+{{ if $index }}&& {{ end }}oldObject.spec.?{{ $field }} == object.spec.?{{ $field }}
+{{- end }}
+{{- end }}
+
+{{/*
 None of the fields `files/allow-lists.yaml` lists as absent for one API type, on the object
 `of` (a CEL expression ending in an optional selection, e.g. `c.?securityContext`): the allow-list
 of the pull-Job policy. Takes (dict "root" $ "type" "PodSpec" "of" "variables.pod").
