@@ -56,6 +56,9 @@ SIMULATED = ["edge-1", "edge-2", "edge-3"]
 EVERY_NODE = sorted([*SIMULATED, CLOUD, EDGE])
 EDGE_WORKER = "openyurt.io/is-edge-worker"
 NAMESPACE = "edgerollout-system"
+# The namespace the install switches rollbacks on in (controller.rollback.namespaces): it exists
+# before the chart, which puts a Role there.
+ROLLBACK_NAMESPACE = "i-rollback"
 RELEASE = "edgerollout"
 CONTROLLER = "app.kubernetes.io/name=edgerollout-controller"
 AGENT = "app.kubernetes.io/name=edgerollout-agent"
@@ -144,6 +147,7 @@ def values(installed_lab: Lab, reference: str) -> dict[str, Any]:
         "controller": {
             "nodeSelector": {EDGE_WORKER: "false"},
             "prepull": {"toolboxImage": installed_lab.toolbox_image},
+            "rollback": {"namespaces": [ROLLBACK_NAMESPACE]},
         },
         "agent": {"nodeSelector": {EDGE_WORKER: "true"}},
     }
@@ -175,6 +179,7 @@ def installed(
     installed_lab: Lab, builds: Builds, tmp_path_factory: pytest.TempPathFactory
 ) -> float:
     """The chart installed with the first build; the seconds `helm install --wait` took."""
+    kubectl(installed_lab, "create", "namespace", ROLLBACK_NAMESPACE)
     return helm_release(
         installed_lab, tmp_path_factory.mktemp("helm"), "install", builds.reference(builds.first)
     )
@@ -410,6 +415,61 @@ async def test_a_revision_crash_looping_on_a_real_node_makes_the_controller_paus
     resumed = run(argv, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     await running_everywhere(kube, ns, fixed, [EDGE], timeout=120)
+
+
+async def test_the_installed_controller_rolls_a_crash_looping_revision_back(
+    installed_lab: Lab, installed: float, kube: LabHandle
+) -> None:
+    """Roll back on failure through the installed product (design §13.4.1): in the namespace the
+    install switched on, the controller's own identity writes the previous template back past
+    its RBAC and admission policy, and the real node runs the old image again; `plan` read the
+    install's switch beforehand."""
+    assert installed_lab.crashing_image is not None
+    ns, old = ROLLBACK_NAMESPACE, installed_lab.images[0]
+    annotations = {
+        vocabulary.UPDATE_STRATEGY_ANNOTATION: vocabulary.ADVANCED_ROLLING_UPDATE,
+        vocabulary.MAX_FAILED_ANNOTATION: "0",
+        vocabulary.ON_FAILURE_ANNOTATION: "rollback",
+    }
+    manifest = daemonset(NAME, image=old, strategy=ON_DELETE, annotations=annotations)
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": EDGE}
+    await kube.apps.create_namespaced_daemon_set(ns, manifest)
+    try:
+        first = await running_everywhere(kube, ns, old, [EDGE], timeout=120)
+        argv = [EDGEROLLOUT, "plan", NAME, "-n", ns, "-o", "json"]
+        planned = run([*argv, f"--kubeconfig={installed_lab.kubeconfig}"], timeout=60)
+        assert planned.returncode == 0, planned.stderr
+        assert json.loads(planned.stdout)["rollbackSwitch"] == "on"
+        restored = (await kube.pods(ns, SELECTOR))[0].metadata.labels[
+            vocabulary.CONTROLLER_REVISION_HASH_LABEL
+        ]
+        await set_image(kube, ns, NAME, installed_lab.crashing_image)
+
+        async def rolled_back() -> list[Any] | None:
+            return await events(kube, ns, reason=vocabulary.ROLLOUT_ROLLED_BACK) or None
+
+        (told,) = await wait_for(rolled_back, timeout=120, what="a RolloutRolledBack Event")
+        found = re.fullmatch(
+            rf"1 node is broken on revision (\w+), more than {vocabulary.MAX_FAILED_ANNOTATION} "
+            rf'"0" tolerates \(0\): {EDGE}: CrashLoopBackOff since \S+Z\. The DaemonSet\'s '
+            rf"template is rolled back to revision {restored} \(as kubectl rollout undo does\), "
+            r"which rolls out under the same budgets, the broken nodes first",
+            told.message,
+        )
+        assert found is not None, told.message
+        again = await running_everywhere(kube, ns, old, [EDGE], timeout=120)
+        assert again[EDGE] != first[EDGE]
+        current = await kube.apps.read_namespaced_daemon_set(NAME, ns)
+        assert [c.image for c in current.spec.template.spec.containers] == [old]
+        recorded = current.metadata.annotations
+        assert recorded[vocabulary.ROLLED_BACK_ANNOTATION] == (
+            f"from {found.group(1)} (revision 2) to {restored}"
+        )
+        assert vocabulary.PAUSED_ANNOTATION not in recorded
+        warnings = [e.reason for e in await events(kube, ns) if e.type == "Warning"]
+        assert warnings == [vocabulary.ROLLOUT_ROLLED_BACK]
+    finally:
+        await kube.apps.delete_namespaced_daemon_set(NAME, ns)
 
 
 async def test_seed_ota_through_the_installed_agent_with_curl(
