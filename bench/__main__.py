@@ -113,6 +113,7 @@ async def _mix(options: dict[str, Any], results: dict[str, Any]) -> None:
             nodes=options["mix_nodes"],
             churn_rate=options["mix_churn_rate"],
             churn_seconds=options["mix_churn_seconds"],
+            opted_in_only=options["mix_opted_in_only"],
             timeout=options["timeout"],
         )
 
@@ -235,6 +236,12 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     help="Scenario 8: how long the churn lasts.  [default: 30; smoke: 2]",
 )
 @click.option(
+    "--mix-opted-in-only",
+    is_flag=True,
+    help="Scenario 8: only the opted-in DaemonSets' pods (all of 30 per node the controller is "
+    "sent), no Deployment and no churn: its footprint at a size whose other pods the lab cannot hold.",
+)
+@click.option(
     "--slow-link-payload-mb",
     type=click.IntRange(min=1),
     default=None,
@@ -320,6 +327,7 @@ def main(
     mix_nodes: int | None,
     mix_churn_rate: float | None,
     mix_churn_seconds: float | None,
+    mix_opted_in_only: bool,
     slow_link_payload_mb: int | None,
     slow_link_rate: str | None,
     rounds: int | None,
@@ -357,6 +365,7 @@ def main(
         "mix_nodes": mix_nodes or (20 if smoke else 1000),
         "mix_churn_rate": mix_churn_rate or (50.0 if smoke else 1000.0),
         "mix_churn_seconds": mix_churn_seconds or (2.0 if smoke else 30.0),
+        "mix_opted_in_only": mix_opted_in_only,
         "slow_link_payload_mb": slow_link_payload_mb or (2 if smoke else 50),
         "slow_link_rate": rate,
         "timeout": timeout,

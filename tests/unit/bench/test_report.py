@@ -459,3 +459,30 @@ def test_the_pod_mix_shows_rss_against_the_daemonsets_alone_and_cpu_against_its_
             "0.08x",
         ),
     ]
+
+
+def test_the_opted_in_pods_alone_show_rss_against_the_goal() -> None:
+    results = {
+        "scenarios": {
+            "mix": {
+                "nodes": 10001,
+                "pods": 30003,
+                "opted_in_pods": 30003,
+                "daemonsets_alone": {
+                    "rss_mb": 120.4,
+                    "ready_seconds": 9.5,
+                    "cached": {"pods": 30003},
+                },
+            }
+        }
+    }
+    assert rows(results) == [
+        Row(
+            "8 controller RSS, 10001 nodes, opted-in pods only",
+            "120 MB",
+            "target ≤ 150 MB",
+            "0.80x",
+        ),
+        Row("8 pods cached (opted-in DaemonSets')", "30003 / 30003", "-", "-"),
+        Row("8 controller ready after start", "9.5 s", "-", "-"),
+    ]
