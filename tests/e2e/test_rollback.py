@@ -35,7 +35,6 @@ from tests.e2e.support.controller_process import ControllerProcess, controller_f
 from tests.e2e.support.lab import (
     LabHandle,
     by_node,
-    daemonset,
     deleted_on,
     events,
     set_image,
@@ -44,10 +43,10 @@ from tests.e2e.support.lab import (
 from tests.e2e.support.seed import (
     NAME,
     OLD,
-    ON_DELETE,
     SELECTOR,
     newest_revision_hash,
     running_everywhere,
+    seed_daemonset,
 )
 from tests.e2e.support.unavailability_watcher import UnavailabilityWatcher
 
@@ -74,12 +73,6 @@ async def rolling_back(
         yield c
 
 
-async def seed_six(kube: LabHandle, namespace: str) -> dict[str, str]:
-    manifest = daemonset(NAME, image=OLD, strategy=ON_DELETE, annotations=ROLLBACK)
-    await kube.apps.create_namespaced_daemon_set(namespace, manifest)
-    return await running_everywhere(kube, namespace, OLD, SIX)
-
-
 async def other_revision(kube: LabHandle, namespace: str, first: str) -> str:
     """Wait for the one ControllerRevision besides the one hashed `first`; its hash. Not the
     newest: the rollback may already have made `first` the newest again by the first look (the
@@ -97,7 +90,7 @@ async def other_revision(kube: LabHandle, namespace: str, first: str) -> str:
 async def test_past_the_failure_budget_the_previous_template_rolls_out_broken_nodes_first(
     kube: LabHandle, namespace: str, rolling_back: ControllerProcess
 ) -> None:
-    before = await seed_six(kube, namespace)
+    before = await seed_daemonset(kube, namespace, annotations=ROLLBACK, nodes=SIX)
     restored = await newest_revision_hash(kube, namespace)
     watcher = UnavailabilityWatcher(kube.core, namespace, selector=SELECTOR, nodes=SIX)
     async with watcher:
@@ -153,7 +146,7 @@ async def test_past_the_failure_budget_the_previous_template_rolls_out_broken_no
 async def test_without_the_install_switch_the_rollout_pauses_and_says_why(
     kube: LabHandle, namespace: str, controller: ControllerProcess
 ) -> None:
-    before = await seed_six(kube, namespace)
+    before = await seed_daemonset(kube, namespace, annotations=ROLLBACK, nodes=SIX)
     await set_image(kube, namespace, NAME, CRASHLOOP_IMAGE)
 
     async def not_allowed() -> list[Any] | None:
