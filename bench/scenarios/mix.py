@@ -157,22 +157,33 @@ async def run(
 ) -> dict[str, Any]:
     await workload.create_namespace(session.api, NAMESPACE)
     kwok_nodes = len(session.node_names)
-    if opted_in_only:
-        return await _opted_in_only(session, nodes=nodes, timeout=timeout)
-    session.say(f"mix: {nodes} nodes, {DAEMONSETS} DaemonSets ({OPTED_IN} opted in)")
+    made = OPTED_IN if opted_in_only else DAEMONSETS
+    session.say(f"mix: {nodes} nodes, {made} DaemonSets ({OPTED_IN} opted in)")
+    started = time.monotonic()
     await create_nodes(session, 1, nodes)
     watch = ObjectWatch(session.api, PODS, namespace=NAMESPACE)
     await watch.start()
     bound = watch.track(_bound)
     deployment_pods = watch.track(_deployment_pod)
     try:
-        for index in range(DAEMONSETS):
+        for index in range(made):
             await workload.create(session.api, NAMESPACE, _daemonset(index))
-        daemonset_pods = DAEMONSETS * (nodes + kwok_nodes)
+        daemonset_pods = made * (nodes + kwok_nodes)
         await bound.reach(daemonset_pods, timeout=timeout, what="every DaemonSet pod bound")
+        session.say(f"mix: {daemonset_pods} pods bound after {time.monotonic() - started:.0f} s")
         alone = await _reading(session, "mix-daemonsets")
         session.say(f"mix: DaemonSets alone: {alone}")
         session.stop_controllers()
+        if opted_in_only:
+            return {
+                "method": "static Node objects without heartbeats; per node one pod of each of "
+                "the 3 opted-in DaemonSets, bound and Pending (the 27 other pods of a node of the "
+                "mix are not sent to the controller)",
+                "nodes": nodes + kwok_nodes,
+                "pods": daemonset_pods,
+                "opted_in_pods": daemonset_pods,
+                "daemonsets_alone": alone,
+            }
 
         replicas = DEPLOYMENT_PODS_PER_NODE * nodes
         await session.api.create(DEPLOYMENTS, _deployment(replicas), namespace=NAMESPACE)
@@ -212,35 +223,4 @@ async def run(
         "rss_ratio": round(mixed["rss_mb"] / alone["rss_mb"], 3),
         "churn": churn,
         "target_cpu_share": TARGET_CPU_SHARE,
-    }
-
-
-async def _opted_in_only(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]:
-    """Step 1 with the opted-in DaemonSets alone (see the module docstring)."""
-    kwok_nodes = len(session.node_names)
-    session.say(f"mix: {nodes} nodes, the {OPTED_IN} opted-in DaemonSets only")
-    started = time.monotonic()
-    await create_nodes(session, 1, nodes)
-    watch = ObjectWatch(session.api, PODS, namespace=NAMESPACE)
-    await watch.start()
-    bound = watch.track(_bound)
-    try:
-        for index in range(OPTED_IN):
-            await workload.create(session.api, NAMESPACE, _daemonset(index))
-        opted_in_pods = OPTED_IN * (nodes + kwok_nodes)
-        await bound.reach(opted_in_pods, timeout=timeout, what="every DaemonSet pod bound")
-        session.say(f"mix: {opted_in_pods} pods bound after {time.monotonic() - started:.0f} s")
-        alone = await _reading(session, "mix-opted-in")
-        session.say(f"mix: opted-in DaemonSets alone: {alone}")
-        session.stop_controllers()
-    finally:
-        await watch.stop()
-    return {
-        "method": "static Node objects without heartbeats; per node one pod of each of the 3 "
-        "opted-in DaemonSets, bound and Pending (the 27 other pods of a node of the mix are not "
-        "sent to the controller)",
-        "nodes": nodes + kwok_nodes,
-        "pods": opted_in_pods,
-        "opted_in_pods": opted_in_pods,
-        "daemonsets_alone": alone,
     }
