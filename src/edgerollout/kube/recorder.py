@@ -131,9 +131,10 @@ class EventRecorder:
         while len(emitted) > EVENTS.remembered:
             emitted.popitem(last=False)
 
-    async def emit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
-        """Create the Event unless this notice was emitted before or the DaemonSet's Events of
-        its kind (routine, Warning) are over their rate; True if it was created."""
+    def admit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
+        """Whether the notice is to be sent now: not emitted before, and its DaemonSet's Events
+        of its kind (routine, Warning) within their rate (a token is taken). Decided at once,
+        without a request: a rollout's deletion reports beyond the rate cost nothing more."""
         if not self.is_new(daemonset, notice):
             return False
         if not self._allowed(daemonset, notice):
@@ -142,6 +143,15 @@ class EventRecorder:
                 extra=LogFields(daemonset=_key(daemonset), reason=notice.reason),
             )
             return False
+        return True
+
+    async def emit(self, daemonset: DaemonSetView, notice: Notice) -> bool:
+        """Create the Event unless this notice was emitted before or the DaemonSet's Events of
+        its kind (routine, Warning) are over their rate; True if it was created."""
+        return self.admit(daemonset, notice) and await self.send(daemonset, notice)
+
+    async def send(self, daemonset: DaemonSetView, notice: Notice) -> bool:
+        """Create the Event of a notice `admit` let through; True if it was created."""
         now = datetime.datetime.now(datetime.UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {

@@ -235,3 +235,17 @@ async def test_forgetting_a_daemonset_refills_its_buckets() -> None:
     recorder.forget(WEB.uid)
 
     assert await recorder.emit(WEB, deleted(25)) is True
+
+
+async def test_admit_decides_at_once_and_send_alone_writes_the_event() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api, instance="controller-0", clock=lambda: 0.0)
+
+    admitted = [recorder.admit(WEB, deleted(index)) for index in range(27)]
+
+    assert admitted == [True] * 25 + [False] * 2
+    assert api.calls == []  # admitting sends nothing, and marks nothing as told
+    assert recorder.is_new(WEB, deleted(0))
+    assert await recorder.send(WEB, deleted(0)) is True
+    assert recorded(api) == [("web", "SuccessfulDelete", "Deleted pod: web-0")]
+    assert recorder.admit(WEB, deleted(0)) is False  # told now
