@@ -30,7 +30,7 @@ from edgerollout.controller.writes.rollout_condition import RolloutConditionWrit
 from edgerollout.domain.model import Condition, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
-from edgerollout.domain.reporting.node_states import node_state_counts
+from edgerollout.domain.reporting.node_states import NodeState, node_state_counts
 from edgerollout.domain.reporting.pool_counts import POOL_STATES
 from edgerollout.domain.reporting.rollout_condition import rollout_condition
 from edgerollout.domain.reporting.rollout_phase import (
@@ -98,6 +98,9 @@ class Reconciler:
         self.rollout_conditions = RolloutConditionWriter(api, guard, settings.reconcile)
         # What each DaemonSet's rollout metrics were last set to, by key.
         self._reported: dict[str, tuple[RolloutPhase, RolloutCounts | None]] = {}
+        # What the controller-wide node gauges were last set to.
+        self._exported_skipped: int | None = None
+        self._exported_states: dict[NodeState, int] = {}
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.settings = settings
 
@@ -229,23 +232,36 @@ class Reconciler:
         if now == before:
             return
         self._reported[key] = now
-        for phase in RolloutPhase:
-            metrics.ROLLOUT_PHASE.labels(namespace, name, phase.value).set(
-                1 if phase is standing.phase else 0
-            )
+        # Only the gauges whose value moved are set: a rollout's counts move at nearly every
+        # plan, its phase seldom, and each series looked up costs a lock and a hash.
+        before_phase, before_counts = before if before is not None else (None, None)
+        if standing.phase is not before_phase:
+            for phase in RolloutPhase:
+                metrics.ROLLOUT_PHASE.labels(namespace, name, phase.value).set(
+                    1 if phase is standing.phase else 0
+                )
         counts = standing.counts
         if counts is None:
-            if before is not None and before[1] is not None:
+            if before_counts is not None:
                 for state in POOL_STATES:
                     metrics.DAEMONSET_NODES.remove(namespace, name, state)
             return
+        previous = before_counts.by_state() if before_counts is not None else {}
         for state, value in counts.by_state().items():
-            metrics.DAEMONSET_NODES.labels(namespace, name, state).set(value)
+            if previous.get(state) != value:
+                metrics.DAEMONSET_NODES.labels(namespace, name, state).set(value)
 
     def _export_node_states(self) -> None:
-        metrics.NODES_SKIPPED.set(self.states.skipped_nodes)
+        """The controller-wide node gauges, each set when its value moved."""
+        skipped = self.states.skipped_nodes
+        if skipped != self._exported_skipped:
+            metrics.NODES_SKIPPED.set(skipped)
+            self._exported_skipped = skipped
+        exported = self._exported_states
         for where, count in self.states.node_states().items():
-            metrics.NODES.labels(state=where.value).set(count)
+            if exported.get(where) != count:
+                metrics.NODES.labels(state=where.value).set(count)
+                exported[where] = count
 
     @staticmethod
     def _log_skipped(

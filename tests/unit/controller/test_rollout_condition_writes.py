@@ -14,7 +14,7 @@ from edgerollout.settings import CONTROLLER
 from ..domain.builders import NOW, NOW_RFC3339
 from ..kube.fake_api import JSON
 from ..kube.objects import ADVANCED, NAMESPACE, NEW, OLD, WEB_UID, daemonset_json, pod_json
-from .test_reconciler import KEY, ROLLING_ONE, controller, outdated_rollout
+from .test_reconciler import KEY, ROLLING_ONE, Controller, controller, outdated_rollout
 
 TYPE = "edgerollout.io/Progressing"
 ROLLING = "1 of 3 nodes updated, 0 offline, 0 broken, 0 held, 2 to go (generation 2)"
@@ -165,6 +165,39 @@ async def test_a_daemonset_that_opts_out_loses_its_condition_and_its_metrics() -
         assert phase_samples() == {"Rolling": None, "Complete": None, "Paused": None}
         assert set(node_samples().values()) == {None}
         assert c.cache.keys_to_reconcile() == [KEY]  # until the removal's echo comes
+
+
+async def test_the_rollout_gauges_follow_each_plan_as_its_counts_and_phase_move() -> None:
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        await c.reconcile()  # edge-1's pod deleted: Rolling, 1 of 3 updated
+        assert phase_samples() == {"Rolling": 1.0, "Complete": 0.0, "Paused": 0.0}
+        assert node_samples() == {
+            "total": 3.0, "updated": 1.0, "offline": 0.0, "broken": 0.0, "held": 0.0,
+            "remaining": 2.0,
+        }  # fmt: skip
+
+        await replace(c, "web-a", node="edge-1")  # and edge-2's pod deleted
+        assert phase_samples() == {"Rolling": 1.0, "Complete": 0.0, "Paused": 0.0}
+        assert node_samples() == {
+            "total": 3.0, "updated": 2.0, "offline": 0.0, "broken": 0.0, "held": 0.0,
+            "remaining": 1.0,
+        }  # fmt: skip
+
+        await replace(c, "web-b", node="edge-2")
+        assert phase_samples() == {"Rolling": 0.0, "Complete": 1.0, "Paused": 0.0}
+        assert node_samples() == {
+            "total": 3.0, "updated": 3.0, "offline": 0.0, "broken": 0.0, "held": 0.0,
+            "remaining": 0.0,
+        }  # fmt: skip
+
+
+async def replace(c: Controller, name: str, *, node: str) -> None:
+    """The deleted outdated pod `name` gone and replaced by a current one, then a reconcile."""
+    replaced = pod_json(name, node=node, revision_hash=OLD)
+    c.api.put(PODS, replaced)  # the fake forgot it at the delete; its watch event is due
+    await c.publish(PODS, "DELETED", replaced)
+    await c.publish(PODS, "ADDED", pod_json(f"{name}2", node=node, revision_hash=NEW))
+    await c.reconcile()
 
 
 async def test_the_pool_collector_counts_each_rollouts_nodes_by_pool_when_scraped() -> None:
