@@ -18,7 +18,12 @@ async def send_concurrently(
     the deletions all fit the budget and are recorded as expected before they are sent), so they
     need not wait for one another's round trip: sent one after the other, a wave of a hundred
     deletions took as many round trips. If any request fails, the others still finish, then the
-    first failure is raised (the key is retried with backoff)."""
+    first failure is raised (the key is retried with backoff).
+
+    Most reconciles of a rollout send one request of a kind, or none: those are sent without a
+    gate or a task of their own."""
+    if len(items) <= 1:
+        return [await send(item) for item in items]
     gate = asyncio.Semaphore(at_once)
 
     async def gated(item: Item) -> int:
