@@ -1,5 +1,6 @@
 """Reading `apps.openyurt.io/max-unavailable` into a number of nodes (design §2.3)."""
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -119,6 +120,15 @@ def test_base_counts_the_nodes_of_deletions_in_flight() -> None:
     pods = [pod("a1", "edge-1")]
     flying = [in_flight("b1", "edge-2"), in_flight("a0", "edge-1"), in_flight("c1", "edge-2")]
     assert snapshot(daemonset(), pods=pods, in_flight=flying).budget_base() == 2
+
+
+def test_base_is_counted_once_per_snapshot_and_anew_for_a_changed_copy() -> None:
+    pods = [pod("a1", "edge-1")]
+    counted = snapshot(daemonset(), pods=pods, in_flight=[in_flight("b1", "edge-2")])
+
+    assert (counted.budget_base(), counted.budget_base()) == (2, 2)
+    assert dataclasses.replace(counted, in_flight=()).budget_base() == 1
+    assert counted == snapshot(daemonset(), pods=pods, in_flight=[in_flight("b1", "edge-2")])
 
 
 def test_base_counts_the_nodes_the_native_controller_wants_a_pod_on_but_that_hold_none() -> None:

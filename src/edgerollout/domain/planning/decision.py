@@ -78,6 +78,9 @@ class Snapshot:
     paused_before: bool | None = None
     pause_changes: int = 0
     now: datetime
+    # `budget_base()` once counted: a reconcile asks for it in the plan and again for its
+    # standing, and the count walks every deletion in flight.
+    _budget_base: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def of_views(
@@ -116,9 +119,13 @@ class Snapshot:
         native controller counts nodes that hold no pod at that moment too. Leaving them out
         would shrink the budget by as many nodes as are between two pods — from 100 to 96 of
         1,000 nodes at 10 % during a rollout. It costs what is in flight, not what exists."""
+        if self._budget_base is not None:
+            return self._budget_base
         pods_by_node = self.pods_by_node
         between_pods = {d.node_name for d in self.in_flight if d.node_name not in pods_by_node}
-        return max(len(pods_by_node) + len(between_pods), self.daemonset.desired_nodes or 0)
+        base = max(len(pods_by_node) + len(between_pods), self.daemonset.desired_nodes or 0)
+        object.__setattr__(self, "_budget_base", base)  # a memo: the snapshot does not change
+        return base
 
     def labels_of(self, node: NodeName) -> Mapping[str, str]:
         """The labels of `node` (none for a node not in the cache)."""
