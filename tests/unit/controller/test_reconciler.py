@@ -752,6 +752,23 @@ async def test_a_deleted_daemonset_loses_its_rollout_state_and_a_recreated_one_s
         assert second.uid == "uid-ds-web-2"
 
 
+async def test_at_info_a_deletion_is_counted_and_told_by_the_summary_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="edgerollout.controller")
+    deleted = {"reason": "outdated_within_budget"}
+    before = REGISTRY.get_sample_value("edgerollout_pods_deleted_total", deleted) or 0.0
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        outcome = await c.reconcile()
+
+    assert outcome.deleted == 1
+    assert REGISTRY.get_sample_value("edgerollout_pods_deleted_total", deleted) == before + 1
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "rollout condition written"),
+        ("INFO", "reconciled"),
+    ]
+
+
 async def test_a_reconcile_logs_one_summary_at_info_and_each_deletion_at_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

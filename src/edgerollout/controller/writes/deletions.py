@@ -63,13 +63,17 @@ class PodDeleter:
                 ),
             )
             raise
-        metrics.PODS_DELETED.labels(reason=deletion.reason.name.lower()).inc()
+        reason = deletion.reason.name.lower()
+        metrics.PODS_DELETED.labels(reason=reason).inc()
+        self.events.report(ds, deletion.notice)
+        if not log.isEnabledFor(logging.DEBUG):
+            return 1  # a per-pod detail: the reconcile's own line counts the deletions
         fields = LogFields(
             daemonset=object_key(ds.namespace, ds.name),
             pod=object_key(deletion.namespace, deletion.name),
             uid=deletion.uid,
             node=deletion.node_name,
-            reason=deletion.reason.name.lower(),
+            reason=reason,
         )
         if plan.target is not None and plan.target.hash is not None:
             fields["revision"] = plan.target.hash
@@ -77,5 +81,4 @@ class PodDeleter:
             fields["unavailable"] = plan.rollout.unavailable
             fields["budget"] = plan.rollout.max_unavailable
         log.debug("deleted pod", extra=fields)
-        self.events.report(ds, deletion.notice)
         return 1
