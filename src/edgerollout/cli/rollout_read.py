@@ -234,6 +234,9 @@ class RolloutIndex:
         # The owners of the pods on each node: which rollouts a node's readiness changes.
         self._owners_on: dict[NodeName, Counter[str]] = {}
         self._switches = RollbackSwitches()
+        # The nodes each opted-in DaemonSet's pods were seen on, kept while the node exists: a
+        # node whose pod is gone is still named.
+        self._ran_on: dict[str, set[NodeName]] = {}
 
     def daemonsets(self) -> list[str]:
         """The opted-in DaemonSets, by namespace, then name (as kubectl sorts)."""
@@ -249,6 +252,8 @@ class RolloutIndex:
         if old is not None:
             self._daemonsets.pop(_key(old.view), None)
             self._key_of_uid.pop(old.view.uid, None)
+            if new is None or new.view.uid != old.view.uid:
+                self._ran_on.pop(old.view.uid, None)
         if new is not None:
             self._daemonsets[_key(new.view)] = new
             self._key_of_uid[new.view.uid] = _key(new.view)
@@ -266,6 +271,8 @@ class RolloutIndex:
                 del self._pods[cached.owner_uid]
             node = cached.view.node_name
             if node is not None:
+                if self.owns(cached.owner_uid):
+                    self._ran_on.setdefault(cached.owner_uid, set()).add(node)
                 owners = self._owners_on.setdefault(node, Counter())
                 owners[cached.owner_uid] += step
                 if owners[cached.owner_uid] <= 0:
@@ -290,7 +297,13 @@ class RolloutIndex:
         if new is not None:
             self._nodes[new.name] = new
         names = {node.name for node in (old, new) if node is not None}
-        return self._keys_of(uid for name in names for uid in self._owners_on.get(name, ()))
+        keys = self._keys_of(uid for name in names for uid in self._owners_on.get(name, ()))
+        for uid, ran_on in self._ran_on.items():
+            if names & ran_on:
+                keys |= self._keys_of((uid,))
+                if new is None:
+                    ran_on -= names
+        return keys
 
     def any_asks_for_rollback(self) -> bool:
         """Whether an opted-in DaemonSet asks to be rolled back on failure."""
@@ -314,14 +327,17 @@ class RolloutIndex:
     def rollout(self, key: str) -> ListedRollout | None:
         """The DaemonSet `key`'s rollout as `read_rollout` would read it (None: not opted in).
 
-        Only the nodes its pods are on are handed over: the plan looks nodes up by name, so the
-        others change nothing, and a list of many DaemonSets does not copy every node for each."""
+        Only the nodes its pods are on, or were on since the index started, are handed over: the
+        plan looks nodes up by name, so the others change nothing, and a list of many DaemonSets
+        does not copy every node for each. A node whose pod is gone (deleted, its replacement not
+        yet created) is one the native controller counts and the dashboard draws by name."""
         cached = self._daemonsets.get(key)
         if cached is None:
             return None
         uid = cached.view.uid
         pods = tuple(self._pods.get(uid, {}).values())
         on = {pod.node_name for pod in pods if pod.node_name is not None}
+        on |= self._ran_on.get(uid, set())
         revisions = self._revisions.get(uid, {}).values()
         return ListedRollout(
             views=RolloutViews(

@@ -11,6 +11,7 @@ import pytest
 
 from edgerollout.cli.dashboard.documents import (
     CellState,
+    PodlessNode,
     SeenSince,
     cell_state,
     events_document,
@@ -20,12 +21,22 @@ from edgerollout.cli.dashboard.documents import (
 )
 from edgerollout.cli.list_command import listed_status
 from edgerollout.cli.list_render import item_document
-from edgerollout.cli.rollout_read import ListedRollout, read_rollouts
+from edgerollout.cli.rollout_read import (
+    ListedRollout,
+    RolloutIndex,
+    daemonset_pod,
+    dated_revision,
+    list_all,
+    opted_in_daemonset,
+    read_rollouts,
+)
 from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.reporting.rollout_status import NodeRow, PodState, PrepullState
 from edgerollout.domain.vocabulary import NODEPOOL_LABEL
-from edgerollout.kube.api import NODES
+from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS
+from edgerollout.kube.views import node_from_api
 from tests.unit.cli.list_cluster import NOW, ClosingApi, shop
+from tests.unit.kube.objects import node_json
 
 READY = NodeReadiness.READY
 
@@ -163,6 +174,118 @@ async def test_a_paused_rollout_shows_its_old_pods_held_by_the_pause() -> None:
     assert document["staging"] == "paused"
 
 
+async def watched(api: ClosingApi) -> RolloutIndex:
+    """The index the dashboard's watches keep, fed with every object of `api` as listed."""
+    index = RolloutIndex()
+    for obj in await list_all(api, DAEMONSETS):
+        index.daemonset_changed(None, opted_in_daemonset(obj))
+    for obj in await list_all(api, CONTROLLER_REVISIONS):
+        index.revision_changed(None, dated_revision(obj))
+    for obj in await list_all(api, PODS):
+        index.pod_changed(None, daemonset_pod(obj))
+    for obj in await list_all(api, NODES):
+        index.node_changed(None, node_from_api(obj))
+    return index
+
+
+def pod_gone(api: ClosingApi, index: RolloutIndex, name: str) -> set[str]:
+    """The pod `name` of `default` deleted, as its watch reports it; the DaemonSets it changes."""
+    pod = api.stored(PODS, name, namespace="default")
+    assert pod is not None
+    return index.pod_changed(daemonset_pod(pod), None)
+
+
+def document_of(index: RolloutIndex, key: str) -> dict[str, Any]:
+    rollout = index.rollout(key)
+    assert rollout is not None
+    return rollout_document(listed_status(rollout, at=NOW), views=rollout.views, since={})
+
+
+async def test_a_node_whose_pod_is_gone_is_drawn_by_name_as_upgrading() -> None:
+    api = ClosingApi()
+    shop(api)  # logs: edge-1 and edge-2 new, edge-3 old and offline; 3 nodes desired
+    index = await watched(api)
+    assert pod_gone(api, index, "logs-edge-2") == {"default/logs"}
+
+    document = document_of(index, "default/logs")
+
+    assert node_cells(document) == {"edge-1": "updated", "edge-2": "upgrading", "edge-3": "waiting"}
+    [pool] = document["pools"]
+    assert pool["cells"][1] == ["edge-2", 1, None, None, False, "Ready", "no pod", None]
+    assert document["counts"] == {
+        "updated": 1,
+        "upgrading": 1,
+        "pulling": 0,
+        "outdated": 0,
+        "held": 0,
+        "waiting": 1,
+        "broken": 0,
+    }
+    item = document["item"]
+    assert (item["total"], item["updated"], item["offline"]) == (3, 1, 1)
+    assert document["summary"] == (
+        'Waiting for daemon set "logs" rollout to finish: 1 of 3 updated pods are available '
+        "(1 waiting for NotReady nodes, 1 node without a pod)..."
+    )
+
+
+async def test_a_node_without_a_pod_changes_with_its_readiness_and_goes_with_it() -> None:
+    api = ClosingApi()
+    shop(api)
+    index = await watched(api)
+    pod_gone(api, index, "logs-edge-2")
+    node = api.stored(NODES, "edge-2")
+    assert node is not None
+    was = node_from_api(node)
+    offline = node_from_api(api.put(NODES, node_json("edge-2", ready="False")))
+
+    on_edge_2 = {"default/agent", "default/bad", "default/logs", "default/web"}
+    assert index.node_changed(was, offline) == on_edge_2  # logs without its pod there too
+    # Not Ready and not tolerated: the native controller no longer counts it, nor does the page.
+    desired = index.rollout("default/logs")
+    assert desired is not None
+    assert [node.name for node in desired.views.nodes] == ["edge-1", "edge-2", "edge-3"]
+    unnamed = {"edge-1": "updated", None: "upgrading", "edge-3": "waiting"}
+    assert node_cells(document_of(index, "default/logs")) == unnamed
+    assert index.node_changed(offline, None) == on_edge_2
+    gone = index.rollout("default/logs")
+    assert gone is not None
+    assert [node.name for node in gone.views.nodes] == ["edge-1", "edge-3"]
+    assert node_cells(document_of(index, "default/logs")) == unnamed
+
+
+async def test_a_node_never_seen_with_a_pod_is_drawn_without_a_name() -> None:
+    api = ClosingApi()
+    shop(api)
+    logs = api.stored(DAEMONSETS, "logs", namespace="default")
+    assert logs is not None
+    logs["status"]["desiredNumberScheduled"] = 4
+    api.put(DAEMONSETS, logs)
+
+    document = document_of(await watched(api), "default/logs")
+
+    [pool] = document["pools"]
+    assert pool["cells"][3] == [None, 1, None, None, False, None, "no pod", None]
+    assert len(pool["cells"]) == 4
+    assert document["counts"]["upgrading"] == 1
+    assert document["item"]["total"] == 4
+
+
+@pytest.mark.parametrize(
+    ("readiness", "cell"),
+    [
+        (NodeReadiness.READY, CellState.UPGRADING),
+        (None, CellState.UPGRADING),
+        (NodeReadiness.NOT_READY, CellState.WAITING),
+        (NodeReadiness.UNKNOWN, CellState.WAITING),
+    ],
+)
+def test_a_node_without_a_pod_is_upgrading_unless_not_ready(
+    readiness: NodeReadiness | None, cell: CellState
+) -> None:
+    assert PodlessNode(node=NodeName("edge-1"), readiness=readiness).state is cell
+
+
 async def test_home_is_lists_item_of_each_rollout_in_lists_order() -> None:
     api = ClosingApi()
     shop(api)
@@ -183,6 +306,16 @@ def test_a_cell_is_seen_since_it_entered_its_state() -> None:
     assert seen.update([held], now=later + timedelta(seconds=2)) == {
         "edge-1": later + timedelta(seconds=2)
     }
+
+
+def test_a_node_without_a_pod_is_seen_since_its_pod_went() -> None:
+    seen = SeenSince()
+    later = NOW + timedelta(seconds=30)
+    podless = PodlessNode(node=NodeName("edge-1"), readiness=READY)
+    unnamed = PodlessNode(node=None, readiness=None)
+    assert seen.update([row(PodState.OLD)], now=NOW) == {"edge-1": NOW}
+    assert seen.update([], now=later, podless=[podless, unnamed]) == {"edge-1": later}
+    assert seen.update([], now=later + timedelta(seconds=5), podless=[podless]) == {"edge-1": later}
 
 
 def test_events_are_the_newest_first_up_to_the_limit() -> None:

@@ -15,6 +15,13 @@ from `status`'s row of its pod (`rollout_status.NodeRow`):
 | `upgrading` | `upgrading`, `terminating`                                          |
 | `outdated`  | `old`, `OTA: upgrade available` (pull done, failed or none)          |
 
+A node the native controller counts (`desiredNumberScheduled`) that holds no pod is a cell too,
+with no pod and the detail `no pod` (`podless_nodes`): the counts take it as a node to go, and
+the pod the native controller creates there is of the newest revision, so it is `upgrading` on a
+Ready node and `waiting` on one that is not. It is named when the watches saw a pod of the
+DaemonSet on it (its pod deleted, the next one not yet made); one never seen with a pod is drawn
+in the pool "" without a name, since only the scheduler's rules could name it.
+
 A rollout's document (`rollout_document`):
 
 ```
@@ -24,8 +31,9 @@ A rollout's document (`rollout_document`):
      [node, state index, pod, revision, current, node readiness, detail, since]]}]}
 ```
 `states` names the cell states in legend order; a cell's state is its index in that list;
-`detail` is the state as `status` words it (`broken: CrashLoopBackOff`); `since` (RFC 3339, or
-null) is when this dashboard first saw the cell in that state. Pools are the values of the label
+`detail` is the state as `status` words it (`broken: CrashLoopBackOff`), or `no pod`; `since`
+(RFC 3339, or null) is when this dashboard first saw the cell in that state; node, pod and
+revision are null when not known. Pools are the values of the label
 the DaemonSet's waves are named by, else OpenYurt's node pool label (`pool_counts.pool_label`);
 a node without it is in the pool named "".
 """
@@ -33,6 +41,7 @@ a node without it is in the pool named "".
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -41,10 +50,15 @@ from edgerollout.cli.list_render import ListedStatus, item_document
 from edgerollout.cli.plan_render import DryRun, plan_document
 from edgerollout.cli.rollout_read import RolloutViews
 from edgerollout.cli.status_render import describe_staging, describe_strategy
-from edgerollout.domain.model import NodeReadiness
+from edgerollout.domain.model import NodeName, NodeReadiness
 from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.reporting.pool_counts import pool_label
-from edgerollout.domain.reporting.rollout_status import NodeRow, PodState, PrepullState
+from edgerollout.domain.reporting.rollout_status import (
+    NodeRow,
+    PodState,
+    PrepullState,
+    RolloutStatus,
+)
 from edgerollout.domain.timestamps import format_rfc3339, parse_rfc3339
 
 JSON = dict[str, Any]
@@ -92,6 +106,43 @@ def cell_key(row: NodeRow) -> str:
     return row.node if row.node is not None else f"pod/{row.pod}"
 
 
+NO_POD = "no pod"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodlessNode:
+    """A node the native controller counts that holds no pod of the DaemonSet; `node` is None
+    when the watches never saw a pod on it, so that it cannot be named."""
+
+    node: NodeName | None
+    readiness: NodeReadiness | None
+
+    @property
+    def state(self) -> CellState:
+        """`upgrading`: the native controller makes a pod of the newest revision there; `waiting`
+        while the node is not Ready."""
+        if self.readiness is None or self.readiness is NodeReadiness.READY:
+            return CellState.UPGRADING
+        return CellState.WAITING
+
+
+def podless_nodes(status: RolloutStatus, views: RolloutViews) -> list[PodlessNode]:
+    """The nodes `status` counts without a pod (`desiredNumberScheduled` less the nodes holding
+    one): first those of `views.nodes` holding none that the native controller counts (Ready, or
+    not Ready and tolerated), by name, then as many unnamed ones as the count still asks for."""
+    holding = {row.node for row in status.rows if row.node is not None}
+    missing = (views.daemonset.desired_nodes or 0) - len(holding)
+    if missing <= 0:
+        return []
+    counted = {NodeReadiness.READY} | views.daemonset.counted_while_not_ready
+    named = [
+        PodlessNode(node=node.name, readiness=node.readiness)
+        for node in sorted(views.nodes, key=lambda node: node.name)
+        if node.name not in holding and node.readiness in counted
+    ][:missing]
+    return named + [PodlessNode(node=None, readiness=None)] * (missing - len(named))
+
+
 class SeenSince:
     """When each cell of a rollout was first seen in the state it shows: what the page says a
     node has been so "since". Only what this dashboard saw: a cell already in its state when the
@@ -100,15 +151,17 @@ class SeenSince:
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, datetime]] = {}
 
-    def update(self, rows: Iterable[NodeRow], *, now: datetime) -> Mapping[str, datetime]:
-        """Record the rows read at `now`; the time each cell entered its current state. Cells
-        no longer read are forgotten."""
+    def update(
+        self, rows: Iterable[NodeRow], *, now: datetime, podless: Iterable[PodlessNode] = ()
+    ) -> Mapping[str, datetime]:
+        """Record the rows and the named nodes without a pod read at `now`; the time each cell
+        entered its current state. Cells no longer read are forgotten."""
+        shown = [(cell_key(row), row.state_text) for row in rows]
+        shown += [(node.node, NO_POD) for node in podless if node.node is not None]
         seen: dict[str, tuple[str, datetime]] = {}
-        for row in rows:
-            key = cell_key(row)
-            shown = row.state_text
+        for key, text in shown:
             before = self._seen.get(key)
-            seen[key] = before if before is not None and before[0] == shown else (shown, now)
+            seen[key] = before if before is not None and before[0] == text else (text, now)
         self._seen = seen
         return {key: since for key, (_, since) in seen.items()}
 
@@ -142,6 +195,30 @@ def rollout_document(
                 None if when is None else format_rfc3339(when),
             ]
         )
+    podless = podless_nodes(status, views)
+    for node in podless:
+        state = node.state
+        pool = "" if node.node is None else pool_of.get(node.node, "")
+        totals[state] += 1
+        counts = by_pool.setdefault(pool, dict.fromkeys(STATES, 0))
+        counts[state] += 1
+        when = None if node.node is None else since.get(node.node)
+        readiness = None if node.readiness is None else node.readiness.value
+        pools.setdefault(pool, []).append(
+            [
+                node.node,
+                _INDEX[state],
+                None,
+                None,
+                False,
+                readiness,
+                NO_POD,
+                None if when is None else format_rfc3339(when),
+            ]
+        )
+    if podless:  # in their place among the rows, which come by node name
+        for cells in pools.values():
+            cells.sort(key=lambda cell: (cell[0] is None, cell[0] or "", cell[2] or ""))
     return {
         "key": f"{status.namespace}/{status.daemonset}",
         "item": item_document(listed),

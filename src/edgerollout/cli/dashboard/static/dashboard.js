@@ -359,7 +359,7 @@ function describe(found) {
   const [, state, , revision, isCurrent, readiness, detail, since] = latest;
   text(q("#detail"), [
     `node      ${node || "<none>"}   (pool ${found.pool || "(no pool)"}, ${readiness || "unknown"})`,
-    `pod       ${pod}`,
+    `pod       ${pod || "<none>"}`,
     `revision  ${revision || "<none>"} (${isCurrent ? "current" : "old"})`,
     `state     ${doc.states[state]}${detail === doc.states[state] ? "" : ` (${detail})`}`,
     `since     ${since || "before this dashboard started"}`,
