@@ -4,7 +4,8 @@
 The operator runs it with their own kubeconfig: nothing is installed in the cluster, and the page
 can see and do exactly what `list`, `status`, `plan`, `pause` and `resume` can with the same
 credentials. It listens on loopback, on a port the kernel picks (`--address` says otherwise, with
-a warning when not loopback), prints its URL, which carries the session's token
+a warning when not loopback; on a wildcard the machine's names and addresses are its own,
+`machine_names`), prints its URL, which carries the session's token
 (`dashboard.guard`), and opens it in the browser unless `--no-browser`. It runs until
 interrupted; a failure of the API server is shown on the page, never the end of the command.
 
@@ -15,16 +16,19 @@ be listened on; 2 usage error; 130 interrupted (Ctrl-C), the way out.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import secrets
+import socket
 import webbrowser
 
 import click
+import psutil
 from aiohttp import web
 
 from edgerollout.cli.daemonset_command import connect, run_command
 from edgerollout.cli.dashboard.fleet import Fleet
-from edgerollout.cli.dashboard.guard import Gate
+from edgerollout.cli.dashboard.guard import IPV4_WILDCARD, IPV6_WILDCARD, Gate, MachineNames
 from edgerollout.cli.dashboard.server import Dashboard
 from edgerollout.cli.list_command import DEFAULT_NAMESPACE
 from edgerollout.cli.param_types import ADDRESS
@@ -43,6 +47,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def machine_names() -> MachineNames:
+    """This machine's host name, fully qualified name and interfaces' IP addresses: what a
+    browser may call a dashboard listening on a wildcard."""
+    families = (socket.AF_INET, socket.AF_INET6)
+    return MachineNames(
+        names=frozenset({socket.gethostname(), socket.getfqdn()}),
+        addresses=frozenset(
+            address.address
+            for addresses in psutil.net_if_addrs().values()
+            for address in addresses
+            if address.family in families
+        ),
+    )
+
+
 def dashboard_url(*, host: str, port: int, token: str) -> str:
     """The URL the operator opens: the page, with the session's token."""
     shown = f"[{host}]" if ":" in host else host
@@ -55,8 +74,14 @@ async def serve(
     """Serve the dashboard until cancelled; 1 when the address cannot be listened on."""
     api = await connect(kubeconfig)
     fleet = Fleet(api, namespace=namespace)
-    gate = Gate.for_address(token=secrets.token_urlsafe(32), host=address.host)
-    runner = web.AppRunner(Dashboard(fleet, gate=gate).app(), access_log=None)
+    wildcard = address.host in (IPV4_WILDCARD, IPV6_WILDCARD)
+    gate = Gate.for_address(
+        token=secrets.token_urlsafe(32),
+        host=address.host,
+        machine=machine_names() if wildcard else None,
+    )
+    dashboard = Dashboard(fleet, gate=gate)
+    runner = web.AppRunner(dashboard.app(), access_log=None)
     await runner.setup()
     watching = asyncio.create_task(fleet.run())
     try:
@@ -67,6 +92,7 @@ async def serve(
             click.echo(f"error: cannot listen on {address}: {error}", err=True)
             return EXIT_ERROR
         port = runner.addresses[0][1]
+        dashboard.gate = dataclasses.replace(gate, port=port)  # nothing was served before
         url = dashboard_url(host=address.host, port=port, token=gate.token)
         if not is_loopback(address.host):
             click.echo(

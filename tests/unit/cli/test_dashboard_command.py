@@ -8,12 +8,20 @@ import contextlib
 import re
 import socket
 import webbrowser
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
+import aiohttp
 import pytest
 from click.testing import CliRunner
 
 from edgerollout.cli import dashboard_command
-from edgerollout.cli.dashboard_command import dashboard, dashboard_url, is_loopback
+from edgerollout.cli.dashboard_command import (
+    dashboard,
+    dashboard_url,
+    is_loopback,
+    machine_names,
+)
 from edgerollout.cli.main import cli
 from edgerollout.settings import DASHBOARD, Address
 from tests.unit.cli.list_cluster import ClosingApi, shop
@@ -71,10 +79,15 @@ def test_an_address_that_is_not_one_is_a_usage_error() -> None:
 
 
 async def serving(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *, address: Address
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    address: Address,
+    meanwhile: Callable[[str], Awaitable[None]] | None = None,
 ) -> tuple[ClosingApi, list[str], str, str]:
-    """Run the command's server until it has printed its URL; the API it used, the URLs it
-    opened in the browser, and what it printed on stdout and stderr."""
+    """Run the command's server until it has printed its URL (and `meanwhile` is done with it);
+    the API it used, the URLs it opened in the browser, and what it printed on stdout and
+    stderr."""
     api = ClosingApi()
     shop(api)
 
@@ -95,6 +108,8 @@ async def serving(
             captured = capsys.readouterr()
             out, err = out + captured.out, err + captured.err
         await until(lambda: opened != [], what="the browser opened")
+        if meanwhile is not None:
+            await meanwhile(opened[0])
     finally:
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -149,3 +164,31 @@ async def test_an_address_in_use_ends_the_command_with_1_and_says_so(
     assert (code, captured.out) == (1, "")
     assert captured.err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
     assert api.closed
+
+
+def test_the_machines_names_are_its_host_name_and_its_interfaces_addresses() -> None:
+    machine = machine_names()
+    assert machine.names == {socket.gethostname(), socket.getfqdn()}
+    assert "127.0.0.1" in machine.addresses
+
+
+async def test_on_a_wildcard_the_machines_name_is_served_and_another_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers: dict[str, tuple[int, str]] = {}
+
+    async def ask(url: str) -> None:
+        port = urlsplit(url).port
+        local = url.replace("0.0.0.0", "127.0.0.1")  # noqa: S104 (where the test connects)
+        hosts = [f"{socket.gethostname()}:{port}", f"evil.example:{port}"]
+        async with aiohttp.ClientSession() as session:
+            for host in hosts:
+                async with session.get(local, headers={"Host": host}) as response:
+                    answers[host.partition(":")[0]] = (response.status, response.content_type)
+
+    everywhere = Address("0.0.0.0", 0)  # noqa: S104 (the wildcard tested)
+    await serving(monkeypatch, capsys, address=everywhere, meanwhile=ask)
+    assert answers == {
+        socket.gethostname(): (200, "text/html"),
+        "evil.example": (403, "application/json"),
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgerollout.cli.dashboard.guard import Gate, Refusal, refusal
+from edgerollout.cli.dashboard.guard import Gate, MachineNames, Refusal, refusal
 
 GATE = Gate.for_address(token="s3cret", host="127.0.0.1")
 OWN = {"Host": "127.0.0.1:8080"}
@@ -114,3 +114,83 @@ def test_a_token_header_that_is_not_utf8_is_simply_wrong() -> None:
     assert refused("POST", "/api/rollouts/default/web/pause", headers) == Refusal(
         code=403, message="a change without this session's X-Edgerollout-Token"
     )
+
+
+MACHINE = MachineNames(
+    names=frozenset({"shop-laptop", "Shop-Laptop.corp.example"}),
+    addresses=frozenset({"127.0.0.1", "192.168.1.20", "::1", "fe80::1%wlan0", "2001:DB8::20"}),
+)
+
+
+def on_wildcard(wildcard: str, host: str) -> Refusal | None:
+    gate = Gate.for_address(token="t", host=wildcard, port=8080, machine=MACHINE)
+    return refusal(gate, method="GET", path="/", headers={"Host": host}, query={"token": "t"})
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "shop-laptop:8080",
+        "SHOP-LAPTOP.corp.example.:8080",
+        "192.168.1.20:8080",
+        "127.0.0.1:8080",
+        "localhost:8080",
+        "0.0.0.0:8080",
+    ],
+)
+def test_on_the_ipv4_wildcard_the_machines_names_and_v4_addresses_are_its_hosts(
+    host: str,
+) -> None:
+    assert on_wildcard("0.0.0.0", host) is None  # noqa: S104
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[fe80::1]:8080",
+        "[2001:db8::20]:8080",
+        "[2001:0db8:0:0:0:0:0:20]:8080",
+        "[::1]:8080",
+        "shop-laptop:8080",
+    ],
+)
+def test_on_the_ipv6_wildcard_the_machines_names_and_v6_addresses_are_its_hosts(
+    host: str,
+) -> None:
+    assert on_wildcard("::", host) is None
+
+
+@pytest.mark.parametrize(
+    ("wildcard", "host"),
+    [
+        ("0.0.0.0", "evil.example:8080"),  # noqa: S104 (a rebound DNS name)
+        ("0.0.0.0", "shop-laptop.evil.example:8080"),  # noqa: S104
+        ("0.0.0.0", "192.168.1.21:8080"),  # noqa: S104 (another machine's address)
+        ("0.0.0.0", "[2001:db8::20]:8080"),  # noqa: S104 (IPv6: not listened on)
+        ("::", "192.168.1.20:8080"),  # IPv4: not listened on
+        ("0.0.0.0", "192.168.1.20:9090"),  # noqa: S104 (another port of this machine)
+        ("0.0.0.0", "192.168.1.20"),  # noqa: S104 (port 80)
+        ("0.0.0.0", "shop-laptop:80a"),  # noqa: S104 (not a port)
+        ("0.0.0.0", "shop-laptop:"),  # noqa: S104
+    ],
+)
+def test_on_a_wildcard_any_other_host_or_port_is_refused(wildcard: str, host: str) -> None:
+    assert on_wildcard(wildcard, host) == Refusal(
+        code=403, message=f"the Host header names {host!r}, not this dashboard's address"
+    )
+
+
+def test_without_a_wildcard_the_machines_names_are_not_its_hosts() -> None:
+    gate = Gate.for_address(token="t", host="127.0.0.1", port=8080, machine=MACHINE)
+    headers = {"Host": "shop-laptop:8080"}
+    assert refusal(gate, method="GET", path="/", headers=headers, query={"token": "t"}) == Refusal(
+        code=403, message="the Host header names 'shop-laptop:8080', not this dashboard's address"
+    )
+
+
+def test_once_the_port_is_known_loopback_on_another_port_is_refused() -> None:
+    gate = Gate.for_address(token="t", host="127.0.0.1", port=8080)
+    assert gate.admits("127.0.0.1:8080")
+    assert gate.admits("[::1]:8080")
+    assert not gate.admits("127.0.0.1:8081")
+    assert not gate.admits("localhost")

@@ -3,9 +3,11 @@
 The server acts with the operator's credentials, so a request it serves is a request the
 operator made. Three checks, each failing closed (a missing header is a refusal):
 
-- `Host` must name loopback or the address it listens on, on every route: a page of another
-  site that rebinds its DNS name to 127.0.0.1 keeps its own name in `Host` (as the agent checks,
-  `agent.server.host_name`).
+- `Host` must name loopback or the address it listens on, with the port it listens on, on every
+  route: a page of another site that rebinds its DNS name to 127.0.0.1 keeps its own name in
+  `Host` (as the agent checks, `agent.server.host_name`). Listening on a wildcard (`0.0.0.0`,
+  `::`), the machine's own names (its host name and fully qualified name) and the addresses of
+  its interfaces of that family are its address too (`MachineNames`); any other name is not.
 - The session token, made when the command starts and printed in its URL, must come with every
   request but the static assets and the icon (which hold no data): in the `token` query parameter for reads
   (an `EventSource` cannot send headers), in the `X-Edgerollout-Token` header for writes (a form
@@ -21,7 +23,8 @@ Pure: a request's method, path, headers and query in, a `Refusal` or None out.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+import ipaddress
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from edgerollout.agent.server import LOOPBACK_HOSTS, host_name
@@ -41,17 +44,59 @@ class Refusal:
     message: str
 
 
+# The hosts that listen on every address of their family.
+IPV4_WILDCARD = "0.0.0.0"  # noqa: S104 (a name for the wildcard, not a bind)
+IPV6_WILDCARD = "::"
+HTTP_PORT = 80  # the port of a `Host` that names none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachineNames:
+    """What this machine is called: its names (`socket.gethostname`, `socket.getfqdn`) and the
+    addresses of its interfaces, as the command finds them when it listens on a wildcard."""
+
+    names: frozenset[str] = frozenset()
+    addresses: frozenset[str] = frozenset()
+
+    def hosts_for(self, wildcard: str) -> frozenset[str]:
+        """The hosts a `Host` may name when listening on `wildcard`: the names, and the
+        addresses of the wildcard's family (normalised, without an IPv6 zone)."""
+        version = 6 if wildcard == IPV6_WILDCARD else 4
+        addresses = {
+            address for address in _ip_literals(self.addresses) if _version(address) == version
+        }
+        return frozenset({_normal(name) for name in self.names if name} | addresses)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Gate:
-    """The session's token and the host names `Host` may carry (loopback's, and the listen
-    address's host)."""
+    """The session's token, the host names `Host` may carry (loopback's, the listen address's
+    host, and on a wildcard the machine's), and the port it must carry (None: not known yet,
+    any)."""
 
     token: str
     hosts: frozenset[str]
+    port: int | None = None
 
     @classmethod
-    def for_address(cls, *, token: str, host: str) -> Gate:
-        return cls(token=token, hosts=LOOPBACK_HOSTS | {host_name(host)})
+    def for_address(
+        cls,
+        *,
+        token: str,
+        host: str,
+        port: int | None = None,
+        machine: MachineNames | None = None,
+    ) -> Gate:
+        hosts = LOOPBACK_HOSTS | {_normal(host)}
+        if machine is not None and host in (IPV4_WILDCARD, IPV6_WILDCARD):
+            hosts |= machine.hosts_for(host)
+        return cls(token=token, hosts=hosts, port=port)
+
+    def admits(self, header: str) -> bool:
+        """Whether a `Host` header names this dashboard: one of its hosts, on its port."""
+        if _normal(host_name(header)) not in self.hosts:
+            return False
+        return self.port is None or _host_port(header) == self.port
 
 
 def refusal(
@@ -66,7 +111,7 @@ def refusal(
     host = headers.get("Host")
     if host is None:
         return Refusal(code=403, message="a request without a Host header is not served")
-    if host_name(host) not in gate.hosts:
+    if not gate.admits(host):
         return Refusal(
             code=403, message=f"the Host header names {host!r}, not this dashboard's address"
         )
@@ -95,6 +140,45 @@ def _write_refusal(gate: Gate, *, host: str, headers: Mapping[str, str]) -> Refu
     if not _is_token(gate, headers.get(TOKEN_HEADER)):
         return Refusal(code=403, message=f"a change without this session's {TOKEN_HEADER}")
     return None
+
+
+def _host_port(header: str) -> int | None:
+    """The port a `Host` header names (80 when none); None when it is not a port."""
+    if header.startswith("["):
+        rest = header[header.find("]") + 1 :]
+    elif header.count(":") == 1:
+        rest = header[header.find(":") :]
+    else:
+        rest = ""
+    if not rest:
+        return HTTP_PORT
+    digits = rest.removeprefix(":")
+    if not rest.startswith(":") or not (digits.isascii() and digits.isdigit()) or len(digits) > 5:
+        return None
+    return int(digits)
+
+
+def _normal(host: str) -> str:
+    """A host as compared: lower case without a trailing dot, an IP address in its short form
+    (`0:0:0:0:0:0:0:1` is `::1`) without an IPv6 zone."""
+    host = host.lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host.partition("%")[0]))
+    except ValueError:
+        return host
+
+
+def _ip_literals(addresses: Iterable[str]) -> set[str]:
+    normal = {_normal(address) for address in addresses}
+    return {address for address in normal if _version(address) != 0}
+
+
+def _version(host: str) -> int:
+    """4 or 6 for an IP address, 0 for a name."""
+    try:
+        return ipaddress.ip_address(host).version
+    except ValueError:
+        return 0
 
 
 def _is_token(gate: Gate, given: str | None) -> bool:
