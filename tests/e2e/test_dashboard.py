@@ -1,8 +1,9 @@
 """`edgerollout dashboard` against the lab, its page in a real browser (headless Chromium): a
 rollout with a cut node and a broken node drawn as the controller reads it, pause from the page,
 and a change from another site refused; an operator without the rights to list or to patch
-told so on the page; and a rollout of 10,000 nodes (the fake API's, no lab
-holds that many here) drawn within a second."""
+told so on the page; a DaemonSet deleted while shown, and the API server restarted under the
+page, each said on the page while the server keeps serving; and a rollout of 10,000 nodes (the
+fake API's, no lab holds that many here) drawn and followed."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from edgerollout.domain.vocabulary import MAX_UNAVAILABLE_ANNOTATION, PAUSED_ANNOTATION
-from edgerollout_lab import browser
+from edgerollout_lab import browser, cluster
 from edgerollout_lab.control_plane import free_port
 from edgerollout_lab.kubeconfig import read_kubeconfig, write_kubeconfig
 from edgerollout_lab.kwok_stages import CRASHLOOP_IMAGE
@@ -229,6 +230,113 @@ async def test_the_page_draws_a_cut_and_a_broken_node_and_pauses_the_rollout(
         f"refused POST /api/rollouts/{namespace}/{NAME}/resume: "
         "a change from another site (http://evil.example) is refused",
     ]
+
+
+async def test_a_daemonset_deleted_while_shown_is_said_gone_and_home_still_served(
+    kube: LabHandle, namespace: str, chromium: None
+) -> None:
+    await seed_daemonset(kube, namespace, annotations=ARU)
+    everywhere = {"edge-1": "updated", "edge-2": "updated", "edge-3": "updated"}
+    async with dashboard_for(kube, namespace) as served, browser.headless_page() as page:
+        await page.navigate(f"{served.url}#/rollouts/{namespace}/{NAME}")
+
+        async def all_drawn() -> dict[str, str] | None:
+            cells = await drawn(page)
+            return cells if cells == everywhere else None
+
+        await wait_for(all_drawn, timeout=30, what="the cells drawn")
+        await kube.apps.delete_namespaced_daemon_set(NAME, namespace)
+        gone = f"daemonset {namespace}/{NAME} does not exist, or is not opted in to edgerollout"
+
+        async def said_gone() -> str | None:
+            summary = await text_of(page, "#rollout-summary")
+            return summary if summary == gone else None
+
+        assert await wait_for(said_gone, timeout=30, what="the page saying so") == gone
+        assert await page.evaluate("document.querySelector('#rollout').className") == "gone"
+        assert await text_of(page, "#banner") == ""
+
+        # The server goes on: its home page loads, without the DaemonSet.
+        await page.navigate(served.url)
+
+        async def home_shown() -> bool:
+            shown: bool = await page.evaluate(
+                "!document.querySelector('#home').hidden"
+                " && !document.querySelector('#home-empty').hidden"
+            )
+            return shown
+
+        await wait_for(home_shown, timeout=30, what="the home page")
+        assert await text_of(page, "#home-empty") == (
+            "No DaemonSet here is opted in to edgerollout."
+        )
+        assert await text_of(page, "#rollouts tbody") == ""
+        assert served.process.returncode is None
+    assert "Traceback" not in await served.stderr()
+
+
+# The first of the four informers to fail names its watch (or list), how it failed (refused,
+# cut short, timed out: it depends on the moment) and when the watches start again.
+LOST = re.compile(
+    r"The API server cannot be read: cannot reach the API server: "
+    r"(watch (daemonsets|controllerrevisions|pods|nodes)|GET /\S+): .+ "
+    r"\(trying again in \d+ s\)"
+)
+
+
+async def test_a_lost_api_server_is_a_banner_until_it_is_back_and_the_page_follows_again(
+    kube: LabHandle, namespace: str, chromium: None
+) -> None:
+    await seed_daemonset(kube, namespace, annotations=ARU)
+    async with dashboard_for(kube, namespace) as served, browser.headless_page() as page:
+        await page.navigate(f"{served.url}#/rollouts/{namespace}/{NAME}")
+
+        async def summary() -> str | None:
+            return await text_of(page, "#rollout-summary") or None
+
+        assert await wait_for(summary, timeout=30, what="the summary") == (
+            f'daemon set "{NAME}" successfully rolled out'
+        )
+        restarting = asyncio.create_task(
+            asyncio.to_thread(cluster.restart, kube.lab.folder, "kube-apiserver", down_for=8.0)
+        )
+        try:
+
+            async def bannered() -> str | None:
+                return await text_of(page, "#banner") or None
+
+            banner = await wait_for(bannered, timeout=30, what="the banner")
+            assert LOST.fullmatch(banner), banner
+            assert await page.evaluate("document.querySelector('#banner').hidden") is False
+        finally:
+            await restarting
+
+        async def banner_gone() -> bool:
+            gone: bool = await page.evaluate(
+                "document.querySelector('#banner').hidden"
+                " && document.querySelector('#banner').textContent === ''"
+            )
+            return gone
+
+        # The watches start again within their back-off (at most 30 s), the banner goes.
+        await wait_for(banner_gone, timeout=60, what="the banner gone")
+
+        # And the page follows the cluster again: a pause made elsewhere is drawn.
+        await kube.apps.patch_namespaced_daemon_set(
+            NAME, namespace, {"metadata": {"annotations": {PAUSED_ANNOTATION: "true"}}}
+        )
+
+        async def staged_paused() -> str | None:
+            staging = await text_of(page, "#rollout-staging")
+            return staging if staging == "Staging: paused" else None
+
+        assert await wait_for(staged_paused, timeout=30, what="the pause drawn") == (
+            "Staging: paused"
+        )
+        assert await text_of(page, "#rollout-summary") == (
+            f'daemon set "{NAME}" successfully rolled out'
+        )
+        assert served.process.returncode is None
 
 
 VIEWER = "dashboard-viewer"
