@@ -7,7 +7,16 @@ from pathlib import Path
 
 import click
 
-from edgerollout_lab import build, chart, cluster, images, link, packages, product_image
+from edgerollout_lab import (
+    build,
+    chart,
+    cluster,
+    images,
+    link,
+    packages,
+    product_image,
+    screenshot,
+)
 from edgerollout_lab.build import BuildError
 from edgerollout_lab.demo_command import demo
 from edgerollout_lab.kwok_stages import MIN_NODE_LEASE_SECONDS, NODE_LEASE_SECONDS
@@ -269,6 +278,51 @@ def render_base_command() -> None:
         raise click.ClickException(
             f"not rendered from the chart, remove: {', '.join(map(str, strays))}"
         )
+
+
+@lab.command("screenshot")
+@click.option("--nodes", type=click.IntRange(min=10), default=1000, show_default=True)
+@click.option("--pools", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option(
+    "--cut",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="How many pools (the last ones) are cut off during the rollout.",
+)
+@click.option(
+    "--cut-at",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.4,
+    show_default=True,
+    help="The share of the nodes updated when the pools are cut.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=Path("docs/dashboard.png"),
+    show_default=True,
+)
+def screenshot_command(nodes: int, pools: int, cut: int, cut_at: float, output: Path) -> None:
+    """Take the README's screenshot of `edgerollout dashboard`: a lab of its own (stopped at the
+    end), a rollout of NODES nodes in POOLS pools, CUT of them cut off part way."""
+    if cut >= pools:
+        raise click.BadParameter(
+            f"{cut} of {pools} pools: at least one must stay", param_hint="--cut"
+        )
+    shot = screenshot.Shot(nodes=nodes, pools=pools, cut=cut, cut_at=cut_at, output=output)
+    try:
+        build.build_all(_say)
+        screenshot.take(shot, _say)
+    except (
+        BuildError,
+        ComponentError,
+        cluster.LabError,
+        packages.PackageError,
+        TimeoutError,
+        RuntimeError,
+    ) as error:
+        raise _fail(error) from error
 
 
 lab.add_command(demo)

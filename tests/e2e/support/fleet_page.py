@@ -3,8 +3,9 @@ the unit tests' fake API, holding one AdvancedRollingUpdate of N nodes in ten no
 them cut off. What the browser draws of it is what it would draw of a cluster's: the same
 readings, documents and page; only the objects are made here rather than by kubelets.
 
-`python -m tests.e2e.support.fleet_page --nodes 1000 --screenshot docs/dashboard.png` draws it in
-headless Chromium and writes the screenshot the README shows.
+`python -m tests.e2e.support.fleet_page --nodes 1000 --screenshot FILE` draws it in headless
+Chromium and writes a screenshot, a look at the page in seconds; the README's is of a real
+rollout on a lab (`./dev lab screenshot`, `edgerollout_lab.screenshot`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from edgerollout.cli.main import cli
 from edgerollout_lab import build
 from edgerollout_lab.build import BuildReport
 from edgerollout_lab.commands import lab
+from edgerollout_lab.screenshot import Shot
 from edgerollout_lab.versions import BuildSet
 
 
@@ -49,6 +50,7 @@ def test_lab_command_line_has_every_lab_command_and_the_demo() -> None:
         "link-rate",
         "render-base",
         "restart",
+        "screenshot",
         "status",
         "up",
     ]
@@ -120,3 +122,21 @@ def test_build_builds_the_lab_and_gitops_health_then_each_peer_asked_for(
     assert built == ["lab", "gitops-health", "lab", "gitops-health", "openyurt"]
     assert refused.exit_code == 2
     assert "'kruise' is not 'openyurt'" in refused.output
+
+
+def test_the_screenshot_keeps_at_least_one_pool_connected() -> None:
+    result = CliRunner().invoke(lab, ["screenshot", "--pools", "4", "--cut", "4"])
+    assert result.exit_code == 2
+    assert "Invalid value for --cut: 4 of 4 pools: at least one must stay" in result.output
+
+
+def test_the_screenshots_pools_take_the_nodes_in_turn_and_the_last_are_cut() -> None:
+    shot = Shot(nodes=1000, pools=10, cut=2, cut_at=0.4, output=Path("shot.png"))
+    assert [shot.pool_of(number) for number in (1, 2, 10, 11, 1000)] == [
+        "shops-00",
+        "shops-01",
+        "shops-09",
+        "shops-00",
+        "shops-09",
+    ]
+    assert shot.cut_pools() == ["shops-08", "shops-09"]
