@@ -2,7 +2,8 @@
 
 Scenarios 1-4 share one lab of `--nodes` nodes (native and edgerollout side by side, one after the
 other, and OpenYurt's yurt-manager as a third with `--peer openyurt`); the memory scenario (5) and
-the agent scenario (6) and the pod mix (8) get a lab each, sized for what they measure. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
+the agent scenario (6) and the pod mix (8) get a lab each, sized for what they measure. The
+dashboard's page (9) runs only when asked (`--scenario dashboard`): it needs headless Chromium. Results go to `OUT/NAME.json` with PNG plots beside it; the table is printed at the end.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import click
 
 from bench import peer, plots, report, workload
 from bench.machine import lab_rss_mb, load_now, machine, source_commit
-from bench.scenarios import agent, disconnected, footprint, mix, ota, rolling, slow_link
+from bench.scenarios import agent, dashboard, disconnected, footprint, mix, ota, rolling, slow_link
 from bench.session import lab_session
+from edgerollout_lab import browser
 from edgerollout_lab.kwok_stages import (
     MIN_NODE_LEASE_SECONDS,
     NODE_LEASE_SECONDS,
@@ -27,7 +29,18 @@ from edgerollout_lab.kwok_stages import (
 )
 from edgerollout_lab.link import parse_rate
 
-SCENARIOS = ("rolling", "ota", "disconnected", "footprint", "agent", "slow-link", "mix")
+SCENARIOS = (
+    "rolling",
+    "ota",
+    "disconnected",
+    "footprint",
+    "agent",
+    "slow-link",
+    "mix",
+    "dashboard",
+)
+# What runs without --scenario: all but the dashboard's page, which needs a browser.
+DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name != "dashboard")
 PEERS = (peer.NAME,)
 RESULTS = Path(__file__).parent / "results"
 
@@ -118,6 +131,14 @@ async def _mix(options: dict[str, Any], results: dict[str, Any]) -> None:
         )
 
 
+async def _dashboard(options: dict[str, Any], results: dict[str, Any]) -> None:
+    browser.ensure_installed(_say)
+    async with lab_session(nodes=1, say=_say, fleet=True) as session:
+        results["scenarios"]["dashboard"] = await dashboard.run(
+            session, nodes=options["dashboard_nodes"], timeout=options["timeout"]
+        )
+
+
 async def _agent(options: dict[str, Any], results: dict[str, Any]) -> None:
     async with lab_session(nodes=1, say=_say, agents=True) as session:
         controller = await session.controller(namespace=workload.AGENT_NAMESPACE)
@@ -164,6 +185,8 @@ async def _run(options: dict[str, Any], chosen: list[str]) -> dict[str, Any]:
         await _slow_link(options, results)
     if "mix" in chosen:
         await _mix(options, results)
+    if "dashboard" in chosen:
+        await _dashboard(options, results)
     results["seconds"] = round(time.monotonic() - started, 1)
     results["load_average_1m_at_end"] = load_now()
     return results
@@ -195,7 +218,8 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     "scenarios",
     type=click.Choice(SCENARIOS),
     multiple=True,
-    help="Run only these (repeatable). rolling also yields the API-load scenario. Default: all.",
+    help="Run only these (repeatable). rolling also yields the API-load scenario. Default: all "
+    "but dashboard.",
 )
 @click.option("--nodes", type=click.IntRange(min=10), default=1000, show_default=True)
 @click.option(
@@ -240,6 +264,13 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     is_flag=True,
     help="Scenario 8: only the opted-in DaemonSets' pods (all of 30 per node the controller is "
     "sent), no Deployment and no churn: its footprint at a size whose other pods the lab cannot hold.",
+)
+@click.option(
+    "--dashboard-nodes",
+    type=click.IntRange(min=10),
+    default=None,
+    help="Scenario 9: the nodes of the rollout the dashboard's page draws.  [default: 10000; "
+    "smoke: 200]",
 )
 @click.option(
     "--slow-link-payload-mb",
@@ -328,6 +359,7 @@ def main(
     mix_churn_rate: float | None,
     mix_churn_seconds: float | None,
     mix_opted_in_only: bool,
+    dashboard_nodes: int | None,
     slow_link_payload_mb: int | None,
     slow_link_rate: str | None,
     rounds: int | None,
@@ -366,6 +398,7 @@ def main(
         "mix_churn_rate": mix_churn_rate or (50.0 if smoke else 1000.0),
         "mix_churn_seconds": mix_churn_seconds or (2.0 if smoke else 30.0),
         "mix_opted_in_only": mix_opted_in_only,
+        "dashboard_nodes": dashboard_nodes or (200 if smoke else 10000),
         "slow_link_payload_mb": slow_link_payload_mb or (2 if smoke else 50),
         "slow_link_rate": rate,
         "timeout": timeout,
@@ -379,7 +412,7 @@ def main(
         "profile": profile,
         "keep_logs": keep_logs,
     }
-    chosen = list(scenarios) or list(SCENARIOS)
+    chosen = list(scenarios) or list(DEFAULT_SCENARIOS)
     results = asyncio.run(_run(options, chosen))
     path = report.write(results, out, options["name"])
     images = plots.write_all(results, out, options["name"])

@@ -465,6 +465,36 @@ def _mix_rows(mixed: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _dashboard_rows(page: dict[str, Any]) -> list[Row]:
+    """Scenario 9: the page's times against `status`'s of the same rollout."""
+    status = page["status_best_seconds"]
+    reference = f"status {_ms(status)}"
+    first = page["page_first_drawing_best_seconds"]
+    table = [
+        Row(
+            f"9 dashboard page drawn, {page['nodes']} nodes (best of {len(page['page_loads'])})",
+            _ms(first),
+            reference,
+            _ratio(first, status),
+        )
+    ]
+    median = page["redraw_median_seconds"]
+    if median is not None:
+        table += [
+            Row(
+                f"9 dashboard redraw of an update (median of {len(page['redraw_ms'])})",
+                _ms(median),
+                reference,
+                _ratio(median, status),
+            ),
+            _shown("9 dashboard redraw, slowest", _ms(page["redraw_slowest_seconds"])),
+        ]
+    table.append(
+        _shown("9 dashboard server RSS, largest", f"{page['server_rss_mb_largest']:.0f} MB")
+    )
+    return table
+
+
 def rows(results: dict[str, Any]) -> list[Row]:
     scenarios = results.get("scenarios", {})
     table: list[Row] = []
@@ -512,6 +542,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 f"{agent['upgrade']['median_deletion_seen_ms']:.0f} ms",
             ),
         ]
+    page = scenarios.get("dashboard")
+    if page:
+        table += _dashboard_rows(page)
     slow = scenarios.get("slow-link")
     if slow:
         with_pull = slow["ota_with_imagepull"]["downtime_seconds"]

@@ -20,6 +20,7 @@ JSON = dict[str, Any]
 IMAGES = ("nginx:1.25.0", "nginx:1.25.1", "nginx:1.25.2", "nginx:1.25.3")
 FOOTPRINT_NAMESPACE = "bench-footprint"
 AGENT_NAMESPACE = "bench-agent"
+DASHBOARD_NAMESPACE = "bench-dashboard"
 
 
 def image(version: int) -> str:

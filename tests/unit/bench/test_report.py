@@ -486,3 +486,22 @@ def test_the_opted_in_pods_alone_show_rss_against_the_goal() -> None:
         Row("8 pods cached (opted-in DaemonSets')", "30003 / 30003", "-", "-"),
         Row("8 controller ready after start", "9.5 s", "-", "-"),
     ]
+
+
+def test_the_dashboards_page_is_compared_with_status_of_the_same_rollout() -> None:
+    page = {
+        "nodes": 10001,
+        "status_best_seconds": 4.0,
+        "page_loads": [{}, {}, {}],
+        "page_first_drawing_best_seconds": 0.5,
+        "redraw_ms": [40.0, 50.0, 60.0],
+        "redraw_median_seconds": 0.05,
+        "redraw_slowest_seconds": 0.06,
+        "server_rss_mb_largest": 140.4,
+    }
+    assert rows({"scenarios": {"dashboard": page}}) == [
+        Row("9 dashboard page drawn, 10001 nodes (best of 3)", "500 ms", "status 4000 ms", "0.12x"),
+        Row("9 dashboard redraw of an update (median of 3)", "50 ms", "status 4000 ms", "0.01x"),
+        Row("9 dashboard redraw, slowest", "60 ms", "-", "-"),
+        Row("9 dashboard server RSS, largest", "140 MB", "-", "-"),
+    ]
