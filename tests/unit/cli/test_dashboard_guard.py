@@ -172,6 +172,8 @@ def test_on_the_ipv6_wildcard_the_machines_names_and_v6_addresses_are_its_hosts(
         ("0.0.0.0", "192.168.1.20"),  # noqa: S104 (port 80)
         ("0.0.0.0", "shop-laptop:80a"),  # noqa: S104 (not a port)
         ("0.0.0.0", "shop-laptop:"),  # noqa: S104
+        ("0.0.0.0", "127.0.0.1%evil.example:8080"),  # noqa: S104 (not an address)
+        ("::", "[fe80::1%25wlan0]:8080"),  # a zone is no part of a browser's Host
     ],
 )
 def test_on_a_wildcard_any_other_host_or_port_is_refused(wildcard: str, host: str) -> None:

@@ -160,16 +160,18 @@ def _host_port(header: str) -> int | None:
 
 def _normal(host: str) -> str:
     """A host as compared: lower case without a trailing dot, an IP address in its short form
-    (`0:0:0:0:0:0:0:1` is `::1`) without an IPv6 zone."""
+    (`0:0:0:0:0:0:0:1` is `::1`)."""
     host = host.lower().rstrip(".")
     try:
-        return str(ipaddress.ip_address(host.partition("%")[0]))
+        return str(ipaddress.ip_address(host))
     except ValueError:
         return host
 
 
 def _ip_literals(addresses: Iterable[str]) -> set[str]:
-    normal = {_normal(address) for address in addresses}
+    """The IP addresses among an interface's `addresses`, normalised, an IPv6 address without
+    its zone (`fe80::1%wlan0`: a browser's `Host` never carries one)."""
+    normal = {_normal(address.partition("%")[0]) for address in addresses}
     return {address for address in normal if _version(address) != 0}
 
 
