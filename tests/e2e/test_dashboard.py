@@ -510,6 +510,41 @@ async def test_a_10000_node_rollout_is_drawn_and_followed_while_it_runs(chromium
     assert {drawn_cells[node] for node in replaced} == {"updated"}
 
 
+async def test_a_node_whose_pod_is_gone_is_drawn_and_described_without_one(
+    chromium: None,
+) -> None:
+    async with fleet_page(1000) as fleet, browser.headless_page() as page:
+        await page.navigate(fleet.url)
+        await fleet_drawn(page)
+        before = await drawn(page)
+        assert before is not None
+        fleet.remove_pod("shop-00001")
+
+        async def redrawn() -> dict[str, str] | None:
+            cells = await drawn(page)
+            return cells if cells and cells.get("shop-00001") == "upgrading" else None
+
+        after = await wait_for(redrawn, timeout=30, what="the cell without a pod")
+        # shop-00001 is the first cell of the second pool (shops-01, 100 nodes each).
+        await page.evaluate(
+            "for (let i = 0; i < 101; i++) document.querySelector('#grid')"
+            ".dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight'}))"
+        )
+        detail = (await text_of(page, "#detail")).splitlines()
+    assert before["shop-00001"] == "outdated"
+    assert {node: state for node, state in after.items() if before.get(node) != state} == {
+        "shop-00001": "upgrading"
+    }
+    assert len(after) == 1000
+    assert detail[:4] == [
+        "node      shop-00001   (pool shops-01, Ready)",
+        "pod       <none>",
+        "revision  <none>",
+        "state     upgrading (no pod)",
+    ]
+    assert re.fullmatch(r"since     \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", detail[4]), detail
+
+
 async def test_the_home_page_shows_lists_row_and_a_bar_of_each_rollout(chromium: None) -> None:
     async with fleet_page(1000) as fleet, browser.headless_page() as page:
         await page.navigate(fleet.url.split("#", 1)[0])

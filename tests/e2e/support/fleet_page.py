@@ -23,7 +23,7 @@ from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
 from edgerollout.cli.dashboard.server import Dashboard
 from edgerollout.domain.vocabulary import NODEPOOL_LABEL
-from edgerollout.kube.api import NODES, PODS
+from edgerollout.kube.api import DAEMONSETS, NODES, PODS
 from edgerollout_lab import browser
 from edgerollout_lab.control_plane import free_port
 from tests.e2e.support.lab import wait_for
@@ -60,12 +60,24 @@ class FleetPage:
 
     url: str
     api: ClosingApi
+    nodes: int
 
     def replace_pod(self, node: str, revision: str) -> None:
         """The DaemonSet's pod on `node` replaced by one of `revision`, as the watches see it."""
         pod = pod_json(f"{NAME}-{node}", node=node, revision_hash=revision, owner_uid=UID, app=NAME)
         pod["metadata"]["namespace"] = "default"
         self.api.publish(PODS, "MODIFIED", pod)
+
+    def remove_pod(self, node: str) -> None:
+        """The DaemonSet's pod on `node` deleted and not replaced, with the native controller
+        counting every node (`desiredNumberScheduled`), as the watches see it."""
+        daemonset = self.api.stored(DAEMONSETS, NAME, namespace="default")
+        assert daemonset is not None
+        daemonset["status"]["desiredNumberScheduled"] = self.nodes
+        self.api.publish(DAEMONSETS, "MODIFIED", daemonset)
+        pod = self.api.stored(PODS, f"{NAME}-{node}", namespace="default")
+        assert pod is not None
+        self.api.publish(PODS, "DELETED", pod)
 
 
 @contextlib.asynccontextmanager
@@ -86,7 +98,8 @@ async def fleet_page(nodes: int) -> AsyncIterator[FleetPage]:
             await read.woken.wait()
             read.take()
         fleet.unsubscribe(read)
-        yield FleetPage(f"http://127.0.0.1:{port}/?token={TOKEN}#/rollouts/default/{NAME}", api)
+        url = f"http://127.0.0.1:{port}/?token={TOKEN}#/rollouts/default/{NAME}"
+        yield FleetPage(url, api, nodes)
     finally:
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):

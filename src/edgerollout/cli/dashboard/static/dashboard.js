@@ -360,7 +360,7 @@ function describe(found) {
   text(q("#detail"), [
     `node      ${node || "<none>"}   (pool ${found.pool || "(no pool)"}, ${readiness || "unknown"})`,
     `pod       ${pod || "<none>"}`,
-    `revision  ${revision || "<none>"} (${isCurrent ? "current" : "old"})`,
+    `revision  ${revision ? `${revision} (${isCurrent ? "current" : "old"})` : "<none>"}`,
     `state     ${doc.states[state]}${detail === doc.states[state] ? "" : ` (${detail})`}`,
     `since     ${since || "before this dashboard started"}`,
   ].join("\n"));
