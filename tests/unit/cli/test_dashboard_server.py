@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import dataclasses
 import re
+import threading
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,7 @@ from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import Gate
 from edgerollout.cli.dashboard.server import SECURITY_HEADERS, Dashboard, static_assets
 from edgerollout.cli.list_render import ListedStatus
+from edgerollout.cli.plan_command import dry_run_of
 from edgerollout.cli.rollout_read import ListedRollout
 from edgerollout.domain.vocabulary import PAUSED_ANNOTATION
 from edgerollout.kube.api import DAEMONSETS, EVENTS, NODES, PODS, ApiError
@@ -267,6 +269,41 @@ async def test_the_plan_is_plans_document_of_the_current_moment(served: Served) 
         ("edge-2", "updated", ""),
         ("edge-3", "skipped", "node NotReady"),
     ]
+
+
+async def test_a_plan_being_made_holds_neither_the_streams_nor_the_other_pages(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plan that takes as long as the test wants: the page, an asset and a second plan's
+    # request are answered or queued meanwhile, and each plan is made once.
+    release, started = threading.Event(), threading.Event()
+    made: list[str] = []
+    at_once = [0, 0]  # now, most
+
+    def slow_plan(views: Any, *, now: datetime) -> Any:
+        at_once[0] += 1
+        at_once[1] = max(at_once)
+        started.set()
+        assert release.wait(10)
+        made.append(views.daemonset.name)
+        at_once[0] -= 1
+        return dry_run_of(views, now=now)
+
+    monkeypatch.setattr(server_module, "dry_run_of", slow_plan)
+    async with stream(served, "/api/rollouts/default/logs/stream") as events:
+        await events.until("rollout")
+    first = asyncio.create_task(served.client.get(f"/api/rollouts/default/logs/plan?token={TOKEN}"))
+    second = asyncio.create_task(served.client.get(f"/api/rollouts/default/web/plan?token={TOKEN}"))
+    await asyncio.to_thread(started.wait, 10)
+    page = await served.client.get(f"/?token={TOKEN}")
+    asset = await served.client.get("/static/dashboard.js")
+    assert (page.status, asset.status, first.done(), second.done()) == (200, 200, False, False)
+    assert made == []
+    await asyncio.sleep(0.2)  # the second request is in, waiting for the first plan
+    release.set()
+    answers = [await first, await second]
+    assert [answer.status for answer in answers] == [200, 200]
+    assert (sorted(made), at_once[1]) == (["logs", "web"], 1)
 
 
 async def test_events_are_read_for_the_daemonset(served: Served) -> None:

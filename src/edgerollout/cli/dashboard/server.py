@@ -88,6 +88,8 @@ class Dashboard:
         self.assets = static_assets()
         # The JSON of each rollout shown, and the reading it was made from.
         self._encoded: dict[str, tuple[Reading, bytes]] = {}
+        # One plan table made at a time (design §9.4).
+        self._planning = asyncio.Lock()
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._guarded])
@@ -239,7 +241,12 @@ class Dashboard:
                 f"daemonset {key} is not shown: it does not exist, or is not "
                 "opted in, or the watches have not listed it yet",
             )
-        return _json(200, plan_table(dry_run_of(reading.views, now=datetime.now(UTC))))
+        # A fresh plan of a large fleet takes a while (about 1.4 s at 10,000 nodes): made in a
+        # thread, it leaves the event loop to the streams and the other pages, and one at a time,
+        # pages asking together do not stack plans up in memory.
+        async with self._planning:
+            dry_run = await asyncio.to_thread(dry_run_of, reading.views, now=datetime.now(UTC))
+        return _json(200, plan_table(dry_run))
 
     async def events(self, request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
