@@ -82,11 +82,13 @@ class Condition:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeView:
     """A Node, reduced to its name, its readiness and its labels (a staged rollout's node
-    selector and waves read them)."""
+    selector and waves read them), and since when its readiness is what it is (its `Ready`
+    condition's lastTransitionTime; None without one), which the dashboard shows."""
 
     name: NodeName
     readiness: NodeReadiness
     labels: Mapping[str, str] = field(default_factory=dict)
+    readiness_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -342,10 +342,16 @@ def node_ready_condition(obj: JSON) -> ConditionStatus | None:
 
 def node_from_api(obj: JSON) -> NodeView:
     meta = obj.get("metadata") or {}
+    status, since = None, None
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == READY_CONDITION:
+            status = ConditionStatus.from_api(condition.get("status"))
+            since = _parse_time(condition.get("lastTransitionTime"))
     return NodeView(
         name=NodeName(meta.get("name", "")),
-        readiness=NodeReadiness.from_ready_condition(node_ready_condition(obj)),
+        readiness=NodeReadiness.from_ready_condition(status),
         labels=dict(meta.get("labels") or {}),
+        readiness_since=since,
     )
 
 

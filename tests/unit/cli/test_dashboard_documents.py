@@ -14,6 +14,7 @@ from edgerollout.cli.dashboard.documents import (
     PodlessNode,
     SeenSince,
     cell_state,
+    cluster_since,
     events_document,
     home_document,
     node_cells,
@@ -24,13 +25,22 @@ from edgerollout.cli.list_render import item_document
 from edgerollout.cli.rollout_read import (
     ListedRollout,
     RolloutIndex,
+    RolloutViews,
     daemonset_pod,
     dated_revision,
     list_all,
     opted_in_daemonset,
     read_rollouts,
 )
-from edgerollout.domain.model import NodeName, NodeReadiness
+from edgerollout.domain.model import (
+    DaemonSetUID,
+    DaemonSetView,
+    NodeName,
+    NodeReadiness,
+    NodeView,
+    PodUID,
+    PodView,
+)
 from edgerollout.domain.reporting.rollout_status import NodeRow, PodState, PrepullState
 from edgerollout.domain.vocabulary import NODEPOOL_LABEL
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS
@@ -316,6 +326,92 @@ def test_a_node_without_a_pod_is_seen_since_its_pod_went() -> None:
     assert seen.update([row(PodState.OLD)], now=NOW) == {"edge-1": NOW}
     assert seen.update([], now=later, podless=[podless, unnamed]) == {"edge-1": later}
     assert seen.update([], now=later + timedelta(seconds=5), podless=[podless]) == {"edge-1": later}
+
+
+def test_the_cluster_says_since_when_where_its_objects_say_it() -> None:
+    # A waiting node since its readiness changed, an updated pod since Ready, a broken pod since
+    # its containers stopped being ready; an outdated pod has no such time: first seen stands.
+    went = NOW - timedelta(days=3)
+    nodes = (
+        NodeView(name=NodeName("edge-1"), readiness=NodeReadiness.UNKNOWN, readiness_since=went),
+        NodeView(name=NodeName("edge-2"), readiness=READY, readiness_since=went),
+        NodeView(name=NodeName("edge-3"), readiness=READY),
+        NodeView(name=NodeName("edge-4"), readiness=READY),
+        NodeView(name=NodeName("edge-5"), readiness=NodeReadiness.NOT_READY, readiness_since=went),
+    )
+    pods = (
+        PodView(namespace="default", name="web-1", uid=PodUID("u1"), node_name=NodeName("edge-1")),
+        PodView(
+            namespace="default",
+            name="web-2",
+            uid=PodUID("u2"),
+            node_name=NodeName("edge-2"),
+            ready=True,
+            ready_since=NOW - timedelta(hours=2),
+        ),
+        PodView(
+            namespace="default",
+            name="web-3",
+            uid=PodUID("u3"),
+            node_name=NodeName("edge-3"),
+            containers_unready_since=NOW - timedelta(minutes=7),
+        ),
+        PodView(namespace="default", name="web-4", uid=PodUID("u4"), node_name=NodeName("edge-4")),
+    )
+    rows = [
+        NodeRow(
+            node=NodeName("edge-1"),
+            node_readiness=NodeReadiness.UNKNOWN,
+            pod="web-1",
+            revision="hash-old",
+            current=False,
+            state=PodState.WAITING_NODE_NOT_READY,
+        ),
+        NodeRow(
+            node=NodeName("edge-2"),
+            node_readiness=READY,
+            pod="web-2",
+            revision="hash-new",
+            current=True,
+            state=PodState.UPDATED,
+        ),
+        NodeRow(
+            node=NodeName("edge-3"),
+            node_readiness=READY,
+            pod="web-3",
+            revision="hash-new",
+            current=True,
+            state=PodState.BROKEN,
+            broken="CrashLoopBackOff",
+        ),
+        NodeRow(
+            node=NodeName("edge-4"),
+            node_readiness=READY,
+            pod="web-4",
+            revision="hash-old",
+            current=False,
+            state=PodState.OLD,
+        ),
+    ]
+    views = RolloutViews(
+        daemonset=DaemonSetView(namespace="default", name="web", uid=DaemonSetUID("uid-web")),
+        revisions=(),
+        pods=pods,
+        nodes=nodes,
+        spec_observed=True,
+    )
+    podless = [PodlessNode(node=NodeName("edge-5"), readiness=NodeReadiness.NOT_READY)]
+    known = cluster_since(rows, views, podless)
+    assert known == {
+        "edge-1": went,
+        "edge-2": NOW - timedelta(hours=2),
+        "edge-3": NOW - timedelta(minutes=7),
+        "edge-5": went,
+    }
+    assert SeenSince().update(rows, now=NOW, podless=podless, known=known) == {
+        **known,
+        "edge-4": NOW,
+    }
 
 
 def test_events_are_the_newest_first_up_to_the_limit() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,12 +21,16 @@ from .objects import JSON, node_json, pod_json
 from .running import caught_up, running, until
 
 Change = tuple[Any, Any]
+READY_CHANGED = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)  # node_json's Ready transition
 
 
 def node(name: str, readiness: NodeReadiness = NodeReadiness.READY) -> NodeView:
     """The view of a node as `node_json` serves it (its hostname label included)."""
     return NodeView(
-        name=NodeName(name), readiness=readiness, labels={"kubernetes.io/hostname": name}
+        name=NodeName(name),
+        readiness=readiness,
+        labels={"kubernetes.io/hostname": name},
+        readiness_since=READY_CHANGED,
     )
 
 
@@ -268,6 +273,7 @@ async def test_object_the_transform_stops_keeping_is_reported_deleted() -> None:
         name=NodeName("edge-1"),
         readiness=NodeReadiness.READY,
         labels={"kubernetes.io/hostname": "edge-1", "keep": "yes"},
+        readiness_since=READY_CHANGED,
     )
 
     async with running(informer):

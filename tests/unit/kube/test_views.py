@@ -584,6 +584,8 @@ def test_node_readiness_comes_from_its_ready_condition(
         name=model.NodeName("edge-1"),
         readiness=readiness,
         labels={"kubernetes.io/hostname": "edge-1"},
+        # Since when, by the condition's transition (none without the condition).
+        readiness_since=None if ready is None else datetime(2025, 3, 1, 10, 0, tzinfo=UTC),
     )
 
 

@@ -32,8 +32,10 @@ A rollout's document (`rollout_document`):
 ```
 `states` names the cell states in legend order; a cell's state is its index in that list;
 `detail` is the state as `status` words it (`broken: CrashLoopBackOff`), or `no pod`; `since`
-(RFC 3339, or null) is when this dashboard first saw the cell in that state; node, pod and
-revision are null when not known. Pools are the values of the label
+(RFC 3339, or null) is when the cell entered that state: as the cluster says it where its objects
+do (`cluster_since`: a waiting node's readiness, an updated pod's Ready, a broken pod's
+containers), else when this dashboard first saw it so; node, pod and revision are null when not
+known. Pools are the values of the label
 the DaemonSet's waves are named by, else OpenYurt's node pool label (`pool_counts.pool_label`);
 a node without it is in the pool named "".
 """
@@ -152,18 +154,55 @@ class SeenSince:
         self._seen: dict[str, tuple[str, datetime]] = {}
 
     def update(
-        self, rows: Iterable[NodeRow], *, now: datetime, podless: Iterable[PodlessNode] = ()
+        self,
+        rows: Iterable[NodeRow],
+        *,
+        now: datetime,
+        podless: Iterable[PodlessNode] = (),
+        known: Mapping[str, datetime] | None = None,
     ) -> Mapping[str, datetime]:
         """Record the rows and the named nodes without a pod read at `now`; the time each cell
-        entered its current state. Cells no longer read are forgotten."""
+        entered its current state: the cluster's (`known`, by cell) where it says it, else when
+        first seen so. Cells no longer read are forgotten."""
         shown = [(cell_key(row), row.state_text) for row in rows]
         shown += [(node.node, NO_POD) for node in podless if node.node is not None]
+        told = known or {}
         seen: dict[str, tuple[str, datetime]] = {}
         for key, text in shown:
             before = self._seen.get(key)
             seen[key] = before if before is not None and before[0] == text else (text, now)
         self._seen = seen
-        return {key: since for key, (_, since) in seen.items()}
+        return {key: told.get(key, since) for key, (_, since) in seen.items()}
+
+
+def cluster_since(
+    rows: Iterable[NodeRow], views: RolloutViews, podless: Iterable[PodlessNode] = ()
+) -> dict[str, datetime]:
+    """When the cluster says each cell entered its state, where its objects say it: a `waiting`
+    cell since its node's readiness changed (its `Ready` condition's transition), an `updated`
+    one since its pod became Ready, a `broken` one since its pod's containers stopped being ready.
+    Other states (outdated, held, ...) have no such time: the dashboard's own first sight stands."""
+    nodes = {node.name: node for node in views.nodes}
+    pods = {pod.name: pod for pod in views.pods}
+    known: dict[str, datetime] = {}
+    for row in rows:
+        state, pod = cell_state(row), pods.get(row.pod)
+        node = None if row.node is None else nodes.get(row.node)
+        when = None
+        if state is CellState.WAITING and node is not None:
+            when = node.readiness_since
+        elif state is CellState.UPDATED and pod is not None:
+            when = pod.ready_since
+        elif state is CellState.BROKEN and pod is not None:
+            when = pod.containers_unready_since
+        if when is not None:
+            known[cell_key(row)] = when
+    for podless_node in podless:
+        node = None if podless_node.node is None else nodes.get(podless_node.node)
+        waiting = podless_node.state is CellState.WAITING
+        if node is not None and waiting and node.readiness_since is not None:
+            known[node.name] = node.readiness_since
+    return known
 
 
 def rollout_document(

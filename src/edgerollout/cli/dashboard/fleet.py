@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from edgerollout.cli.daemonset_command import describe_api_error
-from edgerollout.cli.dashboard.documents import SeenSince, podless_nodes
+from edgerollout.cli.dashboard.documents import SeenSince, cluster_since, podless_nodes
 from edgerollout.cli.list_command import listed_status
 from edgerollout.cli.list_render import ListedStatus
 from edgerollout.cli.list_watch import RolloutWatch
@@ -158,7 +158,8 @@ class Fleet:
             listed = listed_status(rollout, at=now)
             seen = self._seen.setdefault(key, SeenSince())
             podless = podless_nodes(listed.status, rollout.views)
-            since = dict(seen.update(listed.status.rows, now=now, podless=podless))
+            known = cluster_since(listed.status.rows, rollout.views, podless)
+            since = dict(seen.update(listed.status.rows, now=now, podless=podless, known=known))
             self._readings[key] = Reading(listed=listed, views=rollout.views, since=since)
             watch.look_again(key, listed.status.look_again_after)
         for subscription in self._subscriptions:
