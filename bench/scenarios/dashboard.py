@@ -28,7 +28,6 @@ import contextlib
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +46,7 @@ from edgerollout.domain.vocabulary import (
 from edgerollout.kube.api import NODES, PODS, ApiError
 from edgerollout.kube.views import bound_node
 from edgerollout_lab import browser
+from edgerollout_lab.screenshot import running_dashboard
 
 NAME = "dashboard"
 POOLS = 10
@@ -152,27 +152,6 @@ async def _timed_status(session: Session, namespace: str) -> float:
     return seconds
 
 
-@contextlib.asynccontextmanager
-async def _dashboard(session: Session, namespace: str) -> AsyncIterator[tuple[str, int]]:
-    """`edgerollout dashboard --no-browser`: its URL and process id."""
-    process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "edgerollout", "dashboard", "-n", namespace, "--no-browser"),
-        *("--kubeconfig", str(session.lab.kubeconfig)),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        assert process.stdout is not None
-        first = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
-        if not first.startswith("Dashboard: "):
-            raise RuntimeError(f"edgerollout dashboard printed {first!r}, not its URL")
-        yield first.removeprefix("Dashboard: ").strip(), process.pid
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await asyncio.wait_for(process.wait(), 10)
-
-
 class RssSampler:
     """The largest RSS of a process, sampled every SAMPLE_SECONDS while running."""
 
@@ -266,7 +245,7 @@ async def run(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]
 
     url_of = f"#/rollouts/{namespace}/{NAME}"
     cut = [node_name(index) for index in range(nodes) if pool_of(index) == CUT_POOL]
-    async with _dashboard(session, namespace) as (url, pid):
+    async with running_dashboard(session.lab.kubeconfig, namespace) as (url, pid):
         rss = RssSampler(pid)
         rss.start()
         try:

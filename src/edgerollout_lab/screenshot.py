@@ -131,7 +131,7 @@ async def _roll_and_shoot(shot: Shot, lab: cluster.Lab, say: Say) -> None:
         say(f"cut: {', '.join(shot.cut_pools())} ({len(cut)} nodes)")
         await asyncio.to_thread(cluster.disconnect, lab.folder, cut)
         await _wait(api, "every connected node updated", _waiting_for_offline)
-        async with _dashboard(lab.kubeconfig) as url:
+        async with running_dashboard(lab.kubeconfig, NAMESPACE) as (url, _):
             await _shoot(url, shot, say)
     finally:
         controller.stop()
@@ -174,10 +174,11 @@ async def _wait(
 
 
 @contextlib.asynccontextmanager
-async def _dashboard(kubeconfig: Path) -> AsyncIterator[str]:
-    """`edgerollout dashboard --no-browser` as an operator runs it; its URL."""
+async def running_dashboard(kubeconfig: Path, namespace: str) -> AsyncIterator[tuple[str, int]]:
+    """`edgerollout dashboard --no-browser` of `namespace` as an operator runs it: its URL and
+    process id (the screenshot's, and bench scenario 9's)."""
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "edgerollout", "dashboard", "-n", NAMESPACE, "--no-browser"),
+        *(sys.executable, "-m", "edgerollout", "dashboard", "-n", namespace, "--no-browser"),
         *("--kubeconfig", str(kubeconfig)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
@@ -187,7 +188,7 @@ async def _dashboard(kubeconfig: Path) -> AsyncIterator[str]:
         first = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
         if not first.startswith("Dashboard: "):
             raise RuntimeError(f"edgerollout dashboard printed {first!r}, not its URL")
-        yield first.removeprefix("Dashboard: ").strip()
+        yield first.removeprefix("Dashboard: ").strip(), process.pid
     finally:
         if process.returncode is None:
             process.terminate()
