@@ -260,9 +260,10 @@ async def test_a_daemonset_deleted_while_shown_is_said_gone_and_home_still_serve
         await page.navigate(served.url)
 
         async def home_shown() -> bool:
+            # False while the new page's elements are not there yet.
             shown: bool = await page.evaluate(
-                "!document.querySelector('#home').hidden"
-                " && !document.querySelector('#home-empty').hidden"
+                "document.querySelector('#home')?.hidden === false"
+                " && document.querySelector('#home-empty')?.hidden === false"
             )
             return shown
 
@@ -275,11 +276,11 @@ async def test_a_daemonset_deleted_while_shown_is_said_gone_and_home_still_serve
     assert "Traceback" not in await served.stderr()
 
 
-# The first of the four informers to fail names its watch (or list), how it failed (refused,
+# The first of the five informers to fail names its watch (or list), how it failed (refused,
 # cut short, timed out: it depends on the moment) and when the watches start again.
 LOST = re.compile(
     r"The API server cannot be read: cannot reach the API server: "
-    r"(watch (daemonsets|controllerrevisions|pods|nodes)|GET /\S+): .+ "
+    r"(watch (daemonsets|controllerrevisions|pods|nodes|rolebindings)|GET /\S+): .+ "
     r"\(trying again in \d+ s\)"
 )
 

@@ -23,7 +23,6 @@ import socket
 import webbrowser
 
 import click
-import psutil
 from aiohttp import web
 
 from edgerollout.cli.daemonset_command import connect, run_command
@@ -48,18 +47,22 @@ def is_loopback(host: str) -> bool:
 
 
 def machine_names() -> MachineNames:
-    """This machine's host name, fully qualified name and interfaces' IP addresses: what a
-    browser may call a dashboard listening on a wildcard."""
-    families = (socket.AF_INET, socket.AF_INET6)
-    return MachineNames(
-        names=frozenset({socket.gethostname(), socket.getfqdn()}),
-        addresses=frozenset(
-            address.address
-            for addresses in psutil.net_if_addrs().values()
-            for address in addresses
-            if address.family in families
-        ),
-    )
+    """This machine's host name, fully qualified name and the IP addresses they resolve to: what
+    a browser may call a dashboard listening on a wildcard (another address of the machine is
+    served by listening on it: `--address ADDRESS:PORT`). From the standard library alone: the
+    product ships no interface-listing package."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    addresses: set[str] = set()
+    for name in names:
+        try:
+            found = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        except OSError:
+            continue  # a name this machine cannot resolve: its addresses are not known
+        addresses |= {str(info[4][0]) for info in found if info[0] in _FAMILIES}
+    return MachineNames(names=frozenset(names), addresses=frozenset(addresses))
+
+
+_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 
 def dashboard_url(*, host: str, port: int, token: str) -> str:
