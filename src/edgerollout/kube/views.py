@@ -331,22 +331,25 @@ def pod_from_api(obj: JSON) -> CachedPod:
     )
 
 
-def node_ready_condition(obj: JSON) -> ConditionStatus | None:
-    """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
-    status = None
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == READY_CONDITION:
-            status = ConditionStatus.from_api(condition.get("status"))
-    return status
-
-
-def node_from_api(obj: JSON) -> NodeView:
-    meta = obj.get("metadata") or {}
+def node_readiness(obj: JSON) -> tuple[ConditionStatus | None, datetime | None]:
+    """The Node's `Ready` condition: its status and when it last changed (None, None: it has
+    none, it never reported)."""
     status, since = None, None
     for condition in (obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == READY_CONDITION:
             status = ConditionStatus.from_api(condition.get("status"))
             since = _parse_time(condition.get("lastTransitionTime"))
+    return status, since
+
+
+def node_ready_condition(obj: JSON) -> ConditionStatus | None:
+    """The status of the Node's `Ready` condition (None: it has none, it never reported)."""
+    return node_readiness(obj)[0]
+
+
+def node_from_api(obj: JSON) -> NodeView:
+    meta = obj.get("metadata") or {}
+    status, since = node_readiness(obj)
     return NodeView(
         name=NodeName(meta.get("name", "")),
         readiness=NodeReadiness.from_ready_condition(status),
