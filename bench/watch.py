@@ -222,6 +222,12 @@ def live(pod: JSON) -> bool:
     return not marked_for_deletion(pod)
 
 
+def bound_live(pod: JSON) -> str | None:
+    """A live pod bound to a node counts as that node."""
+    node = bound_node(pod)
+    return node if node and live(pod) else None
+
+
 def updated_ready(image: str) -> Key:
     """A live pod running `image` and Ready counts as its node."""
 

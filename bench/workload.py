@@ -71,6 +71,19 @@ def advanced_rolling_update(name: str, *, image: str, max_unavailable: str) -> J
     )
 
 
+def on_every_node(name: str) -> JSON:
+    """An opted-in DaemonSet at the first image whose pods go to every node, tainted ones
+    included: on the plain Node objects some scenarios make, which no kubelet runs, one pod
+    each, Pending for ever."""
+    return daemonset(
+        name,
+        image=IMAGES[0],
+        strategy={"type": ON_DELETE},
+        annotations={UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE},
+        tolerate_everything=True,
+    )
+
+
 def ota(name: str, *, image: str) -> JSON:
     return daemonset(
         name,

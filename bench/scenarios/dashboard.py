@@ -36,15 +36,11 @@ import psutil
 from bench import workload
 from bench.scenarios.footprint import PARALLEL
 from bench.session import Session
-from bench.watch import JSON, ObjectWatch, live
+from bench.watch import JSON, ObjectWatch, bound_live
 from edgerollout.domain.vocabulary import (
-    ADVANCED_ROLLING_UPDATE,
     NODEPOOL_LABEL,
-    ON_DELETE,
-    UPDATE_STRATEGY_ANNOTATION,
 )
 from edgerollout.kube.api import NODES, PODS, ApiError
-from edgerollout.kube.views import bound_node
 from edgerollout_lab import browser
 from edgerollout_lab.screenshot import running_dashboard
 
@@ -132,11 +128,6 @@ async def _mark_not_ready(session: Session, names: list[str]) -> None:
         await asyncio.sleep(BATCH_SECONDS)
 
 
-def _bound(pod: JSON) -> str | None:
-    node = bound_node(pod)
-    return node if node and live(pod) else None
-
-
 async def _timed_status(session: Session, namespace: str) -> float:
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
@@ -221,18 +212,12 @@ async def run(session: Session, *, nodes: int, timeout: float) -> dict[str, Any]
     await workload.create(
         session.api,
         namespace,
-        workload.daemonset(
-            NAME,
-            image=workload.IMAGES[0],
-            strategy={"type": ON_DELETE},
-            annotations={UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE},
-            tolerate_everything=True,
-        ),
+        workload.on_every_node(NAME),
     )
     watch = ObjectWatch(session.api, PODS, namespace=namespace)
     await watch.start()
     try:
-        bound = watch.track(_bound)
+        bound = watch.track(bound_live)
         kwok_nodes = len(session.node_names)
         await bound.reach(nodes + kwok_nodes, timeout=timeout, what="the dashboard's pods bound")
     finally:

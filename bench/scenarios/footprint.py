@@ -18,14 +18,8 @@ from typing import Any
 
 from bench import workload
 from bench.session import Session
-from bench.watch import JSON, ObjectWatch, live
-from edgerollout.domain.vocabulary import (
-    ADVANCED_ROLLING_UPDATE,
-    ON_DELETE,
-    UPDATE_STRATEGY_ANNOTATION,
-)
+from bench.watch import JSON, ObjectWatch, bound_live
 from edgerollout.kube.api import NODES, PODS, ApiError
-from edgerollout.kube.views import bound_node
 
 NAME = "footprint"
 TARGET_MB_AT_10K = 150.0
@@ -60,29 +54,18 @@ async def create_nodes(session: Session, first: int, last: int) -> None:
     await asyncio.gather(*(create(index) for index in range(first, last + 1)))
 
 
-def _bound(pod: JSON) -> str | None:
-    node = bound_node(pod)
-    return node if node and live(pod) else None
-
-
 async def run(session: Session, *, sizes: list[int], timeout: float) -> dict[str, Any]:
     namespace = workload.FOOTPRINT_NAMESPACE
     await workload.create_namespace(session.api, namespace)
     await workload.create(
         session.api,
         namespace,
-        workload.daemonset(
-            NAME,
-            image=workload.IMAGES[0],
-            strategy={"type": ON_DELETE},
-            annotations={UPDATE_STRATEGY_ANNOTATION: ADVANCED_ROLLING_UPDATE},
-            tolerate_everything=True,
-        ),
+        workload.on_every_node(NAME),
     )
     kwok_nodes = len(session.node_names)
     watch = ObjectWatch(session.api, PODS, namespace=namespace)
     await watch.start()
-    bound = watch.track(_bound)
+    bound = watch.track(bound_live)
     points: list[dict[str, Any]] = []
     created = 0
     try:
