@@ -10,7 +10,7 @@ import uvloop
 
 from edgerollout.agent.runner import run_agent
 from edgerollout.cli import logging_setup
-from edgerollout.cli.param_types import ADDRESS
+from edgerollout.cli.param_types import ADDRESS, kubeconfig_option
 from edgerollout.settings import (
     AGENT,
     AGENT_AUTH_MODES,
@@ -25,12 +25,7 @@ from edgerollout.settings import (
 
 @click.command()
 @click.option("--node-name", required=True, help="The node this agent serves.")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=AGENT.kubeconfig,
-    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-)
+@kubeconfig_option(AGENT.kubeconfig)
 @click.option(
     "--listen", type=ADDRESS, default=AGENT.listen, show_default=True, help="Address to serve on."
 )

@@ -8,7 +8,7 @@ import click
 import uvloop
 
 from edgerollout.cli import logging_setup
-from edgerollout.cli.param_types import ADDRESS
+from edgerollout.cli.param_types import ADDRESS, kubeconfig_option
 from edgerollout.controller.manager import AdmissionPoliciesNotServed, run_controller
 from edgerollout.settings import (
     CONTROLLER,
@@ -21,12 +21,7 @@ from edgerollout.settings import (
 
 
 @click.command()
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=CONTROLLER.kubeconfig,
-    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-)
+@kubeconfig_option(CONTROLLER.kubeconfig)
 @click.option(
     "--namespace",
     default=CONTROLLER.namespace,

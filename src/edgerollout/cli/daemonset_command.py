@@ -17,18 +17,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import click
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from edgerollout.cli.param_types import Command, kubeconfig_option
 from edgerollout.kube.api import DAEMONSETS, JSON, Api, ApiError, KubeApi
 
 EXIT_NOT_FOUND = 3
 EXIT_API = 4
 EXIT_INTERRUPTED = 130
-
-Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 class DaemonSetNotFound(Exception):
@@ -45,12 +44,7 @@ def daemonset_target(command: Command) -> Command:
     decorators = [
         click.argument("daemonset"),
         click.option("-n", "--namespace", default="default", show_default=True),
-        click.option(
-            "--kubeconfig",
-            type=click.Path(exists=True, dir_okay=False),
-            default=None,
-            help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-        ),
+        kubeconfig_option(),
     ]
     # click lists parameters in the order their decorators are written, top first.
     for decorator in reversed(decorators):

@@ -29,8 +29,12 @@ from edgerollout.cli.daemonset_command import connect, run_command
 from edgerollout.cli.dashboard.fleet import Fleet
 from edgerollout.cli.dashboard.guard import IPV4_WILDCARD, IPV6_WILDCARD, Gate, MachineNames
 from edgerollout.cli.dashboard.server import Dashboard
-from edgerollout.cli.list_command import DEFAULT_NAMESPACE
-from edgerollout.cli.param_types import ADDRESS
+from edgerollout.cli.param_types import (
+    ADDRESS,
+    DEFAULT_NAMESPACE,
+    kubeconfig_option,
+    namespaces_options,
+)
 from edgerollout.settings import DASHBOARD, Address
 
 EXIT_ERROR = 1
@@ -116,15 +120,7 @@ async def serve(
 
 
 @click.command(name="dashboard")
-@click.option(
-    "-n",
-    "--namespace",
-    default=None,
-    help=f'The namespace to show (default "{DEFAULT_NAMESPACE}").',
-)
-@click.option(
-    "-A", "--all-namespaces", is_flag=True, help="Show the DaemonSets of every namespace."
-)
+@namespaces_options("show")
 @click.option(
     "--address",
     type=ADDRESS,
@@ -134,12 +130,7 @@ async def serve(
     "page acts with your credentials.",
 )
 @click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-)
+@kubeconfig_option()
 def dashboard(
     namespace: str | None,
     all_namespaces: bool,

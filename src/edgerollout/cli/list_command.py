@@ -35,12 +35,12 @@ from edgerollout.cli.list_render import (
     render_table,
 )
 from edgerollout.cli.list_watch import RolloutWatch
+from edgerollout.cli.param_types import DEFAULT_NAMESPACE, kubeconfig_option, namespaces_options
 from edgerollout.cli.rollout_read import ListedRollout, listing_order, read_rollouts
 from edgerollout.cli.status_command import status_of
 from edgerollout.kube.api import Api
 
 EXIT_ERROR = 1
-DEFAULT_NAMESPACE = "default"
 
 
 def now() -> datetime:
@@ -161,15 +161,7 @@ async def _run(
 
 
 @click.command(name="list")
-@click.option(
-    "-n",
-    "--namespace",
-    default=None,
-    help=f'The namespace to list (default "{DEFAULT_NAMESPACE}").',
-)
-@click.option(
-    "-A", "--all-namespaces", is_flag=True, help="List the DaemonSets of every namespace."
-)
+@namespaces_options("list")
 @click.option(
     "-o",
     "--output",
@@ -180,12 +172,7 @@ async def _run(
     "JSON document.",
 )
 @click.option("-w", "--watch", is_flag=True, help="After the table, print each row that changes.")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Kubeconfig to use (default: in-cluster, then ~/.kube/config).",
-)
+@kubeconfig_option()
 def list_command(
     namespace: str | None,
     all_namespaces: bool,
