@@ -12,7 +12,7 @@ import contextlib
 import json
 import re
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,30 @@ async def text_of(page: browser.Page, selector: str) -> str:
     return found
 
 
+def holds(page: browser.Page, expression: str) -> Callable[[], Awaitable[bool]]:
+    """A probe for `wait_for`: whether the page's boolean JavaScript `expression` holds now
+    (written to be false, not to throw, while the page's elements are not there yet)."""
+
+    async def probe() -> bool:
+        held: bool = await page.evaluate(expression)
+        return held
+
+    return probe
+
+
+def text_when(
+    page: browser.Page, selector: str, accept: Callable[[str], bool] = bool
+) -> Callable[[], Awaitable[str | None]]:
+    """A probe for `wait_for`: the text of `selector` once `accept` takes it (by default, once
+    there is any), else None."""
+
+    async def probe() -> str | None:
+        text = await text_of(page, selector)
+        return text if accept(text) else None
+
+    return probe
+
+
 async def test_the_page_draws_a_cut_and_a_broken_node_and_pauses_the_rollout(
     kube: LabHandle, namespace: str, controller: ControllerProcess, chromium: None
 ) -> None:
@@ -182,20 +206,16 @@ async def test_the_page_draws_a_cut_and_a_broken_node_and_pauses_the_rollout(
         # Pause from the page: the same patch as `edgerollout pause`.
         await page.evaluate("document.querySelector('#pause').click()")
 
-        async def said() -> str | None:
-            message = await text_of(page, "#action-message")
-            return message if message not in ("", "pause…") else None
-
+        said = text_when(page, "#action-message", lambda message: message not in ("", "pause…"))
         assert await wait_for(said, timeout=15, what="the answer to pause") == (
             f"daemonset.apps/{NAME} paused"
         )
         found = await kube.apps.read_namespaced_daemon_set(NAME, namespace)
         assert found.metadata.annotations[PAUSED_ANNOTATION] == "true"
 
-        async def staged_paused() -> str | None:
-            staging = await text_of(page, "#rollout-staging")
-            return staging if staging.startswith("Staging: paused") else None
-
+        staged_paused = text_when(
+            page, "#rollout-staging", lambda staging: staging.startswith("Staging: paused")
+        )
         await wait_for(staged_paused, timeout=15, what="the page showing the pause")
         assert await drawn(page) == {"edge-1": "broken", "edge-2": "held", "edge-3": "waiting"}
 
@@ -204,10 +224,7 @@ async def test_the_page_draws_a_cut_and_a_broken_node_and_pauses_the_rollout(
         resume = f"{served.origin}/api/rollouts/{namespace}/{NAME}/resume"
         async with another_site(resume) as attacker:
             await page.navigate(attacker)
-
-            async def answered() -> str | None:
-                return await page.evaluate("location.href") == resume or None
-
+            answered = holds(page, f"location.href === {json.dumps(resume)}")
             await wait_for(answered, timeout=15, what="the form's post answered")
         attacker_origin = attacker.removesuffix("/")
         assert json.loads(await page.evaluate("document.body.innerText")) == {
@@ -248,10 +265,7 @@ async def test_a_daemonset_deleted_while_shown_is_said_gone_and_home_still_serve
         await kube.apps.delete_namespaced_daemon_set(NAME, namespace)
         gone = f"daemonset {namespace}/{NAME} does not exist, or is not opted in to edgerollout"
 
-        async def said_gone() -> str | None:
-            summary = await text_of(page, "#rollout-summary")
-            return summary if summary == gone else None
-
+        said_gone = text_when(page, "#rollout-summary", gone.__eq__)
         assert await wait_for(said_gone, timeout=30, what="the page saying so") == gone
         assert await page.evaluate("document.querySelector('#rollout').className") == "gone"
         assert await text_of(page, "#banner") == ""
@@ -259,14 +273,11 @@ async def test_a_daemonset_deleted_while_shown_is_said_gone_and_home_still_serve
         # The server goes on: its home page loads, without the DaemonSet.
         await page.navigate(served.url)
 
-        async def home_shown() -> bool:
-            # False while the new page's elements are not there yet.
-            shown: bool = await page.evaluate(
-                "document.querySelector('#home')?.hidden === false"
-                " && document.querySelector('#home-empty')?.hidden === false"
-            )
-            return shown
-
+        home_shown = holds(
+            page,
+            "document.querySelector('#home')?.hidden === false"
+            " && document.querySelector('#home-empty')?.hidden === false",
+        )
         await wait_for(home_shown, timeout=30, what="the home page")
         assert await text_of(page, "#home-empty") == (
             "No DaemonSet here is opted in to edgerollout."
@@ -292,9 +303,7 @@ async def test_a_lost_api_server_is_a_banner_until_it_is_back_and_the_page_follo
     async with dashboard_for(kube, namespace) as served, browser.headless_page() as page:
         await page.navigate(f"{served.url}#/rollouts/{namespace}/{NAME}")
 
-        async def summary() -> str | None:
-            return await text_of(page, "#rollout-summary") or None
-
+        summary = text_when(page, "#rollout-summary")
         assert await wait_for(summary, timeout=30, what="the summary") == (
             f'daemon set "{NAME}" successfully rolled out'
         )
@@ -302,23 +311,18 @@ async def test_a_lost_api_server_is_a_banner_until_it_is_back_and_the_page_follo
             asyncio.to_thread(cluster.restart, kube.lab.folder, "kube-apiserver", down_for=8.0)
         )
         try:
-
-            async def bannered() -> str | None:
-                return await text_of(page, "#banner") or None
-
+            bannered = text_when(page, "#banner")
             banner = await wait_for(bannered, timeout=30, what="the banner")
             assert LOST.fullmatch(banner), banner
             assert await page.evaluate("document.querySelector('#banner').hidden") is False
         finally:
             await restarting
 
-        async def banner_gone() -> bool:
-            gone: bool = await page.evaluate(
-                "document.querySelector('#banner').hidden"
-                " && document.querySelector('#banner').textContent === ''"
-            )
-            return gone
-
+        banner_gone = holds(
+            page,
+            "document.querySelector('#banner').hidden"
+            " && document.querySelector('#banner').textContent === ''",
+        )
         # The watches start again within their back-off (at most 30 s), the banner goes.
         await wait_for(banner_gone, timeout=60, what="the banner gone")
 
@@ -327,10 +331,7 @@ async def test_a_lost_api_server_is_a_banner_until_it_is_back_and_the_page_follo
             NAME, namespace, {"metadata": {"annotations": {PAUSED_ANNOTATION: "true"}}}
         )
 
-        async def staged_paused() -> str | None:
-            staging = await text_of(page, "#rollout-staging")
-            return staging if staging == "Staging: paused" else None
-
+        staged_paused = text_when(page, "#rollout-staging", "Staging: paused".__eq__)
         assert await wait_for(staged_paused, timeout=30, what="the pause drawn") == (
             "Staging: paused"
         )
@@ -423,10 +424,7 @@ async def test_an_operator_without_rights_is_told_on_the_page_and_not_served(
             browser.headless_page() as page,
         ):
             await page.navigate(f"{served.url}#/rollouts/{namespace}/{NAME}")
-
-            async def bannered() -> str | None:
-                return await text_of(page, "#banner") or None
-
+            bannered = text_when(page, "#banner")
             # Without the right to list: a banner saying which list was refused (the four
             # informers start together, so any of them may be first), the page still served.
             banner = await wait_for(bannered, timeout=30, what="the banner")
@@ -557,11 +555,10 @@ async def test_the_home_page_shows_lists_row_and_a_bar_of_each_rollout(chromium:
     async with fleet_page(1000) as fleet, browser.headless_page() as page:
         await page.navigate(fleet.url.split("#", 1)[0])
 
-        async def rows() -> str | None:
-            return await text_of(page, "#rollouts tbody") or None
-
+        rows = text_when(page, "#rollouts tbody")
         listed = await wait_for(rows, timeout=30, what="the home page's rows")
         bar = await page.evaluate("document.querySelector('.progress').getAttribute('aria-label')")
     # list's row of the fleet: 334 of 1,000 updated, 133 offline (the two cut pools' outdated).
     assert listed == "defaultshop-agentAdvancedRollingUpdate334/100013300<none>rolling"
     assert bar == "334 updated, 0 held, 133 offline, 0 broken of 1000"
+
