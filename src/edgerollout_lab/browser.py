@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import itertools
+import os
 import re
 import shutil
 import subprocess
@@ -99,6 +100,10 @@ class Page:
 async def headless_page(*, width: int = 1280, height: int = 900) -> AsyncIterator[Page]:
     """A headless Chromium with one blank page, stopped (and its profile removed) on exit."""
     profile = Path(tempfile.mkdtemp(prefix="edgerollout-chromium-"))
+    # Chromium makes its own temporary files (the singleton socket's folder) in TMPDIR and leaves
+    # them behind when stopped: they go with the profile.
+    scratch = profile / "tmp"
+    scratch.mkdir()
     command = [
         str(CHROMIUM),
         "--headless",
@@ -109,12 +114,15 @@ async def headless_page(*, width: int = 1280, height: int = 900) -> AsyncIterato
         "--no-sandbox",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
-        f"--user-data-dir={profile}",
+        f"--user-data-dir={profile / 'data'}",
         f"--window-size={width},{height}",
         "about:blank",
     ]
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        *command,
+        stdout=subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(scratch)},
     )
     draining: asyncio.Task[None] | None = None
     try:

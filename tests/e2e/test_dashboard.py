@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import re
+import tempfile
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -562,3 +563,17 @@ async def test_the_home_page_shows_lists_row_and_a_bar_of_each_rollout(chromium:
     assert listed == "defaultshop-agentAdvancedRollingUpdate334/100013300<none>rolling"
     assert bar == "334 updated, 0 held, 133 offline, 0 broken of 1000"
 
+
+async def test_a_closed_page_leaves_none_of_the_browsers_files_behind(chromium: None) -> None:
+    # Chromium keeps its singleton socket in a folder of TMPDIR and leaves it there when stopped.
+    temp = Path(tempfile.gettempdir())
+
+    def browsers_files() -> set[Path]:
+        return {*temp.glob("org.chromium.Chromium.*"), *temp.glob("edgerollout-chromium-*")}
+
+    before = browsers_files()
+    async with browser.headless_page() as page:
+        await page.navigate("about:blank")
+        opened = browsers_files() - before
+    assert [path.name.startswith("edgerollout-chromium-") for path in opened] == [True]
+    assert browsers_files() - before == set()
