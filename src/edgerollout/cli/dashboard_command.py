@@ -75,6 +75,23 @@ def dashboard_url(*, host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
+# On a wildcard, the browser of this machine opens the page on loopback of the same family.
+_LOOPBACK_OF = {IPV4_WILDCARD: "127.0.0.1", IPV6_WILDCARD: "::1"}
+
+
+def dashboard_urls(*, host: str, port: int, token: str, machine: str) -> tuple[str, str]:
+    """The URL printed for the operator and the one this machine's browser opens. Listening on
+    a wildcard, the printed one names the machine (`machine`, its host name: a browser elsewhere
+    cannot open 0.0.0.0 or ::, and the page answers to that name) and the opened one loopback;
+    otherwise both are the listen address's."""
+    loopback = _LOOPBACK_OF.get(host)
+    if loopback is None:
+        url = dashboard_url(host=host, port=port, token=token)
+        return url, url
+    shown = dashboard_url(host=machine or host, port=port, token=token)
+    return shown, dashboard_url(host=loopback, port=port, token=token)
+
+
 async def serve(
     *, namespace: str | None, kubeconfig: str | None, address: Address, browser: bool
 ) -> int:
@@ -100,7 +117,9 @@ async def serve(
             return EXIT_ERROR
         port = runner.addresses[0][1]
         dashboard.gate = dataclasses.replace(gate, port=port)  # nothing was served before
-        url = dashboard_url(host=address.host, port=port, token=gate.token)
+        url, local_url = dashboard_urls(
+            host=address.host, port=port, token=gate.token, machine=socket.gethostname()
+        )
         if not is_loopback(address.host):
             click.echo(
                 f"warning: listening on {address.host}, not loopback: anyone who can reach it "
@@ -108,9 +127,11 @@ async def serve(
                 err=True,
             )
         click.echo(f"Dashboard: {url}")
+        if local_url != url:
+            click.echo(f"On this machine: {local_url}")
         click.echo("Press Ctrl-C to stop.")
         if browser:
-            await asyncio.to_thread(webbrowser.open, url)
+            await asyncio.to_thread(webbrowser.open, local_url)
         await watching
         return 0
     finally:

@@ -19,6 +19,7 @@ from edgerollout.cli import dashboard_command
 from edgerollout.cli.dashboard_command import (
     dashboard,
     dashboard_url,
+    dashboard_urls,
     is_loopback,
     machine_names,
 )
@@ -64,6 +65,29 @@ def test_the_url_carries_the_sessions_token() -> None:
         "http://127.0.0.1:8123/?token=abc"
     )
     assert dashboard_url(host="::1", port=8123, token="abc") == "http://[::1]:8123/?token=abc"
+
+
+@pytest.mark.parametrize(
+    ("host", "printed", "opened"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8123/?token=abc", "http://127.0.0.1:8123/?token=abc"),
+        ("10.0.0.5", "http://10.0.0.5:8123/?token=abc", "http://10.0.0.5:8123/?token=abc"),
+        ("0.0.0.0", "http://shop-laptop:8123/?token=abc", "http://127.0.0.1:8123/?token=abc"),  # noqa: S104
+        ("::", "http://shop-laptop:8123/?token=abc", "http://[::1]:8123/?token=abc"),
+    ],
+)
+def test_on_a_wildcard_the_url_printed_names_the_machine_and_the_one_opened_is_loopback(
+    host: str, printed: str, opened: str
+) -> None:
+    urls = dashboard_urls(host=host, port=8123, token="abc", machine="shop-laptop")
+    assert urls == (printed, opened)
+
+
+def test_a_machine_without_a_host_name_is_printed_as_its_wildcard() -> None:
+    assert dashboard_urls(host="0.0.0.0", port=8123, token="abc", machine="") == (  # noqa: S104
+        "http://0.0.0.0:8123/?token=abc",
+        "http://127.0.0.1:8123/?token=abc",
+    )
 
 
 def test_namespace_and_all_namespaces_exclude_each_other() -> None:
@@ -132,8 +156,15 @@ async def test_an_address_that_is_not_loopback_is_warned_of(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     everywhere = Address("0.0.0.0", 0)  # noqa: S104 (what the warning is about)
-    _, [url], _, err = await serving(monkeypatch, capsys, address=everywhere)
-    assert url.startswith("http://0.0.0.0:")
+    _, [url], out, err = await serving(monkeypatch, capsys, address=everywhere)
+    # The page is printed under the machine's name, and opened here on loopback.
+    port, token = urlsplit(url).port, url.partition("?token=")[2]
+    assert url == f"http://127.0.0.1:{port}/?token={token}"
+    assert out == (
+        f"Dashboard: http://{socket.gethostname()}:{port}/?token={token}\n"
+        f"On this machine: {url}\n"
+        "Press Ctrl-C to stop.\n"
+    )
     assert err == (
         "warning: listening on 0.0.0.0, not loopback: anyone who can reach it and learns the "
         "URL acts with your credentials\n"
@@ -185,8 +216,8 @@ async def test_on_a_wildcard_the_machines_name_is_served_and_another_refused(
     answers: dict[str, tuple[int, str]] = {}
 
     async def ask(url: str) -> None:
-        port = urlsplit(url).port
-        local = url.replace("0.0.0.0", "127.0.0.1")  # noqa: S104 (where the test connects)
+        # The URL opened on this machine: loopback, with the port and the token.
+        local, port = url, urlsplit(url).port
         hosts = [f"{socket.gethostname()}:{port}", f"evil.example:{port}"]
         async with aiohttp.ClientSession() as session:
             for host in hosts:
