@@ -80,12 +80,18 @@ def daemonset_controller(delta: Samples) -> dict[str, Any]:
     }
 
 
-def audit_deletes(log: Path, namespace: str, since: datetime) -> dict[str, int] | None:
-    """Pod deletions in `namespace` recorded by the API server's audit log since `since`, by
-    user; None when the lab keeps no audit log."""
-    if not log.exists():
+def audit_deletes(logs: list[Path], namespace: str, since: datetime) -> dict[str, int] | None:
+    """Pod deletions in `namespace` recorded by the API server's audit log (its files, the
+    rotated ones included) since `since`, by user; None when the lab keeps no audit log."""
+    if not logs:
         return None
     counts: dict[str, int] = {}
+    for log in logs:
+        _count_deletes(log, namespace, since, counts)
+    return counts
+
+
+def _count_deletes(log: Path, namespace: str, since: datetime, counts: dict[str, int]) -> None:
     with log.open(errors="replace") as lines:
         for line in lines:
             try:
@@ -102,4 +108,3 @@ def audit_deletes(log: Path, namespace: str, since: datetime) -> dict[str, int] 
                 continue
             user = str((event.get("user") or {}).get("username", "?"))
             counts[user] = counts.get(user, 0) + 1
-    return counts

@@ -20,7 +20,7 @@ from bench.machine import Usage, lab_pids
 from bench.metrics import Endpoint, Samples
 from edgerollout.kube.api import KubeApi
 from edgerollout_lab import cluster
-from edgerollout_lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_logs
 from edgerollout_lab.images import DEFAULT_PAYLOAD_BYTES
 from edgerollout_lab.kwok_stages import NODE_LEASE_SECONDS
 
@@ -101,9 +101,8 @@ def _copy_logs(folder: Path, into: Path) -> None:
     """The controllers' logs (what each decision was and when) and the API server's audit log
     of pod deletions (who deleted which pod), kept past the lab."""
     into.mkdir(parents=True, exist_ok=True)
-    for log in [*(folder / "logs").glob("controller*.log"), audit_log_path(folder)]:
-        if log.exists():
-            shutil.copy(log, into / f"{folder.name}-{log.name}")
+    for log in [*(folder / "logs").glob("controller*.log"), *audit_logs(folder)]:
+        shutil.copy(log, into / f"{folder.name}-{log.name}")
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,7 @@ from bench.rollout import Rollout, change_image, lab_wave, wait_running
 from bench.session import Session
 from bench.watch import JSON
 from edgerollout_lab.cluster import ADMIN_USER
-from edgerollout_lab.control_plane import audit_log_path
+from edgerollout_lab.control_plane import audit_logs
 
 NATIVE, OURS, PEER = "native", "edgerollout", peer.NAME
 # The budget of both DaemonSets, in percent of the nodes (`--max-unavailable`).
@@ -113,7 +113,7 @@ async def _timed(
         load_average_1m=load,
         apiserver=api_load.apiserver_requests(api_delta),
         audit_pod_deletes_by_user=api_load.audit_deletes(
-            audit_log_path(session.folder), namespace, since
+            audit_logs(session.folder), namespace, since
         ),
         lab_cpu_seconds=lab_after.since(lab_before),
         bench_cpu_seconds=round(bench_cpu, 2),

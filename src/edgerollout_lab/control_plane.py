@@ -133,6 +133,10 @@ def apiserver_argv(folder: Path, ports: Ports, pki: PkiPaths) -> list[str]:
 
 
 AUDIT_LOG = "audit.log"
+# The audit log is rotated at this size, and this many rotated files are kept: enough for every
+# round of a 10,000-node benchmark, whose deletions are counted from them.
+AUDIT_LOG_MB = 200
+AUDIT_LOG_BACKUPS = 20
 LAB_CONTROLLER_USER = "lab-controller"
 """The user tests run edgerollout's controller processes as (`controller_kubeconfig_path`)."""
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
@@ -182,6 +186,16 @@ def audit_log_path(folder: Path) -> Path:
     return folder / "logs" / AUDIT_LOG
 
 
+def audit_logs(folder: Path) -> list[Path]:
+    """Every file of the audit log, oldest first: the ones it was rotated into (each at
+    `AUDIT_LOG_MB`, `audit-<time>.log`), then the current one. A 10,000-node rollout writes
+    more than one file."""
+    logs = folder / "logs"
+    rotated = sorted(logs.glob(f"{AUDIT_LOG.removesuffix('.log')}-*.log"))
+    current = logs / AUDIT_LOG
+    return [*rotated, *([current] if current.exists() else [])]
+
+
 def controller_kubeconfig_path(folder: Path) -> Path:
     """The kubeconfig of `LAB_CONTROLLER_USER` (written when the lab starts)."""
     return folder / "kubeconfigs" / "controller.kubeconfig"
@@ -193,8 +207,8 @@ def audit_flags(folder: Path) -> list[str]:
     return [
         f"--audit-policy-file={policy}",
         f"--audit-log-path={audit_log_path(folder)}",
-        "--audit-log-maxsize=200",
-        "--audit-log-maxbackup=1",
+        f"--audit-log-maxsize={AUDIT_LOG_MB}",
+        f"--audit-log-maxbackup={AUDIT_LOG_BACKUPS}",
     ]
 
 

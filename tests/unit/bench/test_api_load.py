@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
 from bench import api_load, metrics
+
+from edgerollout_lab.control_plane import audit_logs
 
 
 def readings(
@@ -64,3 +70,48 @@ def test_the_controllers_plans_are_told_in_wall_clock_and_in_cpu_time() -> None:
     # The 50th of 100 is the 50th of the 99 under 1 ms: 50/99 of the way to it.
     assert told["plan_cpu_seconds"] == {"p50": 0.00051, "p99": 0.001}
     assert told["pods_deleted"] == 10
+
+
+def audited_delete(user: str, at: str, namespace: str = "bench") -> str:
+    return json.dumps(
+        {
+            "verb": "delete",
+            "stage": "ResponseComplete",
+            "stageTimestamp": at,
+            "objectRef": {"resource": "pods", "namespace": namespace, "name": "p"},
+            "user": {"username": user},
+        }
+    )
+
+
+def test_deletions_are_counted_across_the_audit_logs_rotated_files(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "audit-2026-11-29T13-40-00.000.log").write_text(
+        "\n".join(
+            [
+                audited_delete("ours", "2026-11-29T13:29:59Z"),  # before the rollout
+                audited_delete("ours", "2026-11-29T13:30:01Z"),
+                audited_delete("kwok", "2026-11-29T13:30:02Z"),
+            ]
+        )
+    )
+    (logs / "audit.log").write_text(
+        "\n".join(
+            [
+                audited_delete("ours", "2026-11-29T13:41:00Z"),
+                audited_delete("ours", "2026-11-29T13:41:01Z", namespace="other"),
+                "not json",
+            ]
+        )
+    )
+    found = audit_logs(tmp_path)
+    assert [path.name for path in found] == ["audit-2026-11-29T13-40-00.000.log", "audit.log"]
+    since = datetime(2026, 11, 29, 13, 30, tzinfo=UTC)
+    assert api_load.audit_deletes(found, "bench", since) == {"ours": 2, "kwok": 1}
+
+
+def test_a_lab_without_an_audit_log_counts_nothing(tmp_path: Path) -> None:
+    since = datetime(2026, 11, 29, 13, 30, tzinfo=UTC)
+    assert audit_logs(tmp_path) == []
+    assert api_load.audit_deletes(audit_logs(tmp_path), "bench", since) is None
