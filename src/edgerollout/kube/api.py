@@ -13,6 +13,7 @@ methods. Every request is counted in `rest_client_requests_total` (by code and m
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import urllib.parse
@@ -176,6 +177,8 @@ def _error_from(status: int, body: bytes | str | None) -> ApiError:
 
 
 WATCH_READ_BUFFER = 2**21
+# An event no object can make (etcd holds objects up to 1.5 MiB): the stream is not a watch's.
+MAX_WATCH_EVENT = 2 * WATCH_READ_BUFFER
 
 
 def environment_proxy(host: str) -> str | None:
@@ -219,10 +222,17 @@ def _read_environment_once(api_client: Any) -> None:
 class KubeApi:
     """`Api` over a kubernetes_asyncio `ApiClient` (credentials, TLS and session come from it)."""
 
-    def __init__(self, api_client: Any, *, observe: RequestObserver | None = None) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        observe: RequestObserver | None = None,
+        watch_batch: float = KUBE_CLIENT.watch.batch_seconds,
+    ) -> None:
         _read_environment_once(api_client)
         self._client = api_client
         self._observe = observe or (lambda method, code: None)
+        self._watch_batch = watch_batch
 
     @staticmethod
     async def connect(
@@ -403,10 +413,33 @@ class KubeApi:
         )
         response = await self._send("GET", resource.path(namespace), query=query, timeout=timeout)
         async with response:
+            content = response.content
+            connection = response.connection
+            # The connection's reader, paused between reads (settings.WatchSettings.batch_seconds).
+            reader = connection.protocol if connection is not None and self._watch_batch else None
+            pending = b""
             try:
-                while line := await response.content.readline():
-                    if line.strip():
-                        yield orjson.loads(line)
+                # Whatever has arrived, split into its lines: one JSON event each.
+                while data := await content.readany():
+                    if pending:
+                        data = pending + data
+                    lines = data.split(b"\n")
+                    pending = lines.pop()
+                    if len(pending) > MAX_WATCH_EVENT:
+                        raise ValueError(
+                            f"watch {resource.plural}: an event longer than {MAX_WATCH_EVENT} bytes"
+                        )
+                    for line in lines:
+                        if line.strip():
+                            yield orjson.loads(line)
+                    if reader is not None:
+                        reader.pause_reading()
+                        try:
+                            await asyncio.sleep(self._watch_batch)
+                        finally:
+                            reader.resume_reading()
+                if pending.strip():
+                    yield orjson.loads(pending)
             except (aiohttp.ClientError, TimeoutError) as error:
                 raise ApiError(
                     0, "Unreachable", f"watch {resource.plural}: {_describe(error)}"

@@ -8,8 +8,10 @@ the body, must look the same to them, not escape as a transport exception of its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
+import orjson
 import pytest
 from kubernetes_asyncio import client
 
@@ -172,3 +174,66 @@ async def test_watch_sends_both_selectors_in_its_query() -> None:
         b"&timeoutSeconds=60&fieldSelector=spec.nodeName%3Dedge-1"
         b"&labelSelector=pod-template-generation HTTP/1.1\r\n"
     ]
+
+
+async def test_watch_events_are_read_whole_however_the_stream_is_cut() -> None:
+    """One event cut across writes, two in one write, one after a pause of the reader, the last
+    without its newline: each handed on once, whole, in order."""
+    events = [{"type": "ADDED", "object": {"metadata": {"name": f"p{i}"}}} for i in range(5)]
+    lines = [orjson.dumps(event) + b"\n" for event in events]
+
+    async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        writes = [lines[0][:7], lines[0][7:] + lines[1][:3], lines[1][3:] + lines[2]]
+        writes += [lines[3], lines[4].rstrip(b"\n")]
+        for data in writes:
+            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            await writer.drain()
+            await asyncio.sleep(0.02)  # longer than the reader's pause: it reads again
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(chunked, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    api = KubeApi(client.ApiClient(configuration), watch_batch=0.01)
+    try:
+        received = [event async for event in api.watch(PODS, resource_version="1")]
+    finally:
+        await api.close()
+        server.close()
+    assert received == events
+
+
+async def test_a_watch_stream_that_is_no_watchs_stops_with_an_error() -> None:
+    """Bytes without a newline past any object's size: a ValueError (the cache retries), not a
+    buffer that grows for ever."""
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        block = b"x" * 2**20
+        with contextlib.suppress(ConnectionError):
+            for _ in range(6):
+                writer.write(b"%x\r\n%s\r\n" % (len(block), block))
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(endless, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    api = KubeApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")))
+    try:
+        with pytest.raises(ValueError, match=r"^watch pods: an event longer than") as raised:
+            async for _ in api.watch(PODS, resource_version="1"):
+                pass
+    finally:
+        await api.close()
+        server.close()
+    assert str(raised.value) == "watch pods: an event longer than 4194304 bytes"
