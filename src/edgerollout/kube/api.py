@@ -415,8 +415,10 @@ class KubeApi:
         async with response:
             content = response.content
             connection = response.connection
-            # The connection's reader, paused between reads (settings.WatchSettings.batch_seconds).
-            reader = connection.protocol if connection is not None and self._watch_batch else None
+            # The connection's socket, not read between reads for `batch_seconds`
+            # (settings.WatchSettings): its transport is paused, not aiohttp's parser, which
+            # would hold back what follows the first event it parses next.
+            reader = connection.transport if connection is not None and self._watch_batch else None
             pending = b""
             try:
                 # Whatever has arrived, split into its lines: one JSON event each.

@@ -237,3 +237,59 @@ async def test_a_watch_stream_that_is_no_watchs_stops_with_an_error() -> None:
         await api.close()
         server.close()
     assert str(raised.value) == "watch pods: an event longer than 4194304 bytes"
+
+
+async def test_a_burst_that_came_during_a_pause_is_read_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Twenty events written at once after the first, on a stream the server then keeps open and
+    silent: they are read in one go after the reader's pause, not one event per pause."""
+    events: list[dict[str, object]] = [
+        {"type": "ADDED", "object": {"metadata": {"name": f"p{i}"}}} for i in range(21)
+    ]
+    chunks = [b"%x\r\n%s\r\n" % (len(line), line) for line in map(_line, events)]
+    done = asyncio.Event()
+
+    async def burst(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks[0])
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"".join(chunks[1:]))
+        await writer.drain()
+        await done.wait()  # open, and silent, until the client has read them all
+        writer.close()
+
+    batch = 0.0125
+    pauses: list[float] = []
+    sleep = asyncio.sleep
+
+    async def counted(delay: float) -> None:
+        if delay == batch:
+            pauses.append(delay)
+        await sleep(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    server = await asyncio.start_server(burst, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    api = KubeApi(client.ApiClient(configuration), watch_batch=batch)
+    received: list[object] = []
+    try:
+        async with asyncio.timeout(5):
+            async for event in api.watch(PODS, resource_version="1"):
+                received.append(event)
+                if len(received) == len(events):
+                    break
+    finally:
+        done.set()
+        await api.close()
+        server.close()
+    assert received == events
+    # A pause after the first event's read; the burst came in the next read.
+    assert len(pauses) == 1
+
+
+def _line(event: dict[str, object]) -> bytes:
+    return orjson.dumps(event) + b"\n"
