@@ -152,12 +152,15 @@ class Reconciler:
             self._drop(key, keep_notices=decided.keep_notices)
         else:
             state.note_paused(decided.paused)
-        for notice in decided.notices:
-            await self.events.emit(ds, notice)
+        # The pause and the rollback are written before the Events that tell of them: whoever
+        # reads "The rollout is paused" in an Event then finds the DaemonSet paused. A write
+        # refused is raised and retried, and its Event told once it is done.
         if decided.pause_rollout:
             await self.pauser.pause(ds)
         if decided.rollback is not None:
             await self.rollbacker.roll_back(ds, decided.rollback)
+        for notice in decided.notices:
+            await self.events.emit(ds, notice)
         rollout = decided.rollout
         if not decided.ends_rollout:
             state.holds = decided.holds

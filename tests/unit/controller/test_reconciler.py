@@ -975,6 +975,29 @@ async def test_too_many_broken_nodes_pause_the_rollout_and_delete_nothing() -> N
         assert c.deletions() == []
 
 
+async def test_the_pause_is_written_before_the_event_that_says_so() -> None:
+    """Whoever reads "The rollout is paused" in the Event finds the DaemonSet paused: the pause
+    goes first, and a pause refused tells nothing until it is written."""
+    annotations = {**ADVANCED, MAX_UNAVAILABLE: "3", "edgerollout.io/max-failed": "0"}
+    pods = [crash_looping_json("web-a", node="edge-1")]
+    async with controller(annotations, pods) as c:
+        c.api.fail("patch", DAEMONSETS, ApiError(500, "InternalError", "etcd timeout"))
+        with pytest.raises(ApiError, match="etcd timeout"):
+            await c.reconcile()
+        assert c.events() == []  # the pause was refused: nothing told
+
+        await c.reconcile()  # retried: the pause is written, then told
+        told = [
+            "pause" if call.resource == DAEMONSETS else (call.body or {}).get("reason")
+            for call in c.api.writes
+            if call.resource == EVENTS
+            or (call.resource == DAEMONSETS and call.params.get("subresource") is None)
+        ]
+        assert told == ["pause", "pause", "RolloutFailed"]  # refused, written, then told
+        assert [reason for _, reason, _ in c.events()] == ["RolloutFailed"]
+        assert c.deletions() == []
+
+
 async def test_a_pull_job_the_api_server_refuses_does_not_hold_a_deletion_back() -> None:
     # web-a's pull failed (it goes now, without its image); web-b's request wants a Job.
     pods = [
