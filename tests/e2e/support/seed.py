@@ -74,6 +74,18 @@ async def seed_daemonset(
 
 
 async def newest_revision_hash(kube: LabHandle, namespace: str) -> str:
+    """The hash of the namespace's newest ControllerRevision, once the DaemonSet controller has
+    seen every DaemonSet there at its current generation: right after a change to a template,
+    the revision it makes may not exist yet, and the newest would be the one before."""
+
+    async def observed() -> bool:
+        daemonsets = (await kube.apps.list_namespaced_daemon_set(namespace)).items
+        return all(
+            ds.status is not None and (ds.status.observed_generation or 0) >= ds.metadata.generation
+            for ds in daemonsets
+        )
+
+    await wait_for(observed, timeout=30, what="the DaemonSet controller to see the change")
     listed = await kube.apps.list_namespaced_controller_revision(namespace)
     newest = max(listed.items, key=lambda revision: revision.revision)
     return str(newest.metadata.labels[CONTROLLER_REVISION_HASH_LABEL])
