@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -17,11 +18,42 @@ from kubernetes_asyncio import client
 
 from edgerollout.kube.api import LEASES, PODS, ApiError, KubeApi, environment_proxy
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+async def request_line(reader: asyncio.StreamReader) -> bytes:
+    """Read one request's line and headers; the line, as sent."""
+    line = await reader.readline()
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass
+    return line
+
+
+def chunk(data: bytes) -> bytes:
+    """`data` as one chunk of a chunked HTTP body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+@contextlib.asynccontextmanager
+async def scripted_api(handler: Handler, **options: Any) -> AsyncIterator[KubeApi]:
+    """A `KubeApi` (made with `options`) on a loopback server whose connections `handler`
+    answers; both closed on leaving."""
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    api = KubeApi(
+        client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")), **options
+    )
+    try:
+        yield api
+    finally:
+        await api.close()
+        server.close()
+
 
 async def _truncating_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Answer any request with headers promising 1000 bytes, send 12 of them, hang up."""
-    while (await reader.readline()) not in (b"\r\n", b""):
-        pass
+    await request_line(reader)
     writer.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
         b'{"kind": "Le'
@@ -32,15 +64,8 @@ async def _truncating_server(reader: asyncio.StreamReader, writer: asyncio.Strea
 
 @pytest.fixture
 async def cut_mid_body() -> AsyncIterator[KubeApi]:
-    server = await asyncio.start_server(_truncating_server, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-    api = KubeApi(client.ApiClient(configuration))
-    try:
+    async with scripted_api(_truncating_server) as api:
         yield api
-    finally:
-        await api.close()
-        server.close()
 
 
 async def test_body_cut_off_mid_get_is_an_unreachable_api_error(cut_mid_body: KubeApi) -> None:
@@ -99,9 +124,7 @@ async def _proxy(
     requests: list[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     """A forward proxy that answers every request itself, and records its request line."""
-    requests.append(await reader.readline())
-    while (await reader.readline()) not in (b"\r\n", b""):
-        pass
+    requests.append(await request_line(reader))
     body = b'{"kind": "Pod", "metadata": {"name": "web-x"}}'
     writer.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -141,19 +164,14 @@ async def test_watch_sends_both_selectors_in_its_query() -> None:
     request_lines: list[bytes] = []
 
     async def empty_watch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request_lines.append(await reader.readline())
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
+        request_lines.append(await request_line(reader))
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n"
         )
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(empty_watch, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    api = KubeApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")))
-    try:
+    async with scripted_api(empty_watch) as api:
         events = [
             event
             async for event in api.watch(
@@ -164,9 +182,6 @@ async def test_watch_sends_both_selectors_in_its_query() -> None:
                 timeout_seconds=60,
             )
         ]
-    finally:
-        await api.close()
-        server.close()
 
     assert events == []
     assert request_lines == [
@@ -183,31 +198,20 @@ async def test_watch_events_are_read_whole_however_the_stream_is_cut() -> None:
     lines = [orjson.dumps(event) + b"\n" for event in events]
 
     async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
+        await request_line(reader)
+        writer.write(CHUNKED)
         writes = [lines[0][:7], lines[0][7:] + lines[1][:3], lines[1][3:] + lines[2]]
         writes += [lines[3], lines[4].rstrip(b"\n")]
         for data in writes:
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            writer.write(chunk(data))
             await writer.drain()
             await asyncio.sleep(0.02)  # longer than the reader's pause: it reads again
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(chunked, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-    api = KubeApi(client.ApiClient(configuration), watch_batch=0.01)
-    try:
+    async with scripted_api(chunked, watch_batch=0.01) as api:
         received = [event async for event in api.watch(PODS, resource_version="1")]
-    finally:
-        await api.close()
-        server.close()
     assert received == events
 
 
@@ -216,26 +220,19 @@ async def test_a_watch_stream_that_is_no_watchs_stops_with_an_error() -> None:
     buffer that grows for ever."""
 
     async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await request_line(reader)
+        writer.write(CHUNKED)
         block = b"x" * 2**20
         with contextlib.suppress(ConnectionError):
             for _ in range(6):
-                writer.write(b"%x\r\n%s\r\n" % (len(block), block))
+                writer.write(chunk(block))
                 await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(endless, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    api = KubeApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")))
-    try:
+    async with scripted_api(endless) as api:
         with pytest.raises(ValueError, match=r"^watch pods: an event longer than") as raised:
             async for _ in api.watch(PODS, resource_version="1"):
                 pass
-    finally:
-        await api.close()
-        server.close()
     assert str(raised.value) == "watch pods: an event longer than 4194304 bytes"
 
 
@@ -247,13 +244,12 @@ async def test_a_burst_that_came_during_a_pause_is_read_at_once(
     events: list[dict[str, object]] = [
         {"type": "ADDED", "object": {"metadata": {"name": f"p{i}"}}} for i in range(21)
     ]
-    chunks = [b"%x\r\n%s\r\n" % (len(line), line) for line in map(_line, events)]
+    chunks = [chunk(line) for line in map(_line, events)]
     done = asyncio.Event()
 
     async def burst(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks[0])
+        await request_line(reader)
+        writer.write(CHUNKED + chunks[0])
         await writer.drain()
         await asyncio.sleep(0.05)
         writer.write(b"".join(chunks[1:]))
@@ -271,21 +267,16 @@ async def test_a_burst_that_came_during_a_pause_is_read_at_once(
         await sleep(delay)
 
     monkeypatch.setattr(asyncio, "sleep", counted)
-    server = await asyncio.start_server(burst, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-    api = KubeApi(client.ApiClient(configuration), watch_batch=batch)
     received: list[object] = []
-    try:
-        async with asyncio.timeout(5):
-            async for event in api.watch(PODS, resource_version="1"):
-                received.append(event)
-                if len(received) == len(events):
-                    break
-    finally:
-        done.set()
-        await api.close()
-        server.close()
+    async with scripted_api(burst, watch_batch=batch) as api:
+        try:
+            async with asyncio.timeout(5):
+                async for event in api.watch(PODS, resource_version="1"):
+                    received.append(event)
+                    if len(received) == len(events):
+                        break
+        finally:
+            done.set()
     assert received == events
     # A pause after the first event's read; the burst came in the next read.
     assert len(pauses) == 1
