@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -138,7 +138,32 @@ async def _ota(
 
 
 @dataclass
-class _Replacement:
+class PullLog:
+    """Every `PodImageReady` the watch saw on pod `name`, as "status reason: message", in order:
+    what a pre-pull that went wrong did, for the error that says so."""
+
+    name: str
+    seen: list[str] = field(default_factory=list)
+
+    def reset(self, objects: dict[str, JSON], at: float) -> None:
+        self.update(self.name, objects.get(self.name), at)
+
+    def update(self, name: str, obj: JSON | None, at: float) -> None:
+        del at
+        if name != self.name or obj is None:
+            return
+        condition = pod_condition(obj, POD_IMAGE_READY)
+        if condition is None:
+            return
+        entry = f"{condition.status} {condition.reason}: {condition.message}"
+        if not live(obj):
+            entry += " (pod deleting)"
+        if not self.seen or self.seen[-1] != entry:
+            self.seen.append(entry)
+
+
+@dataclass
+class Replacement:
     """What the watch sees of the DaemonSet's pod `name` (UID `uid`) being replaced by a pod of
     `image` under AdvancedRollingUpdate: its deletion, its removal, the new pod's Ready, and its
     pre-pull's request and success."""
@@ -149,23 +174,27 @@ class _Replacement:
     ready: Progress
     asked: Progress
     pulled: Progress
+    log: PullLog
 
     @classmethod
-    def watched(cls, watch: ObjectWatch, image: str) -> _Replacement:
+    def watched(cls, watch: ObjectWatch, image: str) -> Replacement:
         old = _the_pod(watch)
         name, uid = old["metadata"]["name"], old["metadata"]["uid"]
 
         def its(key: Callable[[JSON], bool]) -> Progress:
             return watch.track(lambda p: name if p["metadata"]["name"] == name and key(p) else None)
 
-        return cls(
+        replacement = cls(
             name=name,
             deleting=its(lambda p: not live(p)),
             gone=its(lambda p: True),
             ready=watch.track(_ready_with(image, not_uid=uid)),
             asked=its(lambda p: pod_condition(p, POD_IMAGE_READY) is not None),
             pulled=its(lambda p: condition_true(POD_IMAGE_READY)(p) is not None),
+            log=PullLog(name),
         )
+        watch.listen(replacement.log)
+        return replacement
 
     def stopped(self) -> float:
         """When the old pod went: a deletionTimestamp, or (a quick kubelet) only its removal."""
@@ -178,7 +207,11 @@ class _Replacement:
         """How long the pre-pull took, from its request to its success, both before `before`."""
         requested, done = _first(self.asked.changes, 1), _first(self.pulled.changes, 1)
         if requested is None or done is None or done > before:
-            raise RuntimeError(f"{self.name} was deleted before its pre-pull was seen done")
+            seen = "; ".join(self.log.seen) or "none"
+            raise RuntimeError(
+                f"{self.name} was deleted before its pre-pull was seen done "
+                f"(its {POD_IMAGE_READY} as the watch saw it: {seen})"
+            )
         return round(done - requested, 2)
 
 
@@ -190,7 +223,7 @@ async def _annotate(session: Session, annotations: dict[str, str]) -> None:
 async def _advanced(
     session: Session, watch: ObjectWatch, image: str, *, prepull: bool, timeout: float
 ) -> dict[str, float]:
-    replacement = _Replacement.watched(watch, image)
+    replacement = Replacement.watched(watch, image)
     await _annotate(
         session,
         {
@@ -222,7 +255,7 @@ async def _in_window(
 ) -> dict[str, float]:
     """Step 5: pulled in the download window while the maintenance window is closed; then the
     maintenance window opens and only the swap is left."""
-    replacement = _Replacement.watched(watch, image)
+    replacement = Replacement.watched(watch, image)
     await _annotate(
         session,
         {
