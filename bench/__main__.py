@@ -154,7 +154,13 @@ async def _agent(options: dict[str, Any], results: dict[str, Any]) -> None:
 async def _slow_link(options: dict[str, Any], results: dict[str, Any]) -> None:
     payload, rate = options["slow_link_payload_mb"] << 20, options["slow_link_rate"]
     async with lab_session(
-        nodes=1, say=_say, agents=True, real_nodes=1, payload_bytes=payload, link_rate=rate
+        nodes=1,
+        say=_say,
+        agents=True,
+        real_nodes=1,
+        payload_bytes=payload,
+        link_rate=rate,
+        keep_logs=options["keep_logs"],
     ) as session:
         toolbox = session.lab.toolbox_image
         controller = await session.controller(
@@ -346,7 +352,7 @@ def _sizes(_: click.Context, __: click.Parameter, value: str | None) -> list[int
     "--keep-logs",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Copy the controller's log and the API server's audit log of pod deletions of scenarios 1-4 into this folder.",
+    help="Copy the controller's log and the API server's audit log of pod deletions of scenarios 1-4 and 7 into this folder.",
 )
 def main(
     scenarios: tuple[str, ...],
