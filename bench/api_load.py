@@ -80,18 +80,23 @@ def daemonset_controller(delta: Samples) -> dict[str, Any]:
     }
 
 
-def audit_deletes(logs: list[Path], namespace: str, since: datetime) -> dict[str, int] | None:
-    """Pod deletions in `namespace` recorded by the API server's audit log (its files, the
-    rotated ones included) since `since`, by user; None when the lab keeps no audit log."""
+def audit_deletes(
+    logs: list[Path], namespace: str, since: datetime, *, name: str | None = None
+) -> dict[str, int] | None:
+    """Pod deletions in `namespace` (of the pod `name` only, if given) recorded by the API
+    server's audit log (its files, the rotated ones included) since `since`, by user; None when
+    the lab keeps no audit log."""
     if not logs:
         return None
     counts: dict[str, int] = {}
     for log in logs:
-        _count_deletes(log, namespace, since, counts)
+        _count_deletes(log, namespace, since, counts, name=name)
     return counts
 
 
-def _count_deletes(log: Path, namespace: str, since: datetime, counts: dict[str, int]) -> None:
+def _count_deletes(
+    log: Path, namespace: str, since: datetime, counts: dict[str, int], *, name: str | None
+) -> None:
     with log.open(errors="replace") as lines:
         for line in lines:
             try:
@@ -102,6 +107,8 @@ def _count_deletes(log: Path, namespace: str, since: datetime, counts: dict[str,
             if event.get("verb") != "delete" or ref.get("resource") != "pods":
                 continue
             if ref.get("namespace") != namespace or event.get("stage") != "ResponseComplete":
+                continue
+            if name is not None and ref.get("name") != name:
                 continue
             stamp = datetime.fromisoformat(str(event.get("stageTimestamp")).replace("Z", "+00:00"))
             if stamp < since:

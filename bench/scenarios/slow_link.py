@@ -34,7 +34,7 @@ from typing import Any
 
 import aiohttp
 
-from bench import workload
+from bench import api_load, workload
 from bench.controller import Controller
 from bench.session import Session
 from bench.watch import JSON, ObjectWatch, Progress, condition_true, live, pod_image
@@ -48,8 +48,9 @@ from edgerollout.domain.vocabulary import (
     PREPULL_WINDOW_ANNOTATION,
     UPDATE_STRATEGY_ANNOTATION,
 )
-from edgerollout.kube.api import DAEMONSETS, PODS
+from edgerollout.kube.api import DAEMONSETS, EVENTS, PODS
 from edgerollout.kube.views import pod_condition, pod_ready
+from edgerollout_lab.control_plane import audit_logs
 
 NAME = "slow-link"
 NAMESPACE = "bench-slow-link"
@@ -215,6 +216,26 @@ class Replacement:
         return round(done - requested, 2)
 
 
+async def _pull_seconds(
+    session: Session, replacement: Replacement, *, before: float, since: datetime
+) -> float:
+    """`replacement.pull_seconds`; if the pod went before its pull was seen done, the error also
+    says who deleted it (the audit log) and the Warnings of the namespace since `since`."""
+    try:
+        return replacement.pull_seconds(before=before)
+    except RuntimeError as error:
+        logs = audit_logs(session.folder)
+        deleters = api_load.audit_deletes(logs, NAMESPACE, since, name=replacement.name)
+        events = await session.api.list(EVENTS, namespace=NAMESPACE)
+        warnings = [
+            f"{event.get('reason')}: {event.get('message')}"
+            for event in events.items
+            if event.get("type") == "Warning"
+        ]
+        told = "; ".join(warnings) or "none"
+        raise RuntimeError(f"{error}; deleted by {deleters}; Warnings: {told}") from error
+
+
 async def _annotate(session: Session, annotations: dict[str, str]) -> None:
     patch = {"metadata": {"annotations": annotations}}
     await session.api.patch(DAEMONSETS, NAME, patch, namespace=NAMESPACE)
@@ -224,6 +245,7 @@ async def _advanced(
     session: Session, watch: ObjectWatch, image: str, *, prepull: bool, timeout: float
 ) -> dict[str, float]:
     replacement = Replacement.watched(watch, image)
+    since = datetime.now(UTC)
     await _annotate(
         session,
         {
@@ -237,7 +259,9 @@ async def _advanced(
     stopped = replacement.stopped()
     result = {"downtime_seconds": round(back - stopped, 2)}
     if prepull:
-        result["prepull_seconds"] = replacement.pull_seconds(before=stopped)
+        result["prepull_seconds"] = await _pull_seconds(
+            session, replacement, before=stopped, since=since
+        )
     return result
 
 
@@ -256,6 +280,7 @@ async def _in_window(
     """Step 5: pulled in the download window while the maintenance window is closed; then the
     maintenance window opens and only the swap is left."""
     replacement = Replacement.watched(watch, image)
+    since = datetime.now(UTC)
     await _annotate(
         session,
         {
@@ -276,7 +301,7 @@ async def _in_window(
     back = await replacement.ready.reach(1, timeout=timeout, what=f"a Ready pod of {image}")
     stopped = replacement.stopped()
     return {
-        "prepull_seconds": replacement.pull_seconds(before=stopped),
+        "prepull_seconds": await _pull_seconds(session, replacement, before=stopped, since=since),
         "downtime_seconds": round(back - stopped, 2),
         "window_seconds": round(back - opened, 2),
     }

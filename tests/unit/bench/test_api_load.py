@@ -72,13 +72,13 @@ def test_the_controllers_plans_are_told_in_wall_clock_and_in_cpu_time() -> None:
     assert told["pods_deleted"] == 10
 
 
-def audited_delete(user: str, at: str, namespace: str = "bench") -> str:
+def audited_delete(user: str, at: str, namespace: str = "bench", name: str = "p") -> str:
     return json.dumps(
         {
             "verb": "delete",
             "stage": "ResponseComplete",
             "stageTimestamp": at,
-            "objectRef": {"resource": "pods", "namespace": namespace, "name": "p"},
+            "objectRef": {"resource": "pods", "namespace": namespace, "name": name},
             "user": {"username": user},
         }
     )
@@ -109,6 +109,25 @@ def test_deletions_are_counted_across_the_audit_logs_rotated_files(tmp_path: Pat
     assert [path.name for path in found] == ["audit-2026-11-29T13-40-00.000.log", "audit.log"]
     since = datetime(2026, 11, 29, 13, 30, tzinfo=UTC)
     assert api_load.audit_deletes(found, "bench", since) == {"ours": 2, "kwok": 1}
+
+
+def test_the_deletions_of_one_pod_are_told_apart(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "audit.log").write_text(
+        "\n".join(
+            [
+                audited_delete("ours", "2026-11-29T13:41:00Z", name="p"),
+                audited_delete("daemon-set-controller", "2026-11-29T13:41:01Z", name="q"),
+                audited_delete("kwok", "2026-11-29T13:41:02Z", name="q"),
+            ]
+        )
+    )
+    since = datetime(2026, 11, 29, 13, 30, tzinfo=UTC)
+    assert api_load.audit_deletes(audit_logs(tmp_path), "bench", since, name="q") == {
+        "daemon-set-controller": 1,
+        "kwok": 1,
+    }
 
 
 def test_a_lab_without_an_audit_log_counts_nothing(tmp_path: Path) -> None:
