@@ -30,6 +30,7 @@ from edgerollout.controller.writes.rollout_condition import RolloutConditionWrit
 from edgerollout.domain.model import Condition, NodeName, NodeReadiness
 from edgerollout.domain.planning.decision import Plan
 from edgerollout.domain.planning.reconcile import plan
+from edgerollout.domain.planning.revisions import daemonset_behind
 from edgerollout.domain.reporting.node_states import NodeState, node_state_counts
 from edgerollout.domain.reporting.pool_counts import POOL_STATES
 from edgerollout.domain.reporting.rollout_condition import rollout_condition
@@ -132,6 +133,14 @@ class Reconciler:
         if not self.cache.pods_listed(cached):
             # Its pod cache has just started: the end of its first list enqueues it again, so
             # that it is never planned without its pods.
+            return Outcome(plan=None)
+        revisions = [revision.view for revision in self.cache.revisions_of(ds.uid)]
+        if daemonset_behind(annotations=ds.annotations, revisions=revisions):
+            # The revision of a template the cached DaemonSet does not have yet: its own event,
+            # on its way, enqueues it again (`domain.planning.revisions`).
+            log.debug(
+                "daemonset behind its newest revision; waiting", extra=LogFields(daemonset=key)
+            )
             return Outcome(plan=None)
         known = self.states.get(key)
         if known is not None and known.uid != ds.uid:

@@ -170,11 +170,14 @@ class DaemonSetView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RevisionView:
-    """A ControllerRevision of the DaemonSet: its `.revision` and `controller-revision-hash`."""
+    """A ControllerRevision of the DaemonSet: its `.revision` and `controller-revision-hash`, and
+    the DaemonSet's template generation it was made for (its copy of the DaemonSet's
+    `deprecated.daemonset.template.generation` annotation; None without one)."""
 
     name: str
     revision: int
     hash: str | None
+    template_generation: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

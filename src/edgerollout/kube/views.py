@@ -41,6 +41,7 @@ from edgerollout.domain.vocabulary import (
     PREPULL_LABEL,
     READY_CONDITION,
     ROLLOUT_CONDITION,
+    TEMPLATE_GENERATION_ANNOTATION,
     UNREACHABLE_TAINT,
     UPGRADE_HELD,
 )
@@ -361,12 +362,17 @@ def node_from_api(obj: JSON) -> NodeView:
 def revision_from_api(obj: JSON) -> CachedRevision:
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
+    # The DaemonSet controller copies the DaemonSet's annotations onto each revision it makes.
+    annotations = meta.get("annotations") or {}
     return CachedRevision(
         owner_uid=controller_uid(meta),
         view=RevisionView(
             name=meta.get("name", ""),
             revision=int(obj.get("revision") or 0),
             hash=labels.get(CONTROLLER_REVISION_HASH_LABEL) or None,
+            template_generation=parse_template_generation(
+                annotations.get(TEMPLATE_GENERATION_ANNOTATION)
+            ),
         ),
     )
 

@@ -24,7 +24,11 @@ from edgerollout.controller.reconciler import NotLeader, Outcome, Reconciler
 from edgerollout.controller.rollout_state import RolloutStates
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.planning.prepull import job_name
-from edgerollout.domain.vocabulary import PREPULL_LABEL
+from edgerollout.domain.vocabulary import (
+    PREPULL_ANNOTATION,
+    PREPULL_LABEL,
+    TEMPLATE_GENERATION_ANNOTATION,
+)
 from edgerollout.kube.api import (
     CONTROLLER_REVISIONS,
     DAEMONSETS,
@@ -246,6 +250,32 @@ async def test_a_daemonset_whose_pods_are_not_listed_yet_is_not_planned() -> Non
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await running
+
+
+async def test_a_revision_seen_before_its_daemonset_waits_for_the_daemonset() -> None:
+    """The revision of a template change can reach the cache before the DaemonSet's own event,
+    and so before an annotation changed first: nothing is planned on the old annotations (here
+    max-unavailable 1, changed to pre-pull first with the template) until the DaemonSet is seen."""
+    async with controller(ROLLING_ONE, outdated_rollout()) as c:
+        newer = revision_json("web-newer", number=3, revision_hash="newer", generation=3)
+        await c.publish(CONTROLLER_REVISIONS, "ADDED", newer)
+
+        waiting = await c.reconcile()
+
+        assert waiting == Outcome(plan=None)
+        assert c.api.writes == []
+
+        changed = daemonset_json("web", annotations={**ROLLING_ONE, PREPULL_ANNOTATION: "true"})
+        changed["metadata"]["generation"] = 3
+        changed["metadata"]["annotations"][TEMPLATE_GENERATION_ANNOTATION] = "3"
+        await c.publish(DAEMONSETS, "MODIFIED", changed)
+        planned = await c.reconcile()
+
+        # Pre-pull first: the outdated pods are asked for their images (a window of twice
+        # max-unavailable), none is deleted yet.
+        assert planned.deleted == 0
+        assert c.deletions() == []
+        assert [call.name for call in c.api.calls_to("patch", PODS)] == ["web-a", "web-b"]
 
 
 async def test_second_reconcile_before_the_cache_catches_up_deletes_nothing_more() -> None:

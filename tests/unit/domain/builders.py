@@ -134,8 +134,12 @@ def in_flight(name: str, on: str) -> InFlightDeletion:
     return InFlightDeletion(uid=uid(name), node_name=NodeName(on))
 
 
-def revision(name: str, number: int, revision_hash: str | None) -> RevisionView:
-    return RevisionView(name=name, revision=number, hash=revision_hash)
+def revision(
+    name: str, number: int, revision_hash: str | None, *, generation: int | None = None
+) -> RevisionView:
+    return RevisionView(
+        name=name, revision=number, hash=revision_hash, template_generation=generation
+    )
 
 
 REVISIONS = (revision("ds-old", 1, OLD), revision("ds-new", 2, NEW))

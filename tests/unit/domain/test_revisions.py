@@ -5,11 +5,13 @@ import pytest
 from edgerollout.domain.model import RevisionView
 from edgerollout.domain.planning.revisions import (
     TargetRevision,
+    daemonset_behind,
     is_current,
     newest_revision,
     parse_template_generation,
     target_revision,
 )
+from edgerollout.domain.vocabulary import TEMPLATE_GENERATION_ANNOTATION
 
 from .builders import NEW, OLD, pod, revision
 
@@ -156,3 +158,62 @@ def test_pod_is_current_only_when_provably_on_the_newest_revision(
 )
 def test_target_is_known_with_a_hash_or_a_generation(target: TargetRevision, known: bool) -> None:
     assert target.known is known
+
+
+def at_generation(generation: int) -> dict[str, str]:
+    """A DaemonSet's annotations at that template generation."""
+    return {TEMPLATE_GENERATION_ANNOTATION: str(generation)}
+
+
+@pytest.mark.parametrize(
+    ("generation", "revisions", "behind"),
+    [
+        pytest.param(
+            2,
+            [revision("ds-a", 1, "a", generation=1), revision("ds-b", 2, "b", generation=2)],
+            False,
+            id="newest-made-for-this-generation",
+        ),
+        pytest.param(
+            2,
+            [
+                revision("ds-a", 1, "a", generation=1),
+                revision("ds-b", 2, "b", generation=2),
+                revision("ds-c", 3, "c", generation=3),
+            ],
+            True,
+            id="newest-made-for-a-later-generation",
+        ),
+        pytest.param(
+            3,
+            [revision("ds-a", 1, "a", generation=1), revision("ds-b", 2, "b", generation=2)],
+            False,
+            id="its-revision-not-seen-yet-is-no-stale-daemonset",
+        ),
+        pytest.param(
+            3,
+            [revision("ds-a", 3, "a", generation=1), revision("ds-b", 2, "b", generation=2)],
+            False,
+            id="rolled-back-an-older-revision-renumbered",
+        ),
+        pytest.param(
+            2,
+            [revision("ds-a", 3, "a", generation=1), revision("ds-b", 2, "b", generation=2)],
+            True,
+            id="rollback-seen-before-the-daemonset-that-asked-for-it",
+        ),
+        pytest.param(
+            2,
+            [revision("ds-a", 1, "a"), revision("ds-b", 2, "b")],
+            False,
+            id="revisions-without-a-generation",
+        ),
+        pytest.param(None, [revision("ds-b", 2, "b", generation=9)], False, id="no-generation"),
+        pytest.param(2, [], False, id="no-revision"),
+    ],
+)
+def test_a_daemonset_read_before_its_newest_revision_is_behind(
+    generation: int | None, revisions: list[RevisionView], behind: bool
+) -> None:
+    annotations = {} if generation is None else at_generation(generation)
+    assert daemonset_behind(annotations=annotations, revisions=revisions) is behind

@@ -152,17 +152,29 @@ def node_json(
     }
 
 
-def revision_json(name: str, *, number: int, revision_hash: str, owner_uid: str = WEB_UID) -> JSON:
+def revision_json(
+    name: str,
+    *,
+    number: int,
+    revision_hash: str,
+    owner_uid: str = WEB_UID,
+    generation: int | None = None,
+) -> JSON:
+    """A DaemonSet's ControllerRevision; with `generation`, the DaemonSet's template generation
+    its controller copied onto it."""
+    metadata: JSON = {
+        "name": name,
+        "namespace": NAMESPACE,
+        "uid": f"uid-{name}",
+        "labels": {"app": WEB, CONTROLLER_REVISION_HASH_LABEL: revision_hash},
+        "ownerReferences": [owner_reference(owner_uid)],
+    }
+    if generation is not None:
+        metadata["annotations"] = {TEMPLATE_GENERATION_ANNOTATION: str(generation)}
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "uid": f"uid-{name}",
-            "labels": {"app": WEB, CONTROLLER_REVISION_HASH_LABEL: revision_hash},
-            "ownerReferences": [owner_reference(owner_uid)],
-        },
+        "metadata": metadata,
         "revision": number,
         "data": {"spec": {"template": {"$patch": "replace"}}},
     }

@@ -611,7 +611,7 @@ def test_node_heartbeat_changes_nothing_kept() -> None:
     assert before == after
 
 
-def test_revision_keeps_number_hash_and_owner() -> None:
+def test_revision_keeps_number_hash_owner_and_template_generation() -> None:
     revision = revision_from_api(
         {
             "apiVersion": "apps/v1",
@@ -620,6 +620,7 @@ def test_revision_keeps_number_hash_and_owner() -> None:
                 "name": "web-6d4f8b9c7",
                 "namespace": "edge",
                 "labels": {"app": "web", "controller-revision-hash": "6d4f8b9c7"},
+                "annotations": {"deprecated.daemonset.template.generation": "4"},
                 "ownerReferences": [
                     {"kind": "DaemonSet", "name": "web", "uid": "ds-uid", "controller": True}
                 ],
@@ -630,7 +631,9 @@ def test_revision_keeps_number_hash_and_owner() -> None:
     )
     assert revision == CachedRevision(
         owner_uid="ds-uid",
-        view=model.RevisionView(name="web-6d4f8b9c7", revision=3, hash="6d4f8b9c7"),
+        view=model.RevisionView(
+            name="web-6d4f8b9c7", revision=3, hash="6d4f8b9c7", template_generation=4
+        ),
     )
 
 

@@ -21,6 +21,18 @@ undecidable.
 Ties on `.revision` between different hashes should not exist (the native controller
 de-duplicates them); if the cache shows one anyway, the newest hash is unknown and the generation
 decides, rather than one of the two being picked by name.
+
+The DaemonSet and its ControllerRevisions come from two watches, which are not ordered with each
+other: a cache can show the revision made for a new template before the DaemonSet that has it,
+and so before any annotation changed with or before that template. A plan from the two would
+roll out the new revision under the old annotations (pre-pull off, another budget, a pause not
+seen yet). `daemonset_behind` tells that case from the revisions alone: the DaemonSet controller
+copies the DaemonSet's annotations, its template generation among them, onto each revision it
+makes, so the newest revision names the generation it was made for. The DaemonSet read is behind
+when that generation is newer than the DaemonSet's, or — a rollback renumbers an older revision,
+which keeps its older generation — when another revision was made for exactly the DaemonSet's
+generation (the template the DaemonSet read still has) and is not the newest. The controller then
+waits for the DaemonSet's own event (design §10.1).
 """
 
 import re
@@ -83,6 +95,22 @@ def target_revision(
         template_generation=parse_template_generation(
             annotations.get(TEMPLATE_GENERATION_ANNOTATION)
         ),
+    )
+
+
+def daemonset_behind(*, annotations: Mapping[str, str], revisions: Iterable[RevisionView]) -> bool:
+    """Whether the DaemonSet read (its `annotations`) is older than its newest revision among
+    `revisions` (see the module docstring); False when either generation is not known."""
+    generation = parse_template_generation(annotations.get(TEMPLATE_GENERATION_ANNOTATION))
+    listed = list(revisions)
+    newest = newest_revision(listed)
+    if generation is None or newest is None or newest.template_generation is None:
+        return False
+    if newest.template_generation > generation:
+        return True
+    return newest.template_generation < generation and any(
+        revision.template_generation == generation and revision.hash != newest.hash
+        for revision in listed
     )
 
 
