@@ -42,6 +42,7 @@ from edgerollout.domain.vocabulary import (
 )
 from edgerollout.kube.api import CONTROLLER_REVISIONS, DAEMONSETS, JOBS, NODES, PODS, Api
 from edgerollout.kube.informer import Informer, Reconnect, run_all
+from edgerollout.kube.pod_fields import pod_events
 from edgerollout.kube.views import (
     CachedDaemonSet,
     CachedPod,
@@ -80,13 +81,25 @@ def _opted_in(daemonset: CachedDaemonSet | None) -> bool:
     return daemonset is not None and UPDATE_STRATEGY_ANNOTATION in daemonset.view.annotations
 
 
+def _controlled_by(owner_uid: str) -> Callable[[CachedPod], bool]:
+    """Whether a pod is one that DaemonSet controls (not one its selector matches but another
+    controller holds)."""
+
+    def controlled(pod: CachedPod) -> bool:
+        return pod.owner_kind == DAEMONSET_KIND and pod.owner_uid == owner_uid
+
+    return controlled
+
+
 def _pods_of(owner_uid: str) -> Callable[[dict[str, Any]], CachedPod | None]:
-    """The transform of one DaemonSet's pod cache: a pod that DaemonSet controls, as the cache
-    keeps it (None for a pod its selector matches but another controller holds)."""
+    """The transform of one DaemonSet's pod cache (its lists): a pod that DaemonSet controls, as
+    the cache keeps it, else None. Its watch decodes only the fields the cache reads
+    (`pod_events`), and keeps the same pods."""
+    controlled = _controlled_by(owner_uid)
 
     def kept(obj: dict[str, Any]) -> CachedPod | None:
         pod = pod_from_api(obj)
-        return pod if pod.owner_kind == DAEMONSET_KIND and pod.owner_uid == owner_uid else None
+        return pod if controlled(pod) else None
 
     return kept
 
@@ -222,6 +235,7 @@ class ClusterCache:
             namespace=daemonset.view.namespace,
             label_selector=pods_selector(daemonset),
             reconnect=self.reconnect,
+            decode=pod_events(_controlled_by(uid)),
         )
         informer.subscribe(self._on_pod)
         key = _ds_key(daemonset)

@@ -96,6 +96,13 @@ class ListPage:
     continue_token: str | None
 
 
+async def decoded_events(lines: AsyncIterator[bytes]) -> AsyncIterator[JSON]:
+    """A watch's lines (`Api.watch_lines`) as the events they are."""
+    async for line in lines:
+        event: JSON = orjson.loads(line)
+        yield event
+
+
 class Api(Protocol):
     async def list(
         self,
@@ -118,6 +125,17 @@ class Api(Protocol):
         label_selector: str | None = None,
         timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]: ...
+
+    def watch_lines(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
+    ) -> AsyncIterator[bytes]: ...
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON: ...
 
@@ -394,6 +412,29 @@ class KubeApi:
 
         With a selector, an object that comes to match arrives as ADDED and one that stops
         matching as DELETED, so a cache of what matches stays exact."""
+        lines = self.watch_lines(
+            resource,
+            resource_version=resource_version,
+            namespace=namespace,
+            field_selector=field_selector,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+        )
+        async for event in decoded_events(lines):
+            yield event
+
+    async def watch_lines(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
+    ) -> AsyncIterator[bytes]:
+        """`watch`'s events undecoded: one line of JSON each, for a cache that decodes only what
+        it reads (`kube/watch_events.py`)."""
         query = [
             ("watch", "true"),
             ("allowWatchBookmarks", "true"),
@@ -433,7 +474,7 @@ class KubeApi:
                         )
                     for line in lines:
                         if line.strip():
-                            yield orjson.loads(line)
+                            yield line
                     if reader is not None:
                         reader.pause_reading()
                         try:
@@ -441,7 +482,7 @@ class KubeApi:
                         finally:
                             reader.resume_reading()
                 if pending.strip():
-                    yield orjson.loads(pending)
+                    yield pending
             except (aiohttp.ClientError, TimeoutError) as error:
                 raise ApiError(
                     0, "Unreachable", f"watch {resource.plural}: {_describe(error)}"

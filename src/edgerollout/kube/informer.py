@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from edgerollout.kube.api import Api, ApiError, Resource
-from edgerollout.kube.views import object_key
+from edgerollout.kube.watch_events import EventDecoder, WatchEvent, json_events, object_key
 from edgerollout.logfields import LogFields
 from edgerollout.settings import KUBE_CLIENT
 
@@ -80,10 +80,14 @@ class Informer(Generic[T]):
         relist_after_failure: bool = False,
         max_backoff: float = WATCH.max_backoff,
         reconnect: Reconnect | None = None,
+        decode: EventDecoder[T] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
         self.transform = transform
+        # How a watch's line becomes an event: parsed whole and passed to `transform`, unless
+        # the cache decodes only what it reads (a pod cache: `kube/pod_fields.py`).
+        self.decode: EventDecoder[T] = decode if decode is not None else json_events(transform)
         self.namespace = namespace
         self.field_selector = field_selector
         self.label_selector = label_selector
@@ -166,25 +170,17 @@ class Informer(Generic[T]):
         self.synced.set()
         self.on_listed()
 
-    def _apply(self, event: JSON) -> None:
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        meta = obj.get("metadata") or {}
-        if kind == "BOOKMARK":
-            self.resource_version = str(meta.get("resourceVersion", self.resource_version))
+    def _apply(self, event: WatchEvent[T]) -> None:
+        if event.error is not None:
+            raise event.error
+        if event.resource_version is not None:
+            self.resource_version = event.resource_version
+        if event.type == "BOOKMARK":
             return
-        if kind == "ERROR":
-            code = int(obj.get("code") or 0)
-            raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
-        key = object_key(meta.get("namespace"), meta["name"])
-        self.resource_version = str(meta.get("resourceVersion", self.resource_version))
+        key = event.key
         old = self.store.get(key)
-        if kind == "DELETED":
-            if self.store.pop(key, None) is not None:
-                self._notify(old, None)
-            return
-        new = self.transform(obj)
-        if new is None:  # not an object this cache keeps (any more)
+        new = event.kept
+        if new is None:  # deleted, or not an object this cache keeps (any more)
             if self.store.pop(key, None) is not None:
                 self._notify(old, None)
             return
@@ -237,7 +233,8 @@ class Informer(Generic[T]):
         timeout = random.randint(  # noqa: S311 - jitter, not security
             WATCH.rewatch_min_seconds, WATCH.rewatch_max_seconds
         )
-        async for event in self.api.watch(
+        decode = self.decode
+        async for line in self.api.watch_lines(
             self.resource,
             resource_version=self.resource_version,
             namespace=self.namespace,
@@ -245,7 +242,7 @@ class Informer(Generic[T]):
             label_selector=self.label_selector,
             timeout_seconds=timeout,
         ):
-            self._apply(event)
+            self._apply(decode(line))
             if self._failing:
                 self._answered()
             self.on_contact()

@@ -3,12 +3,13 @@
 The caches hold these small frozen records instead of the JSON the API server sends: a pod becomes
 a `PodView` plus its owner's UID and the images of its containers, a Node its readiness. That is
 what lets ten thousand pods fit in a few tens of megabytes, and it is the only place that knows
-where in a Kubernetes object each fact lives.
+where in a Kubernetes object each fact lives — with `pod_fields`, which reads the pod the caches
+keep (`CachedPod`, `pod_from_api`) from the few fields it needs, and which this module serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,55 +17,33 @@ from typing import Any
 from edgerollout.domain.model import (
     Condition,
     ConditionStatus,
-    ContainerFailure,
     DaemonSetUID,
     DaemonSetView,
     NodeName,
     NodeReadiness,
     NodeView,
     PodUID,
-    PodView,
     RevisionView,
 )
 from edgerollout.domain.planning.ota_requests import PodFacts
 from edgerollout.domain.planning.prepull import JobState, JobView, PullTemplate
 from edgerollout.domain.planning.revisions import parse_template_generation
 from edgerollout.domain.vocabulary import (
-    CONTAINERS_READY_CONDITION,
     CONTROLLER_REVISION_HASH_LABEL,
-    FAILING_WAITING_REASONS,
     NOT_READY_TAINT,
-    POD_IMAGE_READY,
-    POD_NEED_UPGRADE,
-    POD_READY_TO_START_CONTAINERS,
-    POD_TEMPLATE_GENERATION_LABEL,
     PREPULL_LABEL,
     READY_CONDITION,
     ROLLOUT_CONDITION,
     TEMPLATE_GENERATION_ANNOTATION,
     UNREACHABLE_TAINT,
-    UPGRADE_HELD,
 )
+from edgerollout.kube.pod_fields import CachedPod as CachedPod
+from edgerollout.kube.pod_fields import pod_from_api as pod_from_api
+from edgerollout.kube.watch_events import api_time
+from edgerollout.kube.watch_events import object_key as object_key
 
 JSON = dict[str, Any]
-# Pod conditions worth keeping: readiness (for availability) and the ones edgerollout writes,
-# the node's hold among them (design §13.6).
-KEPT_CONDITIONS = frozenset({READY_CONDITION, POD_NEED_UPGRADE, POD_IMAGE_READY, UPGRADE_HELD})
-# The conditions a pod's view is read from: the kept ones, and those whose times are the facts of
-# its health (`PodView`), not kept themselves.
-_READ_CONDITIONS = KEPT_CONDITIONS | {CONTAINERS_READY_CONDITION, POD_READY_TO_START_CONTAINERS}
-# Each failing reason kept as the one shared string, not a copy per pod.
-_FAILING_REASONS = {reason: reason for reason in FAILING_WAITING_REASONS}
-
-
-def object_key(namespace: str | None, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
-
-
-def _parse_time(raw: str | None) -> datetime | None:
-    if not raw:
-        return None
-    return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+_parse_time = api_time
 
 
 def namespaced_name(obj: JSON) -> tuple[str, str]:
@@ -92,14 +71,6 @@ def controller_uid(meta: JSON) -> str | None:
         if owner.get("controller"):
             return str(owner.get("uid"))
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class CachedPod:
-    owner_uid: str | None
-    owner_kind: str | None
-    images: tuple[str, ...]
-    view: PodView
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,96 +210,6 @@ def pod_facts_from_api(obj: JSON) -> PodFacts:
         owner_kind=owner.get("kind"),
         owner_name=owner.get("name"),
         conditions=pod_conditions(obj),
-    )
-
-
-def _container_statuses(obj: JSON) -> Iterator[JSON]:
-    """The statuses of the pod's init containers, then of its containers (ephemeral ones left out)."""
-    status = obj.get("status") or {}
-    yield from status.get("initContainerStatuses") or ()
-    yield from status.get("containerStatuses") or ()
-
-
-def container_failures(obj: JSON) -> tuple[ContainerFailure, ...]:
-    """The pod's containers waiting for a failing reason (`FAILING_WAITING_REASONS`), init
-    containers first; a container waiting for another reason (ContainerCreating) is not listed."""
-    failures = []
-    for container in _container_statuses(obj):
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        reason = _FAILING_REASONS.get(str(waiting.get("reason") or ""))
-        if reason is not None:
-            failures.append(
-                ContainerFailure(container=str(container.get("name") or ""), reason=reason)
-            )
-    return tuple(failures)
-
-
-def last_restart(obj: JSON) -> datetime | None:
-    """When a container of the pod last terminated before being started again: the latest
-    `lastState.terminated.finishedAt` (a restart whose end the runtime lost, as after some reboots,
-    has none and is left out)."""
-    latest: datetime | None = None
-    for container in _container_statuses(obj):
-        terminated = (container.get("lastState") or {}).get("terminated") or {}
-        finished = _parse_time(terminated.get("finishedAt"))
-        if finished is not None and (latest is None or finished > latest):
-            latest = finished
-    return latest
-
-
-def _unready_since(condition: Condition | None, created: datetime | None) -> datetime | None:
-    """Since when the `ContainersReady` condition has not been True (the pod's creation while the
-    kubelet has not set it, or set it without a time); None while it is True."""
-    if condition is None:
-        return created
-    if condition.status is ConditionStatus.TRUE:
-        return None
-    return _parse_time(condition.last_transition_time) or created
-
-
-def _true_since(condition: Condition | None) -> datetime | None:
-    """When the condition turned True, if it is True now."""
-    if condition is None or condition.status is not ConditionStatus.TRUE:
-        return None
-    return _parse_time(condition.last_transition_time)
-
-
-def pod_from_api(obj: JSON) -> CachedPod:
-    meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    read = pod_conditions(obj, kept=_READ_CONDITIONS)
-    conditions = {kind: read[kind] for kind in read if kind in KEPT_CONDITIONS}
-    created = _parse_time(meta.get("creationTimestamp"))
-    ready = False
-    ready_since: datetime | None = None
-    readiness = conditions.get(READY_CONDITION)
-    if readiness is not None and readiness.status is ConditionStatus.TRUE:
-        ready = True
-        ready_since = _parse_time(readiness.last_transition_time)
-    node = pod_node(obj)
-    owner_kind = None
-    for owner in meta.get("ownerReferences") or ():
-        if owner.get("controller"):
-            owner_kind = owner.get("kind")
-    view = PodView(
-        namespace=meta.get("namespace", ""),
-        name=meta.get("name", ""),
-        uid=PodUID(meta.get("uid", "")),
-        node_name=NodeName(node) if node else None,
-        revision_hash=labels.get(CONTROLLER_REVISION_HASH_LABEL) or None,
-        template_generation=parse_template_generation(labels.get(POD_TEMPLATE_GENERATION_LABEL)),
-        deleting=marked_for_deletion(obj),
-        ready=ready,
-        ready_since=ready_since,
-        conditions=conditions,
-        created=created,
-        containers_unready_since=_unready_since(read.get(CONTAINERS_READY_CONDITION), created),
-        sandbox_since=_true_since(read.get(POD_READY_TO_START_CONTAINERS)),
-        last_restart=last_restart(obj),
-        failures=container_failures(obj),
-    )
-    return CachedPod(
-        owner_uid=controller_uid(meta), owner_kind=owner_kind, images=pod_images(obj), view=view
     )
 
 

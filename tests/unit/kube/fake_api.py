@@ -27,7 +27,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from edgerollout.kube.api import STRATEGIC_MERGE, ApiError, ListPage, Resource
+import orjson
+
+from edgerollout.kube.api import STRATEGIC_MERGE, ApiError, ListPage, Resource, decoded_events
 from edgerollout.kube.views import object_key
 from edgerollout.settings import KUBE_CLIENT
 
@@ -280,6 +282,29 @@ class FakeApi:
         label_selector: str | None = None,
         timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
     ) -> AsyncIterator[JSON]:
+        lines = self.watch_lines(
+            resource,
+            resource_version=resource_version,
+            namespace=namespace,
+            field_selector=field_selector,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+        )
+        async for event in decoded_events(lines):
+            yield event
+
+    async def watch_lines(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
+    ) -> AsyncIterator[bytes]:
+        """The events as the API server sends them: one line of JSON each (recorded as a
+        `watch` call)."""
         self._record(
             "watch",
             resource,
@@ -296,7 +321,7 @@ class FakeApi:
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            yield orjson.dumps(item)
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON:
         self._record("get", resource, name=name, namespace=namespace)
