@@ -174,6 +174,12 @@ class ConditionWrites:
             and record.message == write.condition.message
         )
 
+    def standing_reason(self, uid: PodUID, kind: str) -> str | None:
+        """The reason of the write of `kind` on the pod of `uid` waiting for its echo (None:
+        none waits)."""
+        record = self._records.get((uid, kind))
+        return None if record is None else record.reason
+
     def next_expiry(self) -> float | None:
         """Seconds until the oldest standing record expires; None if there is none."""
         if not self._records:

@@ -182,7 +182,7 @@ class Reconciler:
         # not hold the rollout back (the failure is still raised, and the key retried).
         deleted = await self.deleter.delete(ds, decided, state)
         written = await self.conditions.write(ds, decided.condition_writes, state)
-        written += await self.pull_jobs.run(ds, decided.prepulls)
+        written += await self.pull_jobs.run(ds, decided.prepulls, state)
         counts_due = None
         if standing is None or standing.observed:
             counts_due = await self.rollout_conditions.update(

@@ -658,6 +658,33 @@ async def test_ota_reports_a_finished_pull_job_on_its_pod_and_deletes_the_job() 
         assert outcome.conditions_written == 1
 
 
+async def test_a_pull_job_seen_gone_before_its_report_is_not_started_again() -> None:
+    """The Job's deletion and the report on the pod come from two watches: the Job can be seen
+    gone while the pod still shows its request. No second Job is started for that pod."""
+    async with controller({STRATEGY: "OTA"}, [waiting_for_pull("web-a", "edge-1")]) as c:
+        await c.reconcile()
+        pod = c.cache.pod(f"{NAMESPACE}/web-a")
+        assert pod is not None
+        done = pull_job_json(job_name(pod.view, NEW), for_pod="web-a", succeeded=True)
+        await c.publish(JOBS, "ADDED", done)
+        await c.reconcile()  # reported, and the Job deleted
+        # The deletion's event, seen before the report's echo.
+        c.api.send(JOBS, {"type": "DELETED", "object": done})
+        job_key = f"{NAMESPACE}/{done['metadata']['name']}"
+        await until(lambda: c.cache.jobs.get(job_key) is None, what="the Job's deletion seen")
+
+        again = await c.reconcile()
+
+        assert len(c.api.calls_to("create", JOBS)) == 1
+        assert again.conditions_written == 0
+
+        reported = waiting_for_pull("web-a", "edge-1")
+        reported["status"]["conditions"][-1] = newest("PodImageReady", "True", "PullImageSuccess")
+        await c.publish(PODS, "MODIFIED", reported)
+        await c.reconcile()
+        assert len(c.api.calls_to("create", JOBS)) == 1
+
+
 def image_ready(name: str, node: str, status: str, reason: str) -> JSON:
     """An outdated pod whose PodImageReady for the newest revision says (status, reason)."""
     condition = newest("PodImageReady", status, reason)

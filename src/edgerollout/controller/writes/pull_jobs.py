@@ -5,16 +5,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from edgerollout.controller.rollout_state import RolloutState
 from edgerollout.controller.writes.conditions import ConditionWriter
 from edgerollout.controller.writes.guard import WriteGuard
 from edgerollout.domain.model import DaemonSetView
 from edgerollout.domain.planning.prepull import PrepullStep
+from edgerollout.domain.vocabulary import POD_IMAGE_READY, PULL_IMAGE_FAIL, PULL_IMAGE_SUCCESS
 from edgerollout.kube.api import JOBS, Api, ApiError
 from edgerollout.kube.manifests import pull_job_manifest
 from edgerollout.kube.views import object_key
 from edgerollout.logfields import LogFields
 
 log = logging.getLogger("edgerollout.controller")
+# The reasons of a pull's outcome, as the controller reports it.
+_REPORTS = frozenset({PULL_IMAGE_SUCCESS, PULL_IMAGE_FAIL})
 
 
 class PullJobRunner:
@@ -23,14 +27,22 @@ class PullJobRunner:
         self.guard = guard
         self.conditions = conditions
 
-    async def run(self, ds: DaemonSetView, steps: Sequence[PrepullStep]) -> int:
+    async def run(
+        self, ds: DaemonSetView, steps: Sequence[PrepullStep], state: RolloutState
+    ) -> int:
         """Start the plan's pull Jobs, report finished ones on their pods and delete them; how
-        many reports were written."""
+        many reports were written.
+
+        A report is remembered until its echo is in the cache (`state.conditions`). The pod and
+        the Job come from two watches, not ordered with each other: the Job's deletion can be
+        seen before the report on the pod, and a plan then finds the pod still waiting for a
+        pull without a Job. No Job is started again for a pod whose report is on its way."""
         written = 0
         for step in steps:
             pod = step.pod
             self.guard.check()
-            if step.create_job is not None:
+            reported = state.conditions.standing_reason(pod.uid, POD_IMAGE_READY) in _REPORTS
+            if step.create_job is not None and not reported:
                 try:
                     await self.api.create(
                         JOBS, pull_job_manifest(step.create_job), namespace=pod.namespace
@@ -48,6 +60,7 @@ class PullJobRunner:
                     ),
                 )
             if step.report is not None and await self.conditions.patch(step.report):
+                state.conditions.sent(step.report)
                 written += 1
                 log.debug(
                     "pre-pull reported",
