@@ -289,9 +289,7 @@ def pod_events(keep: Callable[[CachedPod], bool]) -> EventDecoder[CachedPod]:
         kind = event.type or ""
         obj = event.object or PodFields()
         if kind == "ERROR":
-            return error_event(
-                {"code": obj.code, "reason": obj.reason or "", "message": obj.message or ""}
-            )
+            return error_event(obj.code or 0, obj.reason or "", obj.message or "")
         meta = obj.metadata or _NO_METADATA
         version = meta.resourceVersion
         if kind == "BOOKMARK":

@@ -43,7 +43,6 @@ from edgerollout.kube.watch_events import api_time
 from edgerollout.kube.watch_events import object_key as object_key
 
 JSON = dict[str, Any]
-_parse_time = api_time
 
 
 def namespaced_name(obj: JSON) -> tuple[str, str]:
@@ -125,19 +124,6 @@ def _single_pod_owner(meta: JSON) -> PodUID | None:
     return PodUID(str(owner["uid"]))
 
 
-def _pinned_node(spec: JSON) -> str | None:
-    """The node a pending DaemonSet pod is pinned to by the node affinity its controller sets."""
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    for term in affinity.get("nodeSelectorTerms") or ():
-        for field in term.get("matchFields") or ():
-            values = field.get("values") or []
-            if field.get("key") == "metadata.name" and len(values) == 1:
-                return str(values[0])
-    return None
-
-
 def pod_conditions(obj: JSON, *, kept: frozenset[str] | None = None) -> dict[str, Condition]:
     """An object's conditions by type (a pod's, a DaemonSet's; only the `kept` types, if given;
     the last of a repeated type)."""
@@ -180,7 +166,7 @@ def bound_node(obj: JSON) -> str | None:
 
 def pod_node(obj: JSON) -> str | None:
     """The node the pod is bound to or, not bound yet, the one its DaemonSet pinned it to."""
-    return bound_node(obj) or _pinned_node(obj.get("spec") or {})
+    return pod_from_api(obj).view.node_name
 
 
 def marked_for_deletion(obj: JSON) -> bool:
@@ -220,7 +206,7 @@ def node_readiness(obj: JSON) -> tuple[ConditionStatus | None, datetime | None]:
     for condition in (obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == READY_CONDITION:
             status = ConditionStatus.from_api(condition.get("status"))
-            since = _parse_time(condition.get("lastTransitionTime"))
+            since = api_time(condition.get("lastTransitionTime"))
     return status, since
 
 

@@ -48,12 +48,9 @@ class WatchEvent(Generic[T]):
 EventDecoder = Callable[[bytes], WatchEvent[T]]
 
 
-def error_event(status: dict[str, Any]) -> WatchEvent[Any]:
-    """An ERROR event, its object the API server's Status."""
-    error = ApiError(
-        int(status.get("code") or 0), str(status.get("reason", "")), str(status.get("message", ""))
-    )
-    return WatchEvent("ERROR", "", None, error=error)
+def error_event(code: int, reason: str, message: str) -> WatchEvent[Any]:
+    """An ERROR event: the code, reason and message of the API server's Status."""
+    return WatchEvent("ERROR", "", None, error=ApiError(code, reason, message))
 
 
 def json_events(transform: Callable[[dict[str, Any]], T | None]) -> EventDecoder[T]:
@@ -64,7 +61,9 @@ def json_events(transform: Callable[[dict[str, Any]], T | None]) -> EventDecoder
         kind = str(event.get("type"))
         obj = event.get("object") or {}
         if kind == "ERROR":
-            return error_event(obj)
+            return error_event(
+                int(obj.get("code") or 0), str(obj.get("reason", "")), str(obj.get("message", ""))
+            )
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         version = None if version is None else str(version)
