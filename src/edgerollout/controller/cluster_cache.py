@@ -20,8 +20,8 @@ DaemonSet keys for the work queue:
 - a pod or ControllerRevision -> its owning DaemonSet;
 - a Node whose readiness changed -> every opted-in DaemonSet, so a node coming back is upgraded
   within seconds of turning Ready (its heartbeats, which change nothing we read, enqueue nothing);
-  a Node whose labels changed -> the same, since a staged rollout's selector and waves read them
-  (design §12), though no verdict changes;
+  a Node whose labels changed -> the same, and it is reported as changed: a staged rollout's
+  selector and waves read them (design §12), and its book keeps each node's wave until told;
 - a pre-pull Job owned by the pod its label names -> that pod's DaemonSet.
 """
 
@@ -66,7 +66,7 @@ class ChangeListener(Protocol):
         """A pod controlled by `owner_uid` on `node` was added, changed or removed."""
 
     def node_changed(self, node: NodeName) -> None:
-        """The readiness of `node` changed, or it was added or removed."""
+        """The readiness or the labels of `node` changed, or it was added or removed."""
 
 
 class _NoListener:
@@ -360,11 +360,13 @@ class ClusterCache:
         self._enqueue_owner(current.owner_uid)
 
     def _on_node(self, old: NodeView | None, new: NodeView | None) -> None:
-        if old is not None and new is not None and old.readiness == new.readiness:
-            if old.labels != new.labels:
-                for key in self.opted_in_keys():
-                    self.enqueue(key)
-            return
+        if (
+            old is not None
+            and new is not None
+            and old.readiness == new.readiness
+            and old.labels == new.labels
+        ):
+            return  # a heartbeat, or a change of nothing a plan reads
         current = new or old
         assert current is not None
         self.changes.node_changed(current.name)

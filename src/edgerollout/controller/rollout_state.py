@@ -134,6 +134,7 @@ class RolloutStates:
             state.note_changed(node)
 
     def node_changed(self, node: NodeName) -> None:
-        """The readiness of `node` changed (or it came or went): news for every rollout."""
+        """The readiness or the labels of `node` changed (or it came or went): news for every
+        rollout."""
         for state in self._by_key.values():
             state.note_changed(node)

@@ -302,14 +302,17 @@ async def test_node_heartbeat_with_the_same_readiness_enqueues_nothing(cluster: 
     assert cluster.enqueued == []
 
 
-async def test_node_label_change_enqueues_every_opted_in_daemonset(
+async def test_node_label_change_enqueues_every_opted_in_daemonset_and_is_a_change(
     cluster: Cluster,
 ) -> None:
+    # A staged rollout's book keeps each node's wave until the node is reported changed.
+    web = cluster.states.of(WEB_KEY, DaemonSetUID(WEB_UID))
     relabelled = node_json("edge-2")
     relabelled["metadata"]["labels"]["apps.openyurt.io/nodepool"] = "pool-a"
     await cluster.publish(NODES, "MODIFIED", relabelled)
 
     assert cluster.enqueued == ["default/api", "default/web"]
+    assert web.take_changed_nodes() == {"edge-2"}
     assert cluster.cache.nodes.store["edge-2"].labels == {
         "kubernetes.io/hostname": "edge-2",
         "apps.openyurt.io/nodepool": "pool-a",

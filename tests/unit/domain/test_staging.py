@@ -12,6 +12,7 @@ from edgerollout.domain.planning.holds import (
     Hold,
     HoldReason,
     Holds,
+    WaveIndex,
     WaveProgress,
     hold_nodes,
     wave_started_notice,
@@ -356,3 +357,37 @@ def test_a_new_daemonset_whose_pods_start_announces_no_wave() -> None:
     holds = held({WAVES_ANNOTATION: "pool-a, pool-b, *"}, labels=POOLS, starting=set(NODES))
     assert holds.wave == WaveProgress(index=0, count=3, name="pool-a", pending=0)
     assert wave_started_notice(holds, revision="r1") is None
+
+
+def test_a_wave_index_reads_a_nodes_labels_once_until_told_to_forget_it() -> None:
+    waves = read_staging({WAVES_ANNOTATION: "pool-a, *"}).waves
+    assert waves is not None
+    pools = {"edge-1": "pool-a", "edge-2": "pool-b", "edge-3": "pool-a"}
+    read: list[str] = []
+
+    def labels(name: str) -> Mapping[str, str]:
+        read.append(name)
+        return {NODEPOOL_LABEL: pools[name]}
+
+    index = WaveIndex()
+    nodes = [NodeName(name) for name in sorted(pools)]
+    wave_of, place = index.read(waves, nodes[:2], labels)
+    assert (dict(wave_of), dict(place)) == ({"edge-1": 0, "edge-2": 1}, {"edge-1": 0, "edge-2": 1})
+    assert sorted(read) == ["edge-1", "edge-2"]
+
+    # Another plan: only the node not seen yet is read; a relabelled node is read once forgotten.
+    pools["edge-1"] = "pool-b"
+    wave_of, _ = index.read(waves, nodes, labels)
+    assert sorted(read) == ["edge-1", "edge-2", "edge-3"]
+    assert wave_of[NodeName("edge-1")] == 0
+    index.forget([NodeName("edge-1"), NodeName("edge-9")])
+    wave_of, _ = index.read(waves, nodes, labels)
+    assert read[3:] == ["edge-1"]
+    assert [wave_of[name] for name in nodes] == [1, 1, 0]
+
+    # Other waves: every node is read again.
+    other = read_staging({WAVES_ANNOTATION: "pool-b"}).waves
+    assert other is not None
+    wave_of, place = index.read(other, nodes, labels)
+    assert sorted(read[4:]) == ["edge-1", "edge-2", "edge-3"]
+    assert [(wave_of[name], place[name]) for name in nodes] == [(0, 0), (0, 0), (None, 1)]

@@ -166,11 +166,9 @@ def test_the_budget_is_never_exceeded(subject: Staged) -> None:
     assert_budget_kept(cluster, result)
 
 
-@settings(max_examples=400, deadline=None)
-@given(staged())
-def test_the_book_plans_a_staged_rollout_as_the_full_planner(subject: Staged) -> None:
-    cluster = subject.cluster
-    book = RolloutBook()
+def refreshed(
+    book: RolloutBook, cluster: Cluster, changed: frozenset[NodeName] = frozenset()
+) -> RolloutBook:
     pods_by_node: dict[NodeName, list] = {}  # type: ignore[type-arg]
     for pod in cluster.pods:
         if pod.node_name is not None:
@@ -181,13 +179,46 @@ def test_the_book_plans_a_staged_rollout_as_the_full_planner(subject: Staged) ->
         now=NOW,
         pods_by_node=pods_by_node,
         readiness=cluster.readiness,
+        changed=changed,
         in_flight=cluster.in_flight,
         progress_deadline=DEADLINE,
     )
-    ours = book.plan(
-        max_unavailable=cluster.max_unavailable,
+    return book
+
+
+def book_plan(book: RolloutBook, subject: Staged) -> DeletionPlan:
+    return book.plan(
+        max_unavailable=subject.cluster.max_unavailable,
         staging=subject.staging,
         labels=subject.labels_of,
     )
+
+
+@settings(max_examples=400, deadline=None)
+@given(staged())
+def test_the_book_plans_a_staged_rollout_as_the_full_planner(subject: Staged) -> None:
+    ours = book_plan(refreshed(RolloutBook(), subject.cluster), subject)
     assert ours == full_plan(subject)
     assert ours.waiting_for_budget == full_plan(subject).waiting_for_budget
+
+
+POOLS = st.sampled_from([{}, {NODEPOOL_LABEL: "pool-a"}, {NODEPOOL_LABEL: "pool-b"}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(staged(), st.data())
+def test_the_book_reads_again_the_wave_of_a_node_told_relabelled(
+    subject: Staged, data: st.DataObject
+) -> None:
+    # The book keeps each node's wave between plans; a node reported changed is read again.
+    book = refreshed(RolloutBook(), subject.cluster)
+    book_plan(book, subject)
+    names = sorted(subject.labels)
+    moved = data.draw(st.lists(st.sampled_from(names), unique=True) if names else st.just([]))
+    relabelled = replace(
+        subject, labels={**subject.labels, **{name: data.draw(POOLS) for name in moved}}
+    )
+
+    ours = book_plan(refreshed(book, subject.cluster, changed=frozenset(moved)), relabelled)
+
+    assert ours == full_plan(relabelled)

@@ -7,7 +7,7 @@ design §13.6), or (OTA deadlines) not among the nodes the controller may upgrad
 why, are in `spec.staging`'s docstring and design §12.
 """
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -163,6 +163,50 @@ NOTHING_HELD = Holds()
 _HOLDS = {reason: Hold(reason=reason) for reason in HoldReason}
 
 
+class WaveIndex:
+    """Each node's wave, read from its labels once and kept from one plan to the next.
+
+    Reading the wave of every node at each plan (one call for the labels and one for the wave per
+    node) was about 60 % of `hold_nodes` with waves at 10,000 nodes (docs/scale.md). An index
+    kept between plans reads only the nodes it has not seen; whoever
+    keeps it (a `RolloutBook`) must `forget` a node whose labels may have changed, as it is told
+    of the nodes that changed. A change of the waves themselves starts it over."""
+
+    def __init__(self) -> None:
+        self._waves: Waves | None = None
+        self._of: dict[NodeName, int | None] = {}
+        self._place: dict[NodeName, int] = {}
+
+    def read(
+        self,
+        waves: Waves,
+        nodes: Collection[NodeName],
+        labels: Callable[[NodeName], Mapping[str, str]],
+    ) -> tuple[Mapping[NodeName, int | None], Mapping[NodeName, int]]:
+        """Each of `nodes`' wave (None: in no wave) and its place in the waves' order (after the
+        last wave when in none); the mappings may hold other nodes too."""
+        if waves != self._waves:
+            self._waves = waves
+            self._of.clear()
+            self._place.clear()
+        of, place = self._of, self._place
+        unread = set(nodes).difference(of)
+        if unread:
+            index_of, last = waves.index_of, len(waves.names)
+            for name in unread:
+                index = index_of(labels(name))
+                of[name] = index
+                place[name] = _place(index, last)
+        return of, place
+
+    def forget(self, names: Iterable[NodeName]) -> None:
+        """Read these nodes' labels again at the next plan."""
+        of, place = self._of, self._place
+        for name in names:
+            if name in of:
+                del of[name], place[name]
+
+
 def hold_nodes(
     staging: Staging,
     *,
@@ -173,6 +217,7 @@ def hold_nodes(
     outdated: Callable[[NodeName], bool],
     done_since: Callable[[NodeName], datetime | None] = lambda name: None,
     now: datetime | None = None,
+    wave_index: WaveIndex | None = None,
 ) -> Holds:
     """The nodes `staging` holds among `nodes` (every node holding a pod of the DaemonSet, or
     whose pod's deletion is in flight).
@@ -180,8 +225,9 @@ def hold_nodes(
     `labels(node)`: the node's labels (empty for a node not in the cache); `ready(node)`: whether
     its `Ready` condition is True; `done(node)`: whether a Ready node runs the newest revision and
     is available, and `done_since(node)` since when (None: unknown); `outdated(node)`: whether a
-    Ready node still holds an old pod; `now`: the moment, for a batch's soak. Depends only on
-    the arguments, not on the order of `nodes`.
+    Ready node still holds an old pod; `now`: the moment, for a batch's soak; `wave_index`: the
+    nodes' waves as read at earlier plans (a fresh one if None; see `WaveIndex` for when it may
+    be kept). Depends only on the arguments, not on the order of `nodes`.
 
     A node holding its own upgrade (`staging.asked`) holds no wave or batch back, as a node that
     is not Ready does not: it is held until its hold ends, and the others go on."""
@@ -191,16 +237,13 @@ def hold_nodes(
     if asked:
         ready = _not_asked(ready, asked)
     waves = staging.waves
-    wave_of: dict[NodeName, int | None] = {}
+    wave_of: Mapping[NodeName, int | None] = {}
     # By name, at C speed; with waves, then by wave (a stable sort keeps the names' order within
     # a wave), keyed by a dict's own lookup: a key function called per node was most of a plan
     # with waves at 10,000 nodes.
     ordered = sorted(nodes)
     if waves is not None:
-        index_of = waves.index_of
-        wave_of = {name: index_of(labels(name)) for name in ordered}
-        last = len(waves.names)
-        place = {name: last if index is None else index for name, index in wave_of.items()}
+        wave_of, place = (wave_index or WaveIndex()).read(waves, ordered, labels)
         ordered.sort(key=place.__getitem__)
     held: dict[NodeName, Hold] = {}
     selector = staging.selector
@@ -286,17 +329,21 @@ def _hold_later_waves(
     """Hold the nodes of the waves after the current one (in `held`), and say where it is."""
     last = len(waves.names)
     current = _current_wave(ordered, wave_of, held, done=done, ready=ready, count=last)
-    pending = sum(
-        1
-        for name in ordered
-        if wave_of[name] == current and name not in held and ready(name) and outdated(name)
-    )
     later = [Hold(reason=HoldReason.WAVE, wave=name) for name in waves.names]
+    pending = 0
     for name in ordered:
         index = wave_of[name]
-        if index is not None and index > current and name not in held:
+        if index is None or index < current or name in held:
+            continue
+        if index > current:
             held[name] = later[index]
+        elif ready(name) and outdated(name):
+            pending += 1
     return WaveProgress(index=current, count=last, name=waves.names[current], pending=pending)
+
+
+def _place(index: int | None, last: int) -> int:
+    return last if index is None else index
 
 
 def _hold_later_batches(

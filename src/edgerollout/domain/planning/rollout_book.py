@@ -4,7 +4,8 @@ Judging every node holding a pod at each plan costs about 2 ms at 1,000 nodes, a
 `RolloutBook` keeps each node's verdict and its share of the totals (nodes unavailable, nodes
 skipped, outdated pods waiting for budget), and at each plan judges again only
 
-- the nodes it is told changed (a pod of the DaemonSet on the node, or the node's readiness), and
+- the nodes it is told changed (a pod of the DaemonSet on the node, the node's readiness, or its
+  labels, which a staged rollout's waves read), and
 - the nodes whose in-flight deletions changed since the previous plan;
 
 so a plan costs what changed, not what exists. What a plan reads over every node is kept as it
@@ -44,7 +45,7 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planning.health import Broken, next_clock_change
-from edgerollout.domain.planning.holds import STAGED_HOLDS, Holds, hold_nodes
+from edgerollout.domain.planning.holds import STAGED_HOLDS, Holds, WaveIndex, hold_nodes
 from edgerollout.domain.planning.node_holds import AskedHold
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.verdicts import (
@@ -175,10 +176,13 @@ class RolloutBook:
         # Nodes whose live pod carries its node's own hold (design §13.6), in force or not: the
         # plan judges the few of them against max-hold and the clock.
         self._asked: dict[NodeName, tuple[AskedHold, ...]] = {}
+        # Each node's wave (with waves), read again for the nodes that changed.
+        self._waves = WaveIndex()
 
     def reset(self) -> None:
-        """Judge every node again at the next plan."""
+        """Judge every node again at the next plan, and read every node's wave again."""
         self._key = None
+        self._waves = WaveIndex()
 
     @property
     def broken(self) -> Mapping[NodeName, Broken]:
@@ -201,8 +205,10 @@ class RolloutBook:
 
         `pods_by_node`: the DaemonSet's pods on each node holding one (terminating pods included);
         `readiness`: the nodes' readiness (a node absent from it is MISSING); `changed`: the nodes
-        where a pod of the DaemonSet or the node's readiness changed since the previous refresh."""
+        where a pod of the DaemonSet, the node's readiness or its labels changed since the
+        previous refresh (a staged plan keeps each node's wave until then)."""
         flying = {deletion.uid: deletion.node_name for deletion in in_flight}
+        self._waves.forget(changed)
         key = (target, min_ready_seconds, progress_deadline)
         if key != self._key:
             self._clear()
@@ -511,6 +517,7 @@ class RolloutBook:
             done=lambda name: verdicts.get(name) is NodeVerdict.UP_TO_DATE,
             ready=lambda name: name in verdicts,
             outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
+            wave_index=self._waves,
         )
 
 
