@@ -30,6 +30,12 @@ def apiserver_requests(delta: Samples) -> dict[str, Any]:
         "flowcontrol_wait_seconds": round(
             metrics.total(delta, "apiserver_flowcontrol_request_wait_duration_seconds_sum"), 3
         ),
+        # Pod watches the API server closed because their client read too slowly; that client
+        # lists every pod again. On a saturated lab it is KWOK's watch of every bound pod
+        # (docs/scale.md): its relists then slow every pod's stages.
+        "pod_watches_closed": int(
+            metrics.total(delta, "apiserver_terminated_watchers_total", resource="pods")
+        ),
     }
 
 

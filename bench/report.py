@@ -151,6 +151,16 @@ def _rolling_rows(rolling: dict[str, Any]) -> list[Row]:
                 _count,
             )
         )
+    closed = [r for r in rounds if "edgerollout_pod_watches_closed" in r]
+    if closed:
+        table.append(
+            Row(
+                "  lab: pod watches the API server closed as too slow, each round",
+                ", ".join(str(r["edgerollout_pod_watches_closed"]) for r in closed),
+                "native " + ", ".join(str(r["native_pod_watches_closed"]) for r in closed),
+                "-",
+            )
+        )
     ours_ds, native_ds = ours.get("daemonset_controller"), native.get("daemonset_controller")
     if ours_ds and native_ds:
         table.append(

@@ -253,6 +253,8 @@ async def run(
                 "native_seconds": measured[NATIVE]["seconds"],
                 "edgerollout_seconds": measured[OURS]["seconds"],
                 "ratio": measured["ratio"],
+                "native_pod_watches_closed": _watches_closed(measured[NATIVE]),
+                "edgerollout_pod_watches_closed": _watches_closed(measured[OURS]),
             }
             for measured in played
         ],
@@ -319,6 +321,10 @@ def _add_peer(
         openyurt_apiserver_pods_by_verb=theirs["apiserver"]["pods_by_verb"],
         openyurt_audit_pod_deletes_by_user=theirs["audit_pod_deletes_by_user"],
     )
+
+
+def _watches_closed(rollout: dict[str, Any]) -> int:
+    return int(rollout["apiserver"].get("pod_watches_closed", 0))
 
 
 def mean_of(rollouts: list[dict[str, Any]]) -> dict[str, Any]:

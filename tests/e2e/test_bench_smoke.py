@@ -60,6 +60,10 @@ def test_both_rollouts_update_every_node(smoke: Smoke) -> None:
     assert [r["first"] for r in rolling["rounds"]] == ["native", "edgerollout"]
     seconds = [r["edgerollout_seconds"] for r in rolling["rounds"]]
     assert rolling["edgerollout"]["seconds"] == round(sum(seconds) / 2, 3)
+    # The API server's count of pod watches it closed as too slow was read around each rollout.
+    for record in rolling["rounds"]:
+        closed = (record["native_pod_watches_closed"], record["edgerollout_pod_watches_closed"])
+        assert all(isinstance(n, int) and n >= 0 for n in closed), record
 
 
 def test_each_pod_is_deleted_once_and_nothing_is_listed_or_polled(

@@ -134,3 +134,19 @@ def test_a_lab_without_an_audit_log_counts_nothing(tmp_path: Path) -> None:
     since = datetime(2026, 11, 29, 13, 30, tzinfo=UTC)
     assert audit_logs(tmp_path) == []
     assert api_load.audit_deletes(audit_logs(tmp_path), "bench", since) is None
+
+
+def test_the_pod_watches_closed_as_too_slow_are_counted_apart_from_the_others() -> None:
+    before = metrics.parse(
+        'apiserver_terminated_watchers_total{group="",resource="pods"} 4\n'
+        'apiserver_terminated_watchers_total{group="",resource="nodes"} 100\n'
+    )
+    after = metrics.parse(
+        'apiserver_terminated_watchers_total{group="",resource="pods"} 13\n'
+        'apiserver_terminated_watchers_total{group="",resource="nodes"} 119\n'
+    )
+
+    served = api_load.apiserver_requests(metrics.delta(after, before))
+
+    assert served["pod_watches_closed"] == 9
+    assert served["flowcontrol_rejected"] == 0

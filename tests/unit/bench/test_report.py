@@ -505,3 +505,39 @@ def test_the_dashboards_page_is_compared_with_status_of_the_same_rollout() -> No
         Row("9 dashboard redraw, slowest", "60 ms", "-", "-"),
         Row("9 dashboard server RSS, largest", "140 MB", "-", "-"),
     ]
+
+
+def test_the_pod_watches_the_api_server_closed_are_shown_for_each_round() -> None:
+    rounds = [
+        {
+            "first": "native",
+            "edgerollout_seconds": 15.0,
+            "native_seconds": 19.0,
+            "ratio": 0.789,
+            "native_pod_watches_closed": 0,
+            "edgerollout_pod_watches_closed": 9,
+        },
+        {
+            "first": "edgerollout",
+            "edgerollout_seconds": 17.0,
+            "native_seconds": 21.0,
+            "ratio": 0.81,
+            "native_pod_watches_closed": 1,
+            "edgerollout_pod_watches_closed": 0,
+        },
+    ]
+    table = rows({"scenarios": {"rolling": {**ROLLING, "rounds": rounds}}})
+
+    closed = [row for row in table if "watches" in row.scenario]
+    assert closed == [
+        Row(
+            "  lab: pod watches the API server closed as too slow, each round",
+            "9, 0",
+            "native 0, 1",
+            "-",
+        )
+    ]
+    # Right after the syncs of each side.
+    assert (
+        table[table.index(closed[0]) - 1].scenario == "  nodes unavailable on average (budget 100)"
+    )
