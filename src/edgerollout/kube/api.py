@@ -96,13 +96,6 @@ class ListPage:
     continue_token: str | None
 
 
-async def decoded_events(lines: AsyncIterator[bytes]) -> AsyncIterator[JSON]:
-    """A watch's lines (`Api.watch_lines`) as the events they are."""
-    async for line in lines:
-        event: JSON = orjson.loads(line)
-        yield event
-
-
 class Api(Protocol):
     async def list(
         self,
@@ -114,17 +107,6 @@ class Api(Protocol):
         limit: int = KUBE_CLIENT.watch.page_size,
         continue_token: str | None = None,
     ) -> ListPage: ...
-
-    def watch(
-        self,
-        resource: Resource,
-        *,
-        resource_version: str,
-        namespace: str | None = None,
-        field_selector: str | None = None,
-        label_selector: str | None = None,
-        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
-    ) -> AsyncIterator[JSON]: ...
 
     def watch_lines(
         self,
@@ -420,7 +402,8 @@ class KubeApi:
             label_selector=label_selector,
             timeout_seconds=timeout_seconds,
         )
-        async for event in decoded_events(lines):
+        async for line in lines:
+            event: JSON = orjson.loads(line)
             yield event
 
     async def watch_lines(

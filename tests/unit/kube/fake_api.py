@@ -4,11 +4,11 @@ It keeps what the shell relies on from the real one and nothing more:
 - one resourceVersion counter for every object, bumped by each write, as etcd's revision is;
 - `list` in pages of `limit` items (ordered by key), filtered by namespace and by field and label
   selectors as the API server filters them, the continue token being the next offset;
-- `watch` serving the events a test scripts with `publish` / `send`: an event dict, an exception
-  to raise in the stream, or `END` to close it (the server's timeout). Each selection (namespace,
-  field and label selectors) has a stream of its own, created by its first list or watch, which
-  gets the events whose object it selects (and every exception and `END`); items sent while a
-  resource has no stream yet wait for its first;
+- `watch_lines` serving the events a test scripts with `publish` / `send`: an event dict (sent
+  as one line of JSON), an exception to raise in the stream, or `END` to close it (the server's
+  timeout). Each selection (namespace, field and label selectors) has a stream of its own,
+  created by its first list or watch, which gets the events whose object it selects (and every
+  exception and `END`); items sent while a resource has no stream yet wait for its first;
 - compare-and-swap on `replace` (409 when the body's resourceVersion is not the stored one), and
   the UID precondition on `delete` and on a `patch` that carries `metadata.uid` (409 when it does
   not match, 404 when the object is absent);
@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import orjson
 
-from edgerollout.kube.api import STRATEGIC_MERGE, ApiError, ListPage, Resource, decoded_events
+from edgerollout.kube.api import STRATEGIC_MERGE, ApiError, ListPage, Resource
 from edgerollout.kube.views import object_key
 from edgerollout.settings import KUBE_CLIENT
 
@@ -271,27 +271,6 @@ class FakeApi:
             resource_version=str(self.version),
             continue_token=str(end) if end < len(matching) else None,
         )
-
-    async def watch(
-        self,
-        resource: Resource,
-        *,
-        resource_version: str,
-        namespace: str | None = None,
-        field_selector: str | None = None,
-        label_selector: str | None = None,
-        timeout_seconds: int = KUBE_CLIENT.watch.default_timeout_seconds,
-    ) -> AsyncIterator[JSON]:
-        lines = self.watch_lines(
-            resource,
-            resource_version=resource_version,
-            namespace=namespace,
-            field_selector=field_selector,
-            label_selector=label_selector,
-            timeout_seconds=timeout_seconds,
-        )
-        async for event in decoded_events(lines):
-            yield event
 
     async def watch_lines(
         self,
