@@ -20,10 +20,10 @@ Both take the clock they measure ages with (monotonic seconds), so tests can mov
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 
-from edgerollout.domain.model import InFlightDeletion, NodeName, PodUID, PodView
+from edgerollout.domain.model import InFlight, InFlightDeletion, NodeName, PodUID, PodView
 from edgerollout.domain.planning.conditions import ConditionWrite
 
 Clock = Callable[[], float]
@@ -50,18 +50,23 @@ class Expectations:
         self._entries: dict[PodUID, _Entry] = {}
         self._on_node: dict[NodeName, set[PodUID]] = {}
         self._unchecked: set[NodeName] = set()
+        # The nodes where an entry came or went since the previous settle.
+        self._touched: set[NodeName] = set()
+        self._by_uid = _NodesByUID(self._entries)
 
     def expect(self, uid: PodUID, node: NodeName) -> None:
         self.drop(uid)
         self._entries[uid] = _Entry(InFlightDeletion(uid=uid, node_name=node), self._clock())
         self._on_node.setdefault(node, set()).add(uid)
         self._unchecked.add(node)
+        self._touched.add(node)
 
     def drop(self, uid: PodUID) -> None:
         entry = self._entries.pop(uid, None)
         if entry is None:
             return
         node = entry.deletion.node_name
+        self._touched.add(node)
         on_node = self._on_node[node]
         on_node.discard(uid)
         if not on_node:
@@ -75,38 +80,58 @@ class Expectations:
         self,
         pods_on: Callable[[NodeName], Iterable[PodView]],
         changed: Set[NodeName] | None = None,
-    ) -> tuple[InFlightDeletion, ...]:
+    ) -> InFlight:
         """Drop the entries the cache now reflects; return the rest for the planner.
 
         `pods_on(node)` gives the DaemonSet's pods the cache shows on a node; `changed`: the
         nodes whose pods changed in the cache since the previous settle (None: any may have).
         Only the nodes of entries are looked at: those of `changed` and those recorded since
-        the previous settle."""
+        the previous settle. The entries are handed over as views, valid until the next write,
+        with the nodes where one came or went since the previous settle (`InFlight.touched`)."""
         unchecked, self._unchecked = self._unchecked, set()
         entries = self._entries
-        if not entries:
-            return ()
-        if changed is None:
-            nodes: Iterable[NodeName] = tuple(self._on_node)
-        else:
-            nodes = [node for node in changed | unchecked if node in self._on_node]
-        for node in nodes:
-            on_node = list(pods_on(node))
-            for uid in tuple(self._on_node[node]):
-                pod = next((pod for pod in on_node if pod.uid == uid), None)
-                replaced = any(not other.deleting and other.uid != uid for other in on_node)
-                if (pod is None or pod.deleting) and replaced:
-                    self.drop(uid)
-        now = self._clock()
-        expired = [
-            uid
-            for uid, _ in itertools.takewhile(
-                lambda item: now - item[1].since > self.timeout, entries.items()
-            )
-        ]
-        for uid in expired:
-            self.drop(uid)
-        return tuple(entry.deletion for entry in entries.values())
+        if entries:
+            if changed is None:
+                nodes: Iterable[NodeName] = tuple(self._on_node)
+            else:
+                nodes = [node for node in changed | unchecked if node in self._on_node]
+            for node in nodes:
+                on_node = list(pods_on(node))
+                for uid in tuple(self._on_node[node]):
+                    pod = next((pod for pod in on_node if pod.uid == uid), None)
+                    replaced = any(not other.deleting and other.uid != uid for other in on_node)
+                    if (pod is None or pod.deleting) and replaced:
+                        self.drop(uid)
+            now = self._clock()
+            expired = [
+                uid
+                for uid, _ in itertools.takewhile(
+                    lambda item: now - item[1].since > self.timeout, entries.items()
+                )
+            ]
+            for uid in expired:
+                self.drop(uid)
+        touched, self._touched = self._touched, set()
+        return InFlight(by_uid=self._by_uid, nodes=self._on_node.keys(), touched=touched)
+
+
+class _NodesByUID(Mapping[PodUID, NodeName]):
+    """The node of each entry, by the pod's UID: a view over the entries."""
+
+    def __init__(self, entries: Mapping[PodUID, _Entry]) -> None:
+        self._entries = entries
+
+    def __getitem__(self, uid: PodUID) -> NodeName:
+        return self._entries[uid].deletion.node_name
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._entries
+
+    def __iter__(self) -> Iterator[PodUID]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 @dataclass(frozen=True, slots=True)

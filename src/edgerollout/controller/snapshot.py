@@ -9,7 +9,7 @@ the caches cannot change under it (the informers apply watch events on the same 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, KeysView, Mapping, Sequence
 from datetime import datetime
 
 from edgerollout.controller.cluster_cache import ClusterCache
@@ -62,6 +62,10 @@ class _PodsByNode(Mapping[NodeName, Sequence[PodView]]):
 
     def __contains__(self, node: object) -> bool:
         return node in self._held
+
+    def keys(self) -> KeysView[NodeName]:
+        # The index's own: a set operation with it runs at C speed (`Snapshot.budget_base`).
+        return self._held.keys()
 
     def __iter__(self) -> Iterator[NodeName]:
         return iter(self._held)

@@ -10,7 +10,7 @@ Label and annotation values are interpreted here or next to the decision that us
 `pod-template-generation: "07"` means.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
@@ -194,3 +194,31 @@ class InFlightDeletion:
 
     uid: PodUID
     node_name: NodeName
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """The deletions in flight one plan is given (see `InFlightDeletion`).
+
+    - `by_uid`: each deleted pod's node, by the pod's UID.
+    - `nodes`: the nodes of those deletions.
+    - `touched`: the nodes where a deletion came or went since the previous plan of the same
+      DaemonSet was given its own (None: not known; the planner's book then compares them with
+      the ones it was given before). The controller keeps its deletions as they are made and
+      dropped, and hands them over as views with what moved: a plan at 10 % of 10,000 nodes
+      then costs what changed, not the 1,000 deletions in flight (design §4.5).
+
+    The shell may hand read-only views over what it keeps, valid while the plan runs."""
+
+    by_uid: Mapping[PodUID, NodeName]
+    nodes: Set[NodeName]
+    touched: Set[NodeName] | None = None
+
+    @classmethod
+    def of(cls, deletions: Iterable[InFlightDeletion]) -> "InFlight":
+        """The deletions as a plan reads them, with nothing said about what moved."""
+        by_uid = {deletion.uid: deletion.node_name for deletion in deletions}
+        return cls(by_uid=by_uid, nodes=frozenset(by_uid.values()))
+
+
+NO_IN_FLIGHT = InFlight(by_uid={}, nodes=frozenset())

@@ -89,6 +89,6 @@ def test_a_state_measures_its_writes_ages_with_the_given_clock_and_timeouts() ->
     web = states(clock).of("default/web", WEB)
     web.deletions.expect(PodUID("uid-web-a"), NodeName("edge-1"))
     clock.now = 350.0
-    assert len(web.deletions.settle(lambda node: [])) == 1
+    assert len(web.deletions.settle(lambda node: []).by_uid) == 1
     clock.now = 350.5
-    assert web.deletions.settle(lambda node: []) == ()
+    assert dict(web.deletions.settle(lambda node: []).by_uid) == {}

@@ -4,7 +4,7 @@ Tests of the planning rules state a whole cluster at once; this is how they ask 
 planner of both strategies) for its plan of it.
 """
 
-from edgerollout.domain.model import NodeName, PodView
+from edgerollout.domain.model import InFlight, NodeName, PodView
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionPlan
 
@@ -24,7 +24,7 @@ def plan_deletions(cluster: PlanInputs) -> DeletionPlan:
         now=cluster.now,
         pods_by_node=by_node,
         readiness={node.name: node.readiness for node in cluster.nodes},
-        in_flight=cluster.in_flight,
+        in_flight=InFlight.of(cluster.in_flight),
         progress_deadline=cluster.progress_deadline,
     )
     return book.plan(

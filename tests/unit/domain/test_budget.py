@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.events import printable
+from edgerollout.domain.model import NO_IN_FLIGHT
 from edgerollout.domain.spec.max_unavailable import InvalidMaxUnavailable, MaxUnavailable
 
 from .builders import daemonset, in_flight, max_unavailable, old_pod, pod, snapshot, warning
@@ -127,7 +128,7 @@ def test_base_is_counted_once_per_snapshot_and_anew_for_a_changed_copy() -> None
     counted = snapshot(daemonset(), pods=pods, in_flight=[in_flight("b1", "edge-2")])
 
     assert (counted.budget_base(), counted.budget_base()) == (2, 2)
-    assert dataclasses.replace(counted, in_flight=()).budget_base() == 1
+    assert dataclasses.replace(counted, in_flight=NO_IN_FLIGHT).budget_base() == 1
     assert counted == snapshot(daemonset(), pods=pods, in_flight=[in_flight("b1", "edge-2")])
 
 

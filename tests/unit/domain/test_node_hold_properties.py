@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.model import Condition, ConditionStatus, NodeName, PodView
+from edgerollout.domain.model import Condition, ConditionStatus, InFlight, NodeName, PodView
 from edgerollout.domain.planning.reconcile import plan
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.spec.node_hold import HoldRequest, hold_message, read_hold
@@ -157,7 +157,7 @@ def test_the_book_keeps_the_holds_a_scan_of_every_pod_finds(history: list[Step])
             pods_by_node=ClusterSource(cluster),
             readiness=cluster.readiness,
             changed=changed,
-            in_flight=cluster.in_flight,
+            in_flight=InFlight.of(cluster.in_flight),
         )
         scanned: dict[NodeName, list[str]] = {}
         for pod in cluster.pods:

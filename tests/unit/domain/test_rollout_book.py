@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.model import (
+    InFlight,
     InFlightDeletion,
     NodeName,
     NodeReadiness,
@@ -153,8 +154,14 @@ def book_plan(
     step: Step,
     source: ClusterSource | None = None,
     changed: Set[NodeName] = frozenset(),
+    touched: Set[NodeName] | None = None,
 ) -> DeletionPlan:
-    """Refresh the book from `source` (a fresh one over the step's cluster if None), then plan."""
+    """Refresh the book from `source` (a fresh one over the step's cluster if None), then plan;
+    with `touched`, the deletions in flight come with the nodes where one came or went, as the
+    controller hands them over."""
+    in_flight = InFlight.of(step.cluster.in_flight)
+    if touched is not None:
+        in_flight = replace(in_flight, touched=touched)
     book.refresh(
         target=step.target,
         min_ready_seconds=step.cluster.min_ready_seconds,
@@ -162,7 +169,7 @@ def book_plan(
         pods_by_node=source if source is not None else ClusterSource(step.cluster),
         readiness=step.cluster.readiness,
         changed=changed,
-        in_flight=step.cluster.in_flight,
+        in_flight=in_flight,
     )
     return book.plan(
         max_unavailable=step.cluster.max_unavailable,
@@ -189,6 +196,29 @@ def test_a_book_told_of_every_change_plans_exactly_as_the_full_planner(
             in_flight=step.cluster.in_flight,
             desired_nodes=step.desired_nodes,
         )
+        previous = step.cluster
+
+
+def moved_in_flight(before: Cluster | None, after: Cluster) -> set[NodeName]:
+    """The nodes where a deletion in flight came or went between the two clusters."""
+    was = set() if before is None else {(d.uid, d.node_name) for d in before.in_flight}
+    return {node for _, node in was ^ {(d.uid, d.node_name) for d in after.in_flight}}
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_a_book_told_where_deletions_came_and_went_plans_exactly_as_the_full_planner(
+    history: list[Step],
+) -> None:
+    book = RolloutBook()
+    previous: Cluster | None = None
+    for step in history:
+        changed = changed_nodes(previous, step.cluster) if previous is not None else set()
+        touched = moved_in_flight(previous, step.cluster)
+        ours = book_plan(book, step, changed=changed, touched=touched)
+
+        assert ours == full_plan(step)
+        assert ours.waiting_for_budget == full_plan(step).waiting_for_budget
         previous = step.cluster
 
 

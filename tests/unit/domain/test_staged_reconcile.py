@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
+    InFlight,
     NodeName,
     NodeReadiness,
     NodeView,
@@ -293,7 +294,7 @@ def test_a_node_between_its_old_and_new_pod_keeps_its_wave_and_its_place() -> No
     # yet: pool-a is not done, so pool-b (edge-1, edge-4) waits.
     pods = [pod("web-2", "edge-2"), *(old_pod(f"web-{i}", f"edge-{i}") for i in (1, 4, 5))]
     base = taken({**ARU, WAVES_ANNOTATION: "pool-a, pool-b, *"}, pods)
-    between = replace(base, in_flight=(in_flight("web-3", "edge-3"),))
+    between = replace(base, in_flight=InFlight.of([in_flight("web-3", "edge-3")]))
     decided = plan(between, RolloutBook())
     assert decided.deletions == ()
     assert decided.holds.wave is not None

@@ -12,7 +12,7 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgerollout.domain.model import ContainerFailure, NodeName, NodeReadiness
+from edgerollout.domain.model import ContainerFailure, InFlight, NodeName, NodeReadiness
 from edgerollout.domain.planning.holds import HoldReason
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
@@ -180,7 +180,7 @@ def refreshed(
         pods_by_node=pods_by_node,
         readiness=cluster.readiness,
         changed=changed,
-        in_flight=cluster.in_flight,
+        in_flight=InFlight.of(cluster.in_flight),
         progress_deadline=DEADLINE,
     )
     return book

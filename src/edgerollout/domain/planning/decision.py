@@ -12,8 +12,9 @@ from typing import Self
 
 from edgerollout.domain.events import Notice
 from edgerollout.domain.model import (
+    NO_IN_FLIGHT,
     DaemonSetView,
-    InFlightDeletion,
+    InFlight,
     NodeName,
     NodeReadiness,
     NodeView,
@@ -72,7 +73,7 @@ class Snapshot:
     readiness: Mapping[NodeName, NodeReadiness] = field(default_factory=dict)
     node_labels: Mapping[NodeName, Mapping[str, str]] = field(default_factory=dict)
     changed_nodes: Set[NodeName] = frozenset()
-    in_flight: tuple[InFlightDeletion, ...] = ()
+    in_flight: InFlight = NO_IN_FLIGHT
     pull_jobs: Mapping[str, JobView] = field(default_factory=dict)
     pull_template: PullTemplate | None = None
     paused_before: bool | None = None
@@ -121,9 +122,12 @@ class Snapshot:
         1,000 nodes at 10 % during a rollout. It costs what is in flight, not what exists."""
         if self._budget_base is not None:
             return self._budget_base
-        pods_by_node = self.pods_by_node
-        between_pods = {d.node_name for d in self.in_flight if d.node_name not in pods_by_node}
-        base = max(len(pods_by_node) + len(between_pods), self.daemonset.desired_nodes or 0)
+        pods_by_node, flying = self.pods_by_node, self.in_flight.nodes
+        # The nodes of deletions that hold a pod, by lookups in the smaller of the two (a
+        # dictionary's keys against a set: each looked up in the other, at C speed).
+        holding = pods_by_node.keys() & flying
+        between_pods = len(flying) - len(holding)
+        base = max(len(pods_by_node) + between_pods, self.daemonset.desired_nodes or 0)
         object.__setattr__(self, "_budget_base", base)  # a memo: the snapshot does not change
         return base
 

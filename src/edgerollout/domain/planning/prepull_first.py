@@ -50,7 +50,7 @@ pre-pull off leaves a running Job to finish on its own; it goes with its pod. OT
 annotation: there the node asks for its images, through its agent.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -58,7 +58,7 @@ from enum import Enum
 from edgerollout.domain.events import EventType, Notice
 from edgerollout.domain.model import (
     ConditionStatus,
-    InFlightDeletion,
+    InFlight,
     NodeName,
     NodeReadiness,
     PodView,
@@ -281,7 +281,7 @@ def prepull_first(
     target: TargetRevision,
     pods_by_node: Mapping[NodeName, Sequence[PodView]],
     readiness: Mapping[NodeName, NodeReadiness],
-    in_flight: Iterable[InFlightDeletion],
+    in_flight: InFlight,
     now: datetime,
     settings: PrepullSettings,
 ) -> PrepullFirst:
@@ -296,7 +296,7 @@ def prepull_first(
     if wanted is None:
         return PREPULL_OFF
     fallback = fallback_after(settings)
-    being_deleted = {deletion.uid for deletion in in_flight}
+    being_deleted = in_flight.by_uid
     pulls: dict[NodeName, NodePull] = {}
     for node, pods in pods_by_node.items():
         if readiness.get(node, NodeReadiness.MISSING) is not NodeReadiness.READY:

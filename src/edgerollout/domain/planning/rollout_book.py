@@ -31,14 +31,15 @@ caches show (the DaemonSet's pods by node, the nodes' readiness) and reads only 
 import heapq
 import itertools
 from bisect import bisect_left, insort
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Collection, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import immutables
 
 from edgerollout.domain.model import (
-    InFlightDeletion,
+    NO_IN_FLIGHT,
+    InFlight,
     NodeName,
     NodeReadiness,
     PodUID,
@@ -148,7 +149,10 @@ class RolloutBook:
         # Persistent: a plan keeps the map it was given while the book goes on.
         self._verdicts: immutables.Map[NodeName, NodeVerdict] = immutables.Map()
         self._verdict_counts: dict[NodeVerdict, int] = {}
-        self._in_flight: dict[PodUID, NodeName] = {}
+        # The deletions in flight of the last refresh; a copy of them when they came without
+        # what moved (`InFlight.touched`).
+        self._in_flight = NO_IN_FLIGHT
+        self._in_flight_kept: dict[PodUID, NodeName] | None = None
         self._unavailable = 0
         # Skipped nodes and their readiness (a not-Ready one may still be counted as desired),
         # also in name order and counted by readiness.
@@ -198,7 +202,7 @@ class RolloutBook:
         pods_by_node: Mapping[NodeName, Sequence[PodView]],
         readiness: Mapping[NodeName, NodeReadiness],
         changed: Set[NodeName] = frozenset(),
-        in_flight: Iterable[InFlightDeletion] = (),
+        in_flight: InFlight = NO_IN_FLIGHT,
         progress_deadline: timedelta | None = None,
     ) -> None:
         """Judge again the nodes that changed (or all of them, see the module docstring).
@@ -207,21 +211,27 @@ class RolloutBook:
         `readiness`: the nodes' readiness (a node absent from it is MISSING); `changed`: the nodes
         where a pod of the DaemonSet, the node's readiness or its labels changed since the
         previous refresh (a staged plan keeps each node's wave until then)."""
-        flying = {deletion.uid: deletion.node_name for deletion in in_flight}
         self._waves.forget(changed)
         key = (target, min_ready_seconds, progress_deadline)
-        if key != self._key:
+        touched = in_flight.touched
+        if touched is None:
+            # Nothing said about what moved: compared with a copy of the ones given before.
+            kept, self._in_flight_kept = self._in_flight_kept, dict(in_flight.by_uid)
+            if kept is not None and key == self._key:
+                moved = kept.keys() ^ self._in_flight_kept.keys()
+                touched = {kept[uid] if uid in kept else in_flight.by_uid[uid] for uid in moved}
+        else:
+            self._in_flight_kept = None
+        if key != self._key or touched is None:
             self._clear()
             self._key = key
             names: set[NodeName] = set(pods_by_node)
-            names.update(flying.values())
+            names.update(in_flight.nodes)
         else:
             names = set(changed)
-            for uid in self._in_flight.keys() ^ flying.keys():
-                names.add(flying[uid] if uid in flying else self._in_flight[uid])
+            names.update(touched)
             names.update(self._due_by(now))
-        self._in_flight = flying
-        in_flight_nodes = set(flying.values())
+        self._in_flight = in_flight
         for name in names:
             self._judge(
                 name,
@@ -230,7 +240,6 @@ class RolloutBook:
                 target,
                 min_ready_seconds,
                 now,
-                in_flight_nodes,
                 progress_deadline,
             )
 
@@ -280,13 +289,12 @@ class RolloutBook:
         target: TargetRevision,
         min_ready_seconds: int,
         now: datetime,
-        in_flight_nodes: set[NodeName],
         progress_deadline: timedelta | None,
     ) -> None:
         previous = self._entries.pop(name, None)
         if previous is not None:
             self._withdraw(name, previous)
-        if not pods and name not in in_flight_nodes:
+        if not pods and name not in self._in_flight.nodes:
             return  # the node holds nothing of the DaemonSet any more
         for pod in pods:
             # One lookup per pod in the common case; the holds are read only where one is.
@@ -305,7 +313,7 @@ class RolloutBook:
         if not target.known:
             self._entries[name] = _Entry(verdict=None)
             return
-        live = [pod for pod in pods if not pod.deleting and pod.uid not in self._in_flight]
+        live = [pod for pod in pods if not pod.deleting and pod.uid not in self._in_flight.by_uid]
         verdict, outdated, broken = judge_node(
             live, target, min_ready_seconds, now, progress_deadline=progress_deadline
         )
