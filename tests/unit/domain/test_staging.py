@@ -371,23 +371,48 @@ def test_a_wave_index_reads_a_nodes_labels_once_until_told_to_forget_it() -> Non
 
     index = WaveIndex()
     nodes = [NodeName(name) for name in sorted(pools)]
-    wave_of, place = index.read(waves, nodes[:2], labels)
-    assert (dict(wave_of), dict(place)) == ({"edge-1": 0, "edge-2": 1}, {"edge-1": 0, "edge-2": 1})
+    order = index.order(waves, nodes[:2], labels)
+    assert (order.ordered, dict(order.rank)) == (("edge-1", "edge-2"), {"edge-1": 0, "edge-2": 1})
+    assert (order.by_wave, order.in_no_wave) == ((("edge-1",), ("edge-2",)), ())
     assert sorted(read) == ["edge-1", "edge-2"]
 
     # Another plan: only the node not seen yet is read; a relabelled node is read once forgotten.
     pools["edge-1"] = "pool-b"
-    wave_of, _ = index.read(waves, nodes, labels)
+    order = index.order(waves, nodes, labels)
     assert sorted(read) == ["edge-1", "edge-2", "edge-3"]
-    assert wave_of[NodeName("edge-1")] == 0
+    assert order.ordered == ("edge-1", "edge-3", "edge-2")
     index.forget([NodeName("edge-1"), NodeName("edge-9")])
-    wave_of, _ = index.read(waves, nodes, labels)
+    order = index.order(waves, nodes, labels)
     assert read[3:] == ["edge-1"]
-    assert [wave_of[name] for name in nodes] == [1, 1, 0]
+    assert [order.of[name] for name in nodes] == [1, 1, 0]
+    assert order.by_wave == (("edge-3",), ("edge-1", "edge-2"))
+
+    # Nothing told, the same nodes: the same order, nothing read.
+    assert index.order(waves, nodes, labels) is order
+    assert read[4:] == []
 
     # Other waves: every node is read again.
     other = read_staging({WAVES_ANNOTATION: "pool-b"}).waves
     assert other is not None
-    wave_of, place = index.read(other, nodes, labels)
+    order = index.order(other, nodes, labels)
     assert sorted(read[4:]) == ["edge-1", "edge-2", "edge-3"]
-    assert [(wave_of[name], place[name]) for name in nodes] == [(0, 0), (0, 0), (None, 1)]
+    assert (order.by_wave, order.in_no_wave) == ((("edge-1", "edge-2"),), ("edge-3",))
+    assert [order.of[name] for name in nodes] == [0, 0, None]
+
+
+def test_a_wave_index_orders_again_when_a_node_it_was_told_of_comes_or_goes() -> None:
+    waves = read_staging({WAVES_ANNOTATION: "pool-a, *"}).waves
+    assert waves is not None
+    pools = {"edge-1": "pool-b", "edge-2": "pool-a", "edge-3": "pool-a"}
+    index = WaveIndex()
+    nodes = [NodeName(name) for name in sorted(pools)]
+
+    def labels(name: str) -> Mapping[str, str]:
+        return {NODEPOOL_LABEL: pools[name]}
+
+    assert index.order(waves, nodes, labels).ordered == ("edge-2", "edge-3", "edge-1")
+    # One goes and another comes between two plans: as many nodes, told of both.
+    pools["edge-0"] = "pool-a"
+    index.forget([NodeName("edge-3"), NodeName("edge-0")])
+    moved = [NodeName("edge-0"), *nodes[:2]]
+    assert index.order(waves, moved, labels).ordered == ("edge-0", "edge-2", "edge-1")

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgerollout.domain.model import ContainerFailure, InFlight, NodeName, NodeReadiness
-from edgerollout.domain.planning.holds import HoldReason
+from edgerollout.domain.planning.holds import HoldReason, Holds, NodeSets, WaveIndex, hold_nodes
 from edgerollout.domain.planning.rollout_book import RolloutBook
 from edgerollout.domain.planning.verdicts import DeletionPlan, NodeVerdict
+from edgerollout.domain.spec.node_hold import HoldRequest
 from edgerollout.domain.spec.staging import Staging, read_staging
 from edgerollout.domain.vocabulary import (
     BATCHES_ANNOTATION,
@@ -222,3 +223,56 @@ def test_the_book_reads_again_the_wave_of_a_node_told_relabelled(
     ours = book_plan(refreshed(book, subject.cluster, changed=frozenset(moved)), relabelled)
 
     assert ours == full_plan(relabelled)
+
+
+WAVE_STAGINGS = st.sampled_from(
+    [
+        {WAVES_ANNOTATION: "pool-a, pool-b, *"},
+        {WAVES_ANNOTATION: "pool-b, pool-a"},
+        {WAVES_ANNOTATION: "pool-a, *", PARTITION_ANNOTATION: "1"},
+        {WAVES_ANNOTATION: "pool-b, *", NODE_SELECTOR_ANNOTATION: "pool!=pool-a"},
+    ]
+)
+STANDINGS = st.sampled_from(["done", "outdated", "starting", "not ready"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    WAVE_STAGINGS,
+    st.dictionaries(
+        st.sampled_from([NodeName(f"edge-{i}") for i in range(12)]),
+        st.tuples(st.sampled_from(["pool-a", "pool-b", "pool-c"]), STANDINGS),
+        max_size=12,
+    ),
+    st.lists(st.sampled_from([NodeName(f"edge-{i}") for i in range(12)]), max_size=2),
+)
+def test_holds_from_the_sets_a_book_keeps_are_those_from_asking_each_node(
+    annotations: Mapping[str, str],
+    nodes: Mapping[NodeName, tuple[str, str]],
+    asking: list[NodeName],
+) -> None:
+    # A book hands `hold_nodes` the Ready nodes not done and those holding an old pod as sets,
+    # looked at a wave at a time; the holds and the wave must be what asking each node gives.
+    staging = read_staging(annotations)
+    if asking:
+        request = HoldRequest(until=None, asked=NOW, why="a shift change")
+        staging = replace(staging, asked=dict.fromkeys(asking, request))
+    standing = {name: state for name, (_, state) in nodes.items()}
+    pool_labels = {name: {NODEPOOL_LABEL: pool, "pool": pool} for name, (pool, _) in nodes.items()}
+    ready = {name for name, state in standing.items() if state != "not ready"}
+    open_nodes = {name for name in ready if standing[name] != "done"}
+    outdated = {name for name in ready if standing[name] == "outdated"}
+
+    def hold(sets: NodeSets | None) -> Holds:
+        return hold_nodes(
+            staging,
+            nodes=list(nodes),
+            labels=lambda name: pool_labels.get(name, {}),
+            done=lambda name: name in ready and name not in open_nodes,
+            ready=lambda name: name in ready,
+            outdated=lambda name: name in outdated,
+            wave_index=WaveIndex(),
+            sets=sets,
+        )
+
+    assert hold(NodeSets(open=open_nodes, outdated=outdated)) == hold(None)

@@ -46,7 +46,14 @@ from edgerollout.domain.model import (
     PodView,
 )
 from edgerollout.domain.planning.health import Broken, next_clock_change
-from edgerollout.domain.planning.holds import STAGED_HOLDS, Holds, WaveIndex, hold_nodes
+from edgerollout.domain.planning.holds import (
+    STAGED_HOLDS,
+    HoldReason,
+    Holds,
+    NodeSets,
+    WaveIndex,
+    hold_nodes,
+)
 from edgerollout.domain.planning.node_holds import AskedHold
 from edgerollout.domain.planning.revisions import TargetRevision, is_current
 from edgerollout.domain.planning.verdicts import (
@@ -149,6 +156,10 @@ class RolloutBook:
         # Persistent: a plan keeps the map it was given while the book goes on.
         self._verdicts: immutables.Map[NodeName, NodeVerdict] = immutables.Map()
         self._verdict_counts: dict[NodeVerdict, int] = {}
+        # The Ready nodes whose verdict is one of HOLDING_AN_OLD_POD, and those not up to date
+        # (what `holds` asks of each node, kept as sets; `tally`).
+        self._holding_old: set[NodeName] = set()
+        self._open: set[NodeName] = set()
         # The deletions in flight of the last refresh; a copy of them when they came without
         # what moved (`InFlight.touched`).
         self._in_flight = NO_IN_FLIGHT
@@ -211,7 +222,6 @@ class RolloutBook:
         `readiness`: the nodes' readiness (a node absent from it is MISSING); `changed`: the nodes
         where a pod of the DaemonSet, the node's readiness or its labels changed since the
         previous refresh (a staged plan keeps each node's wave until then)."""
-        self._waves.forget(changed)
         key = (target, min_ready_seconds, progress_deadline)
         touched = in_flight.touched
         if touched is None:
@@ -232,6 +242,8 @@ class RolloutBook:
             names.update(touched)
             names.update(self._due_by(now))
         self._in_flight = in_flight
+        # Whether each judged node is still among the nodes, and its wave, may have changed.
+        self._waves.forget(names)
         for name in names:
             self._judge(
                 name,
@@ -266,6 +278,8 @@ class RolloutBook:
         self._entries.clear()
         self._verdicts = immutables.Map()
         self._verdict_counts.clear()
+        self._holding_old.clear()
+        self._open.clear()
         self._skipped.clear()
         self._skipped_order.clear()
         self._skipped_counts.clear()
@@ -335,6 +349,10 @@ class RolloutBook:
         )
         self._verdicts = self._verdicts.set(name, verdict)
         self._verdict_counts[verdict] = self._verdict_counts.get(verdict, 0) + 1
+        if verdict in HOLDING_AN_OLD_POD:
+            self._holding_old.add(name)
+        if verdict is not NodeVerdict.UP_TO_DATE:
+            self._open.add(name)
         if broken is not None:
             self._broken[name] = broken
         if progress_deadline is not None and verdict in CLOCK_DEPENDENT and len(live) == 1:
@@ -378,6 +396,8 @@ class RolloutBook:
         if verdict is not None:
             self._verdicts = self._verdicts.delete(name)
             self._verdict_counts[verdict] -= 1
+            self._holding_old.discard(name)
+            self._open.discard(name)
             if verdict.unavailable:
                 self._unavailable -= 1
         if name in self._outdated:
@@ -433,9 +453,9 @@ class RolloutBook:
                     )
                 )
             elif staging.active:
-                ready = sorted(
-                    (name for name in self._outdated if name not in held), key=holds.order
-                )
+                # Every node of the book is ranked (`holds` covers them all): its rank, looked
+                # up at C speed, is its place in the order.
+                ready = sorted(self._outdated.difference(held), key=holds.rank.__getitem__)
                 going = ready[:room]
             else:
                 going = self._outdated_order[:room]
@@ -488,20 +508,18 @@ class RolloutBook:
     def tally(self, holds: Holds) -> Tally:
         """The nodes counted by where they stand, as of the last `refresh`, with `holds` the
         plan's (see `Tally`)."""
-        verdicts = self._verdicts
-        held = held_staged = 0
-        # `is` over set membership: an Enum's hash is Python code, and this runs per held node
-        # (the holding ones only are asked for their reason).
-        outdated, unavailable, both = (
-            NodeVerdict.OUTDATED,
-            NodeVerdict.OUTDATED_UNAVAILABLE,
-            NodeVerdict.OLD_AND_NEW,
-        )
-        for name, hold in holds.held.items():
-            verdict = verdicts.get(name)
-            if verdict is outdated or verdict is unavailable or verdict is both:
-                held += 1
-                held_staged += hold.reason in STAGED_HOLDS
+        held_nodes = holds.held
+        # The held nodes holding an old pod, by lookups at C speed; only those are asked for
+        # their reason, a wave's (never a staged one) told by identity (an Enum's hash is
+        # Python code, and a staged plan holds thousands of nodes).
+        holding = held_nodes.keys() & self._holding_old
+        wave = HoldReason.WAVE
+        held = len(holding)
+        held_staged = 0
+        for name in holding:
+            reason = held_nodes[name].reason
+            if reason is not wave:
+                held_staged += reason in STAGED_HOLDS
         return Tally(
             verdicts={verdict: n for verdict, n in self._verdict_counts.items() if n},
             not_ready=len(self._skipped),
@@ -526,6 +544,7 @@ class RolloutBook:
             ready=lambda name: name in verdicts,
             outdated=lambda name: verdicts.get(name) in HOLDING_AN_OLD_POD,
             wave_index=self._waves,
+            sets=NodeSets(open=self._open, outdated=self._holding_old),
         )
 
 
