@@ -174,8 +174,11 @@ class RolloutWatch:
             if self._dirty or self._due_now(loop.time()):
                 break
             timeout = min(self._due.values()) - loop.time() if self._due else None
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 a cancellation (Ctrl-C) that
+            # comes as the event is set is lost in `wait_for`, and the command would not end.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._woken.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._woken.wait()
         await asyncio.sleep(LIST.settle_seconds)
         self._raise_failure()
         due = self._due_now(loop.time())

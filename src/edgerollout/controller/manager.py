@@ -260,9 +260,8 @@ class Controller:
             # Events of deletions already made, before the Lease is released (a few seconds
             # at most: each is one request).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.reconciler.reports_sent(), timeout=self.settings.shutdown_report_grace
-                )
+                async with asyncio.timeout(self.settings.shutdown_report_grace):
+                    await self.reconciler.reports_sent()
             if self.elector is not None:
                 await self.elector.release()
             for runner in runners:

@@ -238,3 +238,27 @@ async def test_a_rollout_is_looked_at_again_when_its_plan_says(api: ClosingApi) 
         assert await asyncio.wait_for(watch.changes(), 1) == {"default/web"}
     finally:
         await watch.stop()
+
+
+async def test_a_cancel_that_comes_as_a_change_wakes_the_watch_still_ends_it(
+    api: ClosingApi,
+) -> None:
+    # Ctrl-C cancels the command; a change may wake it in the same turn of the event loop. The
+    # cancellation must not be lost (on Python 3.11 `asyncio.wait_for` loses it), or the command
+    # would go on listing.
+    watch = RolloutWatch(api, namespace="default")
+    await watch.start()
+    try:
+        # A rollout to look at again later (a pod turning available after minReadySeconds): the
+        # watch waits for a change with a timeout.
+        watch.look_again("default/web", 100.0)
+        waiting = asyncio.create_task(watch.changes())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # nothing changed since the lists
+        watch._woken.set()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(5):  # a lost cancellation: the watch goes on waiting
+                await waiting
+    finally:
+        await watch.stop()

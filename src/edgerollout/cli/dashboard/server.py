@@ -286,8 +286,11 @@ async def _woken(subscription: Subscription, response: web.StreamResponse) -> No
     """Wait until the subscription is woken, saying something at least every
     `KEEPALIVE_SECONDS` (a write to a page that went away raises)."""
     while True:
+        # `asyncio.timeout`: a cancellation (the page went away) that comes as the subscription
+        # is woken is not lost, as `wait_for` loses it on Python 3.11.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(subscription.woken.wait(), KEEPALIVE_SECONDS)
+            async with asyncio.timeout(KEEPALIVE_SECONDS):
+                await subscription.woken.wait()
             return
         await response.write(b": keepalive\n\n")
 
