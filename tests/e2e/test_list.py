@@ -55,6 +55,13 @@ async def create(
     await wait_for(available_everywhere, timeout=60, what=f"{name} available on every node")
 
 
+def interruptible() -> None:
+    """Run in the child before the command: SIGINT at its default, as in a terminal's foreground
+    job. A test run started in the background of a script (`./dev test &`) has SIGINT ignored,
+    and so would the command, which, as every Python program, then keeps ignoring it (POSIX)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def split_ages(stdout: str) -> tuple[list[str], list[str]]:
     """Each line up to the AGE column (padding included), and each line's AGE cell."""
     lines = stdout.splitlines()
@@ -137,6 +144,7 @@ async def test_list_watch_follows_a_rollout_from_paused_to_complete(
         *("list", "-n", namespace, "--watch", "--kubeconfig", str(kubeconfig)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=interruptible,
     )
     stdout, stderr = watching.stdout, watching.stderr
     assert stdout is not None
