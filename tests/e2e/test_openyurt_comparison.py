@@ -13,6 +13,7 @@ admin, the peer as its own ServiceAccount. The OpenYurt cases are skipped unless
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import time
@@ -572,6 +573,11 @@ async def test_ota_condition_fields_and_the_pods_that_carry_them(
         await kube.core.delete_namespaced_pod(
             by_node(await kube.pods(namespace, SELECTOR))[cut][0].metadata.name, namespace
         )
+        # The deletion and the new revision reach a controller on two watches, in either order:
+        # a revision seen first marks the pod as it was before its deletion. The image changes
+        # once the deletion has had time to reach the caches (edgerollout reads its watches every
+        # 50 ms), so that what is asserted is a terminating pod left alone.
+        await asyncio.sleep(2)
         # The test deletes as the lab's admin, as edgerollout does: count from here on.
         offset = audit_log_path(kube.lab.folder).stat().st_size
         changed_at = time.monotonic()
