@@ -120,6 +120,7 @@ class Controller:
                 return
             started = time.monotonic()
             result = "success"
+            pause = 0.0
             try:
                 outcome = await self.reconciler.reconcile(key)
             except asyncio.CancelledError:
@@ -140,6 +141,7 @@ class Controller:
                 )
             else:
                 self.queue.forget(key)
+                pause = self.settings.reconcile.pause_after(outcome.plan_cpu_seconds)
                 if outcome.requeue_after is not None:
                     result = "requeue_after"
                     self.queue.add_after(key, outcome.requeue_after)
@@ -147,7 +149,7 @@ class Controller:
                 elapsed = time.monotonic() - started
                 metrics.RECONCILE_TIME.labels(controller=metrics.CONTROLLER).observe(elapsed)
                 metrics.RECONCILE_TOTAL.labels(controller=metrics.CONTROLLER, result=result).inc()
-            self.queue.done(key, seconds=elapsed)
+            self.queue.done(key, seconds=elapsed, pause=pause)
 
     def _cached(self, plural: str) -> int:
         return self.cache.counts()[plural]

@@ -71,6 +71,9 @@ class Outcome:
     deleted: int = 0
     conditions_written: int = 0
     requeue_after: float | None = None
+    # The CPU time of its snapshot and plan (0 when nothing was planned): what paces the key's
+    # next reconcile (`ReconcileSettings.plan_core_share`).
+    plan_cpu_seconds: float = 0.0
 
 
 class Reconciler:
@@ -151,7 +154,8 @@ class Reconciler:
         with metrics.PLAN_TIME.time():
             snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
             decided = plan(snapshot, state.book, self.settings)
-        metrics.PLAN_CPU_TIME.observe(time.thread_time() - cpu_started)
+        plan_cpu = time.thread_time() - cpu_started
+        metrics.PLAN_CPU_TIME.observe(plan_cpu)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
         # Read before the first await: the snapshot's views over the caches hold until then.
         standing = self._standing(cached, decided, nodes=snapshot.budget_base())
@@ -206,7 +210,11 @@ class Reconciler:
             requeue = held_back if requeue is None else min(requeue, held_back)
         self._summarize(decided, key=key, deleted=deleted, written=written, requeue=requeue)
         return Outcome(
-            plan=decided, deleted=deleted, conditions_written=written, requeue_after=requeue
+            plan=decided,
+            deleted=deleted,
+            conditions_written=written,
+            requeue_after=requeue,
+            plan_cpu_seconds=plan_cpu,
         )
 
     @staticmethod

@@ -12,6 +12,9 @@
   when they reach the API server again after failing, since what failed during an outage was the
   outage's doing, and a key that failed through a 20-second outage would otherwise wait another
   20 seconds after it.
+- A key done with a `pause` is not handed out again until the pause has passed: an event for it
+  meanwhile queues it for the end of the pause (design §10.2). A requested delay or a backoff
+  that ends first is kept.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class WorkQueue:
     _timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     _backing_off: set[str] = field(default_factory=set)
     """Keys whose pending timer is a failure's backoff (not a requested `add_after`)."""
+    _paused_until: dict[str, float] = field(default_factory=dict)
+    """The event loop's time until which each key's last `done` paused it."""
     _shutdown: bool = False
 
     def __post_init__(self) -> None:
@@ -67,6 +72,16 @@ class WorkQueue:
             return
         if key in self._queued:
             return
+        paused_until = self._paused_until.get(key)
+        if paused_until is not None:
+            wait = paused_until - asyncio.get_running_loop().time()
+            if wait > 0:
+                self._schedule(key, wait)
+                return
+            del self._paused_until[key]
+        self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
         self._queued.add(key)
         self._queue.append(key)
         self._added_at[key] = time.monotonic()
@@ -79,6 +94,10 @@ class WorkQueue:
         if delay <= 0:
             self.add(key)
             return
+        self._schedule(key, delay)
+
+    def _schedule(self, key: str, delay: float) -> None:
+        """A timer to queue `key` after `delay`, unless one already queues it sooner."""
         loop = asyncio.get_running_loop()
         timer = self._timers.get(key)
         if timer is not None and timer.when() <= loop.time() + delay:
@@ -92,6 +111,9 @@ class WorkQueue:
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
         self._backing_off.discard(key)
+        # The time asked for has come, a pause's end among them (the loop's clock may read a
+        # hair before it): queued now, not paused again.
+        self._paused_until.pop(key, None)
         self.add(key)
 
     def add_rate_limited(self, key: str) -> float:
@@ -134,9 +156,13 @@ class WorkQueue:
             self._wait.observe(time.monotonic() - added)
         return key
 
-    def done(self, key: str, *, seconds: float) -> None:
+    def done(self, key: str, *, seconds: float, pause: float = 0.0) -> None:
+        """`key`'s processing ended after `seconds`; it is handed out again no sooner than
+        `pause` seconds from now."""
         self._work.observe(seconds)
         self._processing.discard(key)
+        if pause > 0:
+            self._paused_until[key] = asyncio.get_running_loop().time() + pause
         if key in self._dirty:
             self._dirty.discard(key)
             self.add(key)

@@ -182,3 +182,43 @@ async def test_reconciles_that_failed_are_retried_once_the_caches_reach_the_api_
 
     assert len(controller.queue) == 1
     controller.queue.shut_down()
+
+
+async def test_a_daemonset_is_reconciled_again_only_after_a_pause_its_plan_paid_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A plan of 1 ms of CPU (a 10,000-node rollout's) rests its key 200 times as long: the
+    # events of the next 0.2 s bring one reconcile at its end, not one each.
+    monkeypatch.setattr("edgerollout.controller.manager.gc.freeze", lambda: None)
+    controller = Controller(ControllerSettings(workers=1), FakeApi())  # type: ignore[arg-type]
+    assert controller.settings.reconcile.pause_after(0.001) == pytest.approx(0.2)
+    for informer in controller.cache.informers:
+        informer.synced.set()
+    loop = asyncio.get_running_loop()
+    started: list[float] = []
+
+    async def planned(key: str) -> Outcome:
+        started.append(loop.time())
+        if len(started) == 2:
+            controller.queue.shut_down()
+        return Outcome(plan=None, plan_cpu_seconds=0.001)
+
+    controller.reconciler.reconcile = planned  # type: ignore[method-assign]
+    controller.queue.add("ns/a")
+    leading = asyncio.create_task(controller.lead())
+    await until(lambda: len(started) == 1, what="the first reconcile")
+    for _ in range(5):
+        controller.queue.add("ns/a")
+        await asyncio.sleep(0.02)
+    assert len(started) == 1
+
+    await asyncio.wait_for(leading, timeout=5)
+    assert len(started) == 2
+    assert started[1] - started[0] >= 0.19
+
+
+def test_a_plan_slowed_down_rests_its_key_no_longer_than_the_cap() -> None:
+    settings = ControllerSettings().reconcile
+    assert settings.pause_after(0.0) == 0.0
+    assert settings.pause_after(0.0002) == pytest.approx(0.04)
+    assert settings.pause_after(0.05) == settings.pace_max_seconds == 0.5

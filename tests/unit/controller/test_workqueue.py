@@ -173,3 +173,65 @@ async def test_a_later_look_does_not_postpone_an_earlier_one() -> None:
     queue.add_after("default/web", 0.05)
     assert await next_key(queue) == "default/web"
     queue.shut_down()
+
+
+async def test_a_paused_key_waits_out_its_pause_once_however_many_events_came() -> None:
+    # A reconcile ends with a pause of 0.1 s (its plan's CPU paces the next): the events that
+    # come meanwhile queue the key once, at the end of the pause, not at once.
+    queue = WorkQueue(name="test-pause")
+    queue.add("default/web")
+    key = await next_key(queue)
+    loop = asyncio.get_running_loop()
+    done_at = loop.time()
+    queue.done(key, seconds=0.01, pause=0.1)
+
+    for _ in range(3):
+        queue.add("default/web")
+    assert len(queue) == 0
+    await asyncio.sleep(0.05)
+    assert len(queue) == 0
+
+    assert await next_key(queue) == "default/web"
+    assert loop.time() - done_at >= 0.09
+    assert len(queue) == 0
+    queue.done("default/web", seconds=0.01)
+    await asyncio.sleep(0.15)
+    assert len(queue) == 0  # the three events brought one reconcile
+
+
+async def test_an_event_after_the_pause_queues_the_key_at_once() -> None:
+    queue = WorkQueue(name="test-pause-over")
+    queue.add("default/web")
+    queue.done(await next_key(queue), seconds=0.01, pause=0.02)
+    await asyncio.sleep(0.05)
+
+    queue.add("default/web")
+
+    assert len(queue) == 1
+
+
+async def test_a_key_added_while_processed_rests_its_pause_before_coming_back() -> None:
+    queue = WorkQueue(name="test-pause-dirty")
+    queue.add("default/web")
+    key = await next_key(queue)
+    queue.add("default/web")  # while it is processed
+
+    queue.done(key, seconds=0.01, pause=0.05)
+
+    assert len(queue) == 0
+    assert await next_key(queue) == "default/web"
+
+
+async def test_a_requested_look_sooner_than_the_pause_is_kept() -> None:
+    # A pod turns available in 0.02 s: the look asked for then is not pushed back to the end of
+    # a longer pause.
+    queue = WorkQueue(name="test-pause-look")
+    queue.add("default/web")
+    key = await next_key(queue)
+    queue.add_after(key, 0.02)
+    queue.done(key, seconds=0.01, pause=30.0)
+    started = time.monotonic()
+
+    assert await next_key(queue) == "default/web"
+    assert time.monotonic() - started < 1.0
+    queue.shut_down()
