@@ -247,19 +247,19 @@ class ReconcileSettings:
     # its counts do, at most this often: a 10,000-node rollout would otherwise write its
     # DaemonSet's status once per replaced pod, as many writes as its deletions.
     rollout_condition_interval: float = 10.0
-    # While a DaemonSet's events come without a break (a rollout of 10,000 nodes brings one every
-    # few milliseconds), its reconciles take at most this share of a core for planning: a key is
-    # reconciled again no sooner than its last plan's CPU time divided by it, 200 times the plan
-    # (0.2 s after a 1 ms plan at 10,000 nodes; about the watches' 50 ms batch at 1,000 nodes,
-    # where a plan takes a fifth of that). An event meanwhile waits for the pause's end, and
-    # the next plan takes it with whatever else came (design §10.2). Never more than
-    # `pace_max_seconds`: a plan slowed by a saturated machine does not hold a freed slot longer.
-    plan_core_share: float = 0.005
+    # A DaemonSet over N nodes is reconciled again no sooner than N times this after its last
+    # reconcile: 0.2 s at 10,000 nodes, where a rollout brings an event every few milliseconds and
+    # a reconcile's fixed part (its snapshot, the deletions in flight, the standing) costs about
+    # 1 ms of CPU; 20 ms at 1,000 nodes, within the watches' 50 ms batch. A reconcile's fixed part
+    # grows with the nodes, so its share of a core stays about the same (half a percent). Never
+    # more than `pace_max_seconds`. An event meanwhile waits for the pause's end, and the next
+    # plan takes it with whatever else came (design §10.2).
+    pace_per_node_seconds: float = 0.00002
     pace_max_seconds: float = 0.5
 
-    def pause_after(self, plan_cpu_seconds: float) -> float:
-        """How long a key rests after a reconcile whose plan took `plan_cpu_seconds` of CPU."""
-        return min(plan_cpu_seconds / self.plan_core_share, self.pace_max_seconds)
+    def pause_after(self, nodes: int) -> float:
+        """How long a key rests after a reconcile that planned over `nodes` nodes."""
+        return min(nodes * self.pace_per_node_seconds, self.pace_max_seconds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

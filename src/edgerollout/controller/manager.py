@@ -141,7 +141,7 @@ class Controller:
                 )
             else:
                 self.queue.forget(key)
-                pause = self.settings.reconcile.pause_after(outcome.plan_cpu_seconds)
+                pause = self.settings.reconcile.pause_after(outcome.nodes)
                 if outcome.requeue_after is not None:
                     result = "requeue_after"
                     self.queue.add_after(key, outcome.requeue_after)

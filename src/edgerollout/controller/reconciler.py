@@ -71,9 +71,9 @@ class Outcome:
     deleted: int = 0
     conditions_written: int = 0
     requeue_after: float | None = None
-    # The CPU time of its snapshot and plan (0 when nothing was planned): what paces the key's
-    # next reconcile (`ReconcileSettings.plan_core_share`).
-    plan_cpu_seconds: float = 0.0
+    # The nodes the plan counted its budgets over (0 when nothing was planned): what paces the
+    # key's next reconcile (`ReconcileSettings.pause_after`).
+    nodes: int = 0
 
 
 class Reconciler:
@@ -154,11 +154,11 @@ class Reconciler:
         with metrics.PLAN_TIME.time():
             snapshot = take_snapshot(self.cache, cached, state, now=self.clock())
             decided = plan(snapshot, state.book, self.settings)
-        plan_cpu = time.thread_time() - cpu_started
-        metrics.PLAN_CPU_TIME.observe(plan_cpu)
+        metrics.PLAN_CPU_TIME.observe(time.thread_time() - cpu_started)
         self._log_skipped(decided, key=key, readiness=snapshot.readiness)
         # Read before the first await: the snapshot's views over the caches hold until then.
-        standing = self._standing(cached, decided, nodes=snapshot.budget_base())
+        nodes = snapshot.budget_base()
+        standing = self._standing(cached, decided, nodes=nodes)
         self._report(key, standing)
 
         if decided.ends_rollout:
@@ -214,7 +214,7 @@ class Reconciler:
             deleted=deleted,
             conditions_written=written,
             requeue_after=requeue,
-            plan_cpu_seconds=plan_cpu,
+            nodes=nodes,
         )
 
     @staticmethod
