@@ -176,7 +176,7 @@ async def test_a_later_look_does_not_postpone_an_earlier_one() -> None:
 
 
 async def test_a_paused_key_waits_out_its_pause_once_however_many_events_came() -> None:
-    # A reconcile ends with a pause of 0.1 s (its plan's CPU paces the next): the events that
+    # A reconcile ends with a pause of 0.1 s (its DaemonSet's size paces the next): the events that
     # come meanwhile queue the key once, at the end of the pause, not at once.
     queue = WorkQueue(name="test-pause")
     queue.add("default/web")
